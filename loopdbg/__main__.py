@@ -1,0 +1,3 @@
+from loopdbg.cli import main
+
+raise SystemExit(main())

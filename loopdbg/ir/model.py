@@ -1,0 +1,218 @@
+"""The model as plain data: graphs, layers, ports, port maps and back edges.
+
+Everything here is immutable and free of parsing or execution logic, so that the XML reader, the
+ONNX reader, the IR builder and the engine can all share it. Ports are stored by *index* (their
+position inside ``<input>`` / ``<output>``), which the reader resolves from the XML port ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# Roles of a Loop/TensorIterator port_map input, decided by ``classify_inputs``.
+SLICED = "sliced"
+MERGED = "merged"
+INVARIANT = "invariant"
+CURRENT_ITERATION = "current_iteration"
+CONDITION = "condition"          # draft Loop-5 spelling: a body Parameter fed the execution condition
+UNUSED = "unused"                # external_port_id < 0 without a purpose: never fed
+
+# Roles of a port_map output.
+CONCAT = "concat"
+LAST_VALUE = "last_value"
+EXECUTION_CONDITION = "execution_condition"
+
+
+@dataclass(frozen=True, slots=True)
+class Port:
+    """One input or output port of a layer as declared in the XML.
+
+    ``dims`` holds the declared dimensions (-1 for a dynamic one); it is ``()`` when the port has no
+    ``<dim>`` (a scalar, or dynamic rank). Declared shapes are hints: the engine trusts values.
+    """
+
+    id: int
+    index: int
+    precision: str | None = None
+    dims: tuple[int, ...] = ()
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A data edge, with both ports already resolved to indices."""
+
+    from_layer: int
+    from_port: int     # output index of the producer
+    to_layer: int
+    to_port: int       # input index of the consumer
+
+
+@dataclass(frozen=True, slots=True)
+class BackEdge:
+    """A Loop/TensorIterator back edge: body Result ``from_layer`` feeds body Parameter ``to_layer``."""
+
+    from_layer: int
+    to_layer: int
+
+
+@dataclass(frozen=True, slots=True)
+class InputMapping:
+    """One ``port_map/input`` entry (defaults applied: start=0, end=-1, stride=1, part_size=1)."""
+
+    external_port_id: int
+    internal_layer_id: int
+    axis: int | None = None
+    start: int = 0
+    end: int = -1
+    stride: int = 1
+    part_size: int = 1
+    purpose: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutputMapping:
+    """One ``port_map/output`` entry; ``axis`` set means a concatenated (scan) output."""
+
+    external_port_id: int
+    internal_layer_id: int
+    axis: int | None = None
+    start: int = 0
+    end: int = -1
+    stride: int = 1
+    part_size: int = 1
+    purpose: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Layer:
+    """One layer (operation) of a graph.
+
+    ``type`` is canonical (``Const`` and ``Constant`` are both ``Constant``; ``ReLU`` is ``Relu``);
+    ``ir_type`` keeps the spelling of the file. ``data`` holds the raw ``<data>`` strings; kernels
+    parse what they need once, when the execution plan is built. ``value`` is the array of a
+    Constant. ``subgraphs`` holds the bodies of Loop, TensorIterator and If.
+    """
+
+    id: int
+    name: str
+    type: str
+    version: str
+    data: Mapping[str, str] = field(default_factory=dict)
+    inputs: tuple[Port, ...] = ()
+    outputs: tuple[Port, ...] = ()
+    subgraphs: tuple["SubGraph", ...] = ()
+    value: Any = None
+    ir_type: str | None = None
+    line: int | None = None
+
+    def describe(self) -> str:
+        """How error messages name a layer: ``layer 7 'h_new' (Add)``."""
+        return f"layer {self.id} '{self.name}' ({self.type})"
+
+    @property
+    def body(self) -> "SubGraph | None":
+        for sub in self.subgraphs:
+            if sub.role == "body":
+                return sub
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A graph (the model, or a body): layers in XML order, edges, Parameter and Result order.
+
+    ``parameters`` and ``results`` are layer ids in XML order: that order defines the model's
+    inputs and outputs.
+    """
+
+    name: str
+    layers: Mapping[int, Layer]
+    edges: tuple[Edge, ...]
+    parameters: tuple[int, ...]
+    results: tuple[int, ...]
+
+    def producer(self, layer_id: int, input_index: int) -> tuple[int, int] | None:
+        """The (layer id, output index) feeding input ``input_index`` of layer ``layer_id``."""
+        return self._producers.get((layer_id, input_index))
+
+    @property
+    def _producers(self) -> dict[tuple[int, int], tuple[int, int]]:
+        cache = self.__dict__.get("_producer_cache")
+        if cache is None:
+            cache = {(e.to_layer, e.to_port): (e.from_layer, e.from_port) for e in self.edges}
+            object.__setattr__(self, "_producer_cache", cache)
+        return cache
+
+    def consumers(self, layer_id: int, output_index: int) -> list[tuple[int, int]]:
+        return [(e.to_layer, e.to_port) for e in self.edges
+                if e.from_layer == layer_id and e.from_port == output_index]
+
+    def n_inputs(self, layer_id: int) -> int:
+        """Number of connected inputs (OpenVINO: the edges that end at the layer)."""
+        return sum(1 for e in self.edges if e.to_layer == layer_id)
+
+
+@dataclass(frozen=True, eq=False)
+class SubGraph:
+    """A body of Loop/TensorIterator (role ``body``) or a branch of If (``then_body``/``else_body``)."""
+
+    role: str
+    graph: Graph
+    inputs: tuple[InputMapping, ...] = ()
+    outputs: tuple[OutputMapping, ...] = ()
+    back_edges: tuple[BackEdge, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A whole model: the top graph plus where it came from."""
+
+    graph: Graph
+    path: str | None = None
+    weights_path: str | None = None
+    ir_version: int | None = None
+    format: str = "ir"           # "ir" or "onnx"
+    opsets: Mapping[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+def classify_inputs(sub: SubGraph) -> list[tuple[str, InputMapping]]:
+    """Classify port_map inputs as OpenVINO's reader does, in ascending ``external_port_id`` order.
+
+    First match wins: ``axis`` → sliced; target of a back edge → merged; ``purpose`` →
+    current_iteration / condition; external id ≥ 0 → invariant; otherwise unused.
+    """
+    targets = {be.to_layer for be in sub.back_edges}
+    roles = []
+    for m in sorted(sub.inputs, key=lambda m: m.external_port_id):
+        if m.axis is not None:
+            role = SLICED
+        elif m.purpose == CURRENT_ITERATION:
+            role = CURRENT_ITERATION
+        elif m.purpose == CONDITION:
+            role = CONDITION
+        elif m.internal_layer_id in targets:
+            role = MERGED
+        elif m.external_port_id >= 0:
+            role = INVARIANT
+        else:
+            role = UNUSED
+        roles.append((role, m))
+    return roles
+
+
+def classify_outputs(sub: SubGraph) -> list[tuple[str, OutputMapping]]:
+    """Classify port_map outputs; data outputs come in ascending ``external_port_id`` order."""
+    roles = []
+    for m in sorted(sub.outputs, key=lambda m: m.external_port_id):
+        if m.purpose == EXECUTION_CONDITION:
+            roles.append((EXECUTION_CONDITION, m))
+        elif m.external_port_id < 0:
+            continue
+        elif m.axis is not None:
+            roles.append((CONCAT, m))
+        else:
+            roles.append((LAST_VALUE, m))
+    return roles
