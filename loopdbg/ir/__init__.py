@@ -1,1 +1,16 @@
-"""The model as plain data, and the readers and writers of model files."""
+"""The model as plain data, and the readers and writers of model files.
+
+``read_ir`` is exported lazily (module ``__getattr__``) so that ``import loopdbg.ir`` stays cheap:
+lxml and the reader are only imported when a model is actually read.
+"""
+
+from __future__ import annotations
+
+__all__ = ["read_ir", "parse_shape"]
+
+
+def __getattr__(name: str):
+    if name in ("read_ir", "parse_shape"):
+        from loopdbg.ir import xml_reader
+        return getattr(xml_reader, name)
+    raise AttributeError(f"module 'loopdbg.ir' has no attribute {name!r}")
