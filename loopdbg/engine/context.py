@@ -1,0 +1,31 @@
+"""The state of one run that every loop of it shares: options, the outer-iteration stack, reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loopdbg.engine.events import LoopFinished, Notice
+
+
+@dataclass
+class RunContext:
+    """Options and bookkeeping of one run (an Engine may run many times, each with its own)."""
+
+    max_iterations: int | None = None      # per loop execution; None: no cap
+    max_memory: int | None = None          # bytes of concatenated pieces; None: no budget
+    record_nodes: bool = False             # put every body node's value in IterationDone.nodes
+    outer: list[int] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    loops: list[LoopFinished] = field(default_factory=list)
+    scan_bytes: int = 0
+    _said: set = field(default_factory=set)
+
+    def notice(self, path: str, message: str, rule: int | None) -> tuple[Notice, ...]:
+        """A report (decisions.md rules marked "report"), said once per run."""
+        key = (path, message)
+        if key in self._said:
+            return ()
+        self._said.add(key)
+        n = Notice(path, message, rule)
+        self.notices.append(n)
+        return (n,)

@@ -1,0 +1,155 @@
+"""The events the engine yields while it runs a model.
+
+The stream for a model is::
+
+    LoopStarted, IterationDone*, LoopFinished     (for every loop execution, nested ones inside)
+    Notice*                                      (whenever a decisions.md rule marked "report" fires)
+    RunFinished                                  (last, with the model's outputs)
+
+``IterationDone`` is created after every body iteration of every loop and is cheap to create: it
+keeps references to the iteration's body inputs and outputs and builds the named views (back edges,
+scan slices, sliced inputs) only when they are read. All arrays it refers to are never written
+again by the engine, so an event stays valid after the run has moved on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from loopdbg.engine.loopspec import LoopSpec
+
+# Why a loop stopped.
+STOP_TRIP_COUNT = "trip_count"          # ran the number of iterations the trip count allowed
+STOP_CONDITION = "condition"            # the body condition became false
+STOP_NOT_STARTED = "execution_condition"  # the execution condition was false: zero iterations
+STOP_ZERO_TRIP = "zero_trip_count"      # the trip count was 0: zero iterations
+STOP_SLICES = "slices_exhausted"        # TensorIterator: every slice was used
+STOP_CAP = "iteration_cap"              # --max-iterations reached
+STOP_ERROR = "error"                    # a kernel or a semantic check failed
+
+STOP_TEXT = {
+    STOP_TRIP_COUNT: "the trip count was reached",
+    STOP_CONDITION: "the body condition became false",
+    STOP_NOT_STARTED: "the execution condition was false, so the body never ran",
+    STOP_ZERO_TRIP: "the trip count was 0, so the body never ran",
+    STOP_SLICES: "every slice of the sliced inputs was used",
+    STOP_CAP: "the iteration cap (--max-iterations) was reached",
+    STOP_ERROR: "an error stopped it",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LoopStarted:
+    path: str
+    layer_id: int
+    layer_name: str
+    kind: str                       # "Loop" or "TensorIterator"
+    trip_count: int | None          # None: no limit (Loop with a negative or absent trip count)
+    execution_condition: bool
+    outer: tuple[int, ...] = ()     # iterations of the enclosing loops, outermost first
+    spec: "LoopSpec | None" = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IterationDone:
+    """One body iteration has finished.
+
+    ``iteration`` is the 0-based index of the iteration that just ran; ``cond`` is the body
+    condition it produced (always True for a TensorIterator); ``continues`` says whether another
+    iteration follows.
+    """
+
+    path: str
+    iteration: int
+    trip_count: int | None
+    cond: bool
+    continues: bool
+    spec: "LoopSpec" = field(repr=False)
+    body_in: tuple = field(repr=False)      # body Parameter values fed to this iteration
+    body_out: tuple = field(repr=False)     # body Result values it produced
+    collected: tuple = field(repr=False)    # per concat output: the list of pieces (append-only)
+    outer: tuple[int, ...] = ()
+    nodes: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def back_edges(self) -> dict[str, np.ndarray]:
+        """Values that feed the next iteration, named by the body Parameter they feed."""
+        return {p: self.body_out[r] for p, r in self.spec.back_edge_view}
+
+    @property
+    def inputs(self) -> dict[str, np.ndarray]:
+        """Every body Parameter's value in this iteration, by Parameter name."""
+        return dict(zip(self.spec.param_names, self.body_in))
+
+    @property
+    def outputs(self) -> dict[str, np.ndarray]:
+        """Every body Result's value in this iteration, by Result name."""
+        return dict(zip(self.spec.result_names, self.body_out))
+
+    @property
+    def scan_slices(self) -> dict[str, np.ndarray]:
+        """What this iteration contributed to each concatenated output, by output name."""
+        return {name: self.body_out[r] for name, r in self.spec.concat_view}
+
+    @property
+    def sliced_inputs(self) -> dict[str, np.ndarray]:
+        """The slice each sliced input fed to this iteration, by body Parameter name."""
+        return {name: self.body_in[p] for name, p in self.spec.sliced_view}
+
+    def partial(self, name: str) -> np.ndarray:
+        """The concatenated output ``name`` as it stands after this iteration."""
+        k = self.spec.concat_index(name)
+        return self.spec.join_concat(k, self.collected[k][: self.iteration + 1])
+
+    @property
+    def partials(self) -> dict[str, np.ndarray]:
+        return {name: self.partial(name) for name, _ in self.spec.concat_view}
+
+    def value(self, name: str) -> np.ndarray:
+        """Any named value of this iteration: a body Parameter, Result or (if recorded) node."""
+        spec = self.spec
+        if name in spec.param_index:
+            return self.body_in[spec.param_index[name]]
+        if name in spec.result_index:
+            return self.body_out[spec.result_index[name]]
+        if self.nodes is not None and name in self.nodes:
+            return self.nodes[name]
+        raise KeyError(name)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopFinished:
+    path: str
+    iterations: int
+    reason: str
+    outputs: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)
+    outer: tuple[int, ...] = ()
+    error: str | None = None
+
+    @property
+    def reason_text(self) -> str:
+        return STOP_TEXT.get(self.reason, self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A rule of decisions.md marked "report" fired: loopdbg chose a behaviour OpenVINO may not share."""
+
+    path: str
+    message: str
+    rule: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    outputs: Mapping[str, np.ndarray]
+    loops: tuple[LoopFinished, ...] = ()
+    notices: tuple[Notice, ...] = ()
+    interrupted: bool = False
+
+
+Event = LoopStarted | IterationDone | LoopFinished | Notice | RunFinished

@@ -1,0 +1,64 @@
+"""If-8: run the then- or else-branch, mapping inputs and outputs through their port maps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopdbg.engine.plan import GraphPlan
+from loopdbg.errors import ModelError, RunError
+from loopdbg.ir.model import Layer
+
+
+class IfSpec:
+    """The two branches of an If layer, each a compiled plan with its input/output mapping."""
+
+    def __init__(self, layer: Layer, branches: dict[str, GraphPlan], where: str):
+        self.layer = layer
+        self.where = where
+        self.branches = {}
+        n_out = len(layer.outputs)
+        for sub in layer.subgraphs:
+            plan = branches[sub.role]
+            feeds = []
+            for m in sub.inputs:
+                if m.internal_layer_id not in plan.param_ids:
+                    raise ModelError(f"{where}{layer.describe()}: {sub.role} port map names layer "
+                                     f"{m.internal_layer_id}, which is not a Parameter of it.")
+                feeds.append((plan.param_ids.index(m.internal_layer_id), m.external_port_id))
+            outs = sorted((m for m in sub.outputs if m.external_port_id >= 0),
+                          key=lambda m: m.external_port_id)
+            picks = []
+            for m in outs:
+                if m.internal_layer_id not in plan.result_ids:
+                    raise ModelError(f"{where}{layer.describe()}: {sub.role} port map names layer "
+                                     f"{m.internal_layer_id}, which is not a Result of it.")
+                picks.append(plan.result_ids.index(m.internal_layer_id))
+            if n_out and len(picks) != n_out:
+                raise ModelError(f"{where}{layer.describe()}: {sub.role} maps {len(picks)} outputs, "
+                                 f"the layer declares {n_out}.")
+            self.branches[sub.role] = (plan, feeds, picks)
+        if set(self.branches) != {"then_body", "else_body"}:
+            raise ModelError(f"{where}{layer.describe()} needs both then_body and else_body.")
+
+    def run(self, ctx, args):
+        cond = np.asarray(args[0])
+        if cond.size != 1:
+            raise RunError(f"{self.where}{self.layer.describe()}: the condition must hold one "
+                           f"element, but it has shape {cond.shape}.")
+        plan, feeds, picks = self.branches["then_body" if bool(cond.reshape(())) else "else_body"]
+        values = [None] * len(plan.param_ids)
+        for pos, ext in feeds:
+            values[pos] = args[ext]
+        try:
+            if plan.is_generator:
+                outs = yield from plan.run(ctx, *values)
+            else:
+                outs = plan.run(ctx, *values)
+        except RunError:
+            raise
+        except Exception as exc:
+            layer = plan.locate(exc)
+            at = layer.describe() if layer is not None else "the branch"
+            raise RunError(f"{self.where}{self.layer.describe()}: {at} failed: {exc}.",
+                           layer=layer.name if layer else None) from None
+        return tuple(outs[p] for p in picks)

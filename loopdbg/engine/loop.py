@@ -1,0 +1,299 @@
+"""Running Loop-5 and TensorIterator-1, one body iteration at a time, with an event after each.
+
+This is the semantic heart of loopdbg; every rule here is a rule of ../shared/spec/decisions.md
+(numbered in the comments). The per-iteration path only feeds slices and the counter, calls the
+compiled body, collects scan pieces, checks the condition and applies the back edges.
+"""
+
+from __future__ import annotations
+
+from typing import Generator
+
+import numpy as np
+
+from loopdbg.engine import events as ev
+from loopdbg.engine.context import RunContext
+from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.slicing import chunks, is_canonical
+from loopdbg.errors import LoopdbgError, ResourceLimitError, RunError
+from loopdbg.ir import model as irm
+
+_BLOCK = 4096
+
+
+def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event, None, tuple]:
+    """Run one execution of a Loop/TensorIterator; yields events, returns the output tuple."""
+    outer = tuple(ctx.outer)
+    path = spec.path
+    is_loop = spec.kind == "Loop"
+    here = f"loop '{path}'"
+    params: list = [None] * len(spec.param_names)
+    for pos, ext in spec.merged + spec.invariant:
+        params[pos] = _external(spec, args, ext)
+    sliced = [(f.pos, _chunks(spec, f, args)) for f in spec.sliced]
+
+    if is_loop:
+        trip, exec_cond = _trip_and_condition(spec, args)
+    else:
+        trip, exec_cond = _ti_iterations(spec, sliced, ctx), True
+    yield ev.LoopStarted(path, spec.layer.id, spec.layer.name, spec.kind, trip, exec_cond,
+                         outer, spec)
+    yield from _setup_notices(spec, ctx, sliced, args)
+
+    if trip == 0 or not exec_cond:
+        reason = (ev.STOP_NOT_STARTED if not exec_cond else
+                  ev.STOP_ZERO_TRIP if is_loop else ev.STOP_SLICES)
+        outputs = yield from _zero_iteration_outputs(spec, ctx, args)
+        finished = ev.LoopFinished(path, 0, reason, _named(spec, outputs), outer)
+        ctx.loops.append(finished)
+        yield finished
+        return outputs
+
+    cur = spec.current_iteration
+    if cur is not None and spec.cur_fed_back:      # REF: zero first, then the back edge's value
+        params[cur] = _counter_block(spec, 0)[0]
+    if spec.condition_param is not None:
+        params[spec.condition_param] = np.asarray(exec_cond)
+    body = spec.body
+    run = body.run_all if ctx.record_nodes else body.run
+    is_gen = body.is_generator
+    cond_pos = spec.cond_result
+    concat_pos = [(o.concat_k, o.result_pos) for o in spec.concats]
+    collected: tuple[list, ...] = tuple([] for _ in spec.concats)
+    first_shapes: list = [None] * len(collected)
+    back_edges = spec.back_edges
+    back_dtypes = {p: np.asarray(params[p]).dtype for p, _ in back_edges if params[p] is not None}
+    cap = ctx.max_iterations
+    budget = ctx.max_memory
+    feed_counter = cur is not None and not spec.cur_fed_back
+    block_base, block = 0, (_counter_block(spec, 0) if feed_counter else None)
+    nodes = None
+    cond = True
+    i = 0
+    try:
+        while True:
+            for pos, pieces in sliced:                       # rule 8 / rule 10
+                if i >= len(pieces):
+                    raise RunError(
+                        f"{here} needs a slice for iteration {i} of sliced input "
+                        f"'{spec.param_names[pos]}', but it has only {len(pieces)} slices.",
+                        loop_path=path, iteration=i)
+                params[pos] = pieces[i]
+            if feed_counter:                                  # rule 4
+                j = i - block_base
+                if j >= _BLOCK:
+                    block_base, j = i, 0
+                    block = _counter_block(spec, i)
+                params[cur] = block[j]
+            body_in = tuple(params)
+            if is_gen:
+                ctx.outer.append(i)
+                outs = yield from run(ctx, *body_in)
+                ctx.outer.pop()
+            else:
+                outs = run(ctx, *body_in)
+            if ctx.record_nodes:
+                outs, every = outs
+                nodes = body.result_values(every)
+            for k, r in concat_pos:                           # rule 7
+                piece = outs[r]
+                shape = np.shape(piece)
+                if first_shapes[k] is None:
+                    first_shapes[k] = shape
+                elif shape != first_shapes[k]:
+                    raise RunError(
+                        f"{here}: iteration {i} produced a value of shape {shape} for concatenated "
+                        f"output '{spec.concats[k].name}', but iteration 0 produced "
+                        f"{first_shapes[k]}; the pieces of a concatenation must agree.",
+                        loop_path=path, iteration=i)
+                collected[k].append(piece)
+                if budget is not None:
+                    ctx.scan_bytes += np.asarray(piece).nbytes
+                    if ctx.scan_bytes > budget:
+                        raise ResourceLimitError(
+                            f"{here}: at iteration {i} the concatenated outputs hold "
+                            f"{ctx.scan_bytes / 2**20:.1f} MiB, past the memory budget of "
+                            f"{budget / 2**20:.1f} MiB (--max-memory).", loop_path=path, iteration=i)
+            if cond_pos is not None:
+                cond = _condition(outs[cond_pos], here, i)    # rule 3: this iteration still counts
+            i += 1
+            if not cond:
+                stop = ev.STOP_CONDITION
+            elif trip is not None and i >= trip:
+                stop = ev.STOP_TRIP_COUNT if is_loop else ev.STOP_SLICES
+            elif cap is not None and i >= cap:
+                stop = ev.STOP_CAP
+            else:
+                stop = None
+            yield ev.IterationDone(path, i - 1, trip, cond, stop is None, spec, body_in, outs,
+                                   collected, outer, nodes)
+            if stop is not None:
+                break
+            for p, r in back_edges:                           # rule 5: all at once
+                v = outs[r]
+                dt = back_dtypes.get(p)
+                if dt is not None and v.dtype is not dt and v.dtype != dt:
+                    raise RunError(
+                        f"{here}: the back edge from Result '{spec.result_names[r]}' to Parameter "
+                        f"'{spec.param_names[p]}' changed dtype from {dt} to {v.dtype} at "
+                        f"iteration {i - 1}.", loop_path=path, iteration=i - 1)
+                params[p] = v
+            if spec.condition_param is not None:
+                params[spec.condition_param] = np.asarray(cond)
+    except LoopdbgError as exc:
+        yield from _fail(spec, ctx, i, outer, exc)
+        raise
+    except Exception as exc:  # a kernel failed: name the loop, the iteration and the layer
+        layer = body.locate(exc)
+        at = layer.describe() if layer is not None else "the body"
+        err = RunError(f"{here}, iteration {i}: {at} failed: {_reason(exc)}.",
+                       loop_path=path, iteration=i, layer=layer.name if layer else None)
+        yield from _fail(spec, ctx, i, outer, err)
+        raise err from None
+
+    if stop == ev.STOP_CAP:
+        yield from _notice(ctx, path, f"{here} stopped after {i} iterations at the iteration cap "
+                                 f"(--max-iterations {cap}); its outputs are what those produced.", 9)
+    outputs = tuple(outs[o.result_pos] if o.kind == irm.LAST_VALUE
+                    else spec.join_concat(o.concat_k, collected[o.concat_k])
+                    for o in spec.outputs)
+    finished = ev.LoopFinished(path, i, stop, _named(spec, outputs), outer)
+    ctx.loops.append(finished)
+    yield finished
+    return outputs
+
+
+# -- setting up -------------------------------------------------------------------------------
+def _external(spec: LoopSpec, args: tuple, ext: int):
+    if ext >= len(args) or args[ext] is None:
+        raise RunError(f"{spec.where}{spec.layer.describe()}: the port map reads input {ext}, "
+                       f"which is not connected.", loop_path=spec.path)
+    return args[ext]
+
+
+def _chunks(spec: LoopSpec, f, args) -> list:
+    x = _external(spec, args, f.ext)
+    what = f"{spec.where}{spec.layer.describe()}: sliced input '{f.name}'"
+    try:
+        return chunks(x, f.axis, f.start, f.end, f.stride, f.part_size, what=what)
+    except RunError as exc:
+        exc.loop_path = spec.path
+        raise
+
+
+def _single(value, what: str, spec: LoopSpec):
+    arr = np.asarray(value)
+    if arr.size != 1:
+        raise RunError(f"{spec.where}{spec.layer.describe()}: the {what} must hold one element, "
+                       f"but it has shape {arr.shape}.", loop_path=spec.path)
+    return arr.reshape(()).item()
+
+
+def _trip_and_condition(spec: LoopSpec, args) -> tuple[int | None, bool]:
+    """Rules 1, 2 and 15: trip count (negative or absent: no limit) and execution condition."""
+    trip = None
+    if len(args) > 0 and args[0] is not None:
+        arr = np.asarray(args[0])
+        if arr.dtype.kind not in "iu":
+            raise RunError(f"{spec.where}{spec.layer.describe()}: the trip count must be i32 or "
+                           f"i64, but it is {arr.dtype}.", loop_path=spec.path)
+        t = int(_single(arr, "trip count", spec))
+        trip = t if t >= 0 else None
+    cond = True
+    if len(args) > 1 and args[1] is not None:
+        cond = bool(_single(args[1], "execution condition", spec))
+    return trip, cond
+
+
+def _ti_iterations(spec: LoopSpec, sliced, ctx: RunContext) -> int:
+    """Rule 10 (all sliced inputs agree) and rule 12 (no sliced input)."""
+    if sliced:
+        counts = {spec.param_names[pos]: len(pieces) for pos, pieces in sliced}
+        if len(set(counts.values())) > 1:
+            listed = ", ".join(f"'{n}' gives {c}" for n, c in counts.items())
+            raise RunError(f"{spec.where}{spec.layer.describe()}: the sliced inputs disagree on the "
+                           f"number of iterations: {listed}.", loop_path=spec.path)
+        return next(iter(counts.values()))
+    if spec.concats:
+        o = spec.concats[0]
+        return abs(o.end - o.start) // max(abs(o.stride), 1)
+    return 1
+
+
+def _setup_notices(spec: LoopSpec, ctx: RunContext, sliced, args):
+    path = spec.path
+    for text in spec.duplicates:
+        yield from _notice(ctx, path, f"loop '{path}': {text}.", None)
+    for f in spec.sliced:
+        length = np.shape(args[f.ext])[f.axis] if args[f.ext] is not None else 0
+        if length and not is_canonical(f.start, f.end, f.stride, length):
+            yield from _notice(ctx, path,
+                          f"loop '{path}': sliced input '{f.name}' uses start={f.start} "
+                          f"end={f.end} stride={f.stride}; loopdbg follows the specification, "
+                          f"OpenVINO's CPU plugin slices from the end of the axis instead.", 10)
+    if spec.kind == "Loop":
+        for o in spec.concats:
+            if o.stride < 0:
+                yield from _notice(ctx, path,
+                              f"loop '{path}': concatenated output '{o.name}' has stride "
+                              f"{o.stride}; loopdbg reverses it as OpenVINO's CPU plugin does, "
+                              f"the Loop-5 specification does not define it.", 7)
+    elif not spec.sliced:
+        yield from _notice(ctx, path,
+                      f"loop '{path}' has no sliced input; its iteration count comes from "
+                      + ("its first concatenated output." if spec.concats else
+                         "nothing, so it runs once."), 12)
+
+
+def _zero_iteration_outputs(spec: LoopSpec, ctx: RunContext, args):
+    """Rule 6: outputs of a loop whose body never ran."""
+    outputs = []
+    for o in spec.outputs:
+        if o.kind == irm.CONCAT:
+            outputs.append(spec.empty_concat(o))
+            continue
+        ext = spec.merged_source(o.result_pos)
+        if ext is not None:
+            outputs.append(args[ext])
+            continue
+        dims, dtype = spec.declared(o.result_pos)
+        outputs.append(np.zeros(dims, dtype))
+        yield from _notice(ctx, spec.path,
+                      f"loop '{spec.path}' ran zero iterations, so output '{o.name}' (not fed by "
+                      f"a back edge) is undefined by the specification; loopdbg gives zeros of "
+                      f"shape {dims}.", 6)
+    return tuple(outputs)
+
+
+# -- per-iteration helpers --------------------------------------------------------------------
+def _counter_block(spec: LoopSpec, base: int) -> np.ndarray:
+    values = np.arange(base, base + _BLOCK, dtype=spec.cur_dtype)
+    return values.reshape(-1, 1) if spec.cur_shape == (1,) else values
+
+
+def _condition(value, here: str, i: int) -> bool:
+    try:
+        return bool(value)
+    except ValueError:
+        raise RunError(f"{here}: iteration {i} produced a body condition of shape "
+                       f"{np.shape(value)}; it must hold one element.", iteration=i) from None
+
+
+def _named(spec: LoopSpec, outputs) -> dict:
+    return {o.name: v for o, v in zip(spec.outputs, outputs)}
+
+
+def _notice(ctx: RunContext, path: str, message: str, rule: int | None):
+    """Record a notice once per run and return the events to yield (none if already said)."""
+    return ctx.notice(path, message, rule)
+
+
+def _fail(spec: LoopSpec, ctx: RunContext, i: int, outer, exc: Exception):
+    finished = ev.LoopFinished(spec.path, i, ev.STOP_ERROR, {}, outer, error=str(exc))
+    ctx.loops.append(finished)
+    yield finished
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().rstrip(".") or type(exc).__name__
+    return text.splitlines()[0]

@@ -1,0 +1,246 @@
+"""Execution plans: a graph turned, once, into a Python function that only calls kernels.
+
+Walking a graph node by node on every iteration costs more than the numpy work of a small loop
+body, so each graph is compiled: the topological order, the kernels (with their attributes parsed)
+and the value slots are resolved once, and a function is generated whose body is one line per
+layer::
+
+    def run(ctx, p0, p1):
+        v3 = K3(p0, C2)
+        v5, v6 = K5(v3)
+        v7, = yield from K7(ctx, v5)    # a nested Loop/TensorIterator/If: its events pass through
+        return (v3, v6)
+
+A graph that holds a loop compiles to a generator function, so the events of nested loops flow
+up to the consumer. When a kernel raises, ``locate`` maps the traceback line back to the layer.
+``interpret`` runs the same plan one layer at a time, for stepping node by node.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from loopdbg.errors import ModelError
+from loopdbg.ir.model import Graph, Layer
+from loopdbg.ops.registry import make_kernel
+
+CONTROL_FLOW = ("Loop", "TensorIterator", "If")
+_NOT_KERNELS = ("Parameter", "Result", "Constant")
+_counter = itertools.count()
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """One layer of the plan: ``outs = fn(*ins)``; ``nested`` marks a control-flow layer."""
+
+    layer: Layer
+    fn: Callable
+    ins: tuple[str | None, ...]     # local names of the inputs (None: unconnected optional input)
+    outs: tuple[str, ...]
+    nested: bool
+
+
+class GraphPlan:
+    """A compiled graph. ``run(ctx, *parameter_values)`` returns the Result values in Result order.
+
+    ``run`` is a plain function, or a generator function (``is_generator``) when the graph holds
+    a Loop, TensorIterator or If; then drive it with ``yield from``.
+    """
+
+    def __init__(self, graph: Graph, path: str, where: str,
+                 nested_factory: Callable[[Layer, str], Callable] | None = None):
+        self.graph = graph
+        self.path = path
+        self.where = where
+        self.param_ids = graph.parameters
+        self.result_ids = graph.results
+        self.param_names = tuple(graph.layers[i].name for i in graph.parameters)
+        self.result_names = tuple(graph.layers[i].name for i in graph.results)
+        self.consts: dict[str, np.ndarray] = {}
+        self.steps: list[Step] = []
+        self.nested_plans: dict[int, Any] = {}
+        self._build(nested_factory)
+        self.is_generator = any(s.nested for s in self.steps)
+        self.filename = f"<loopdbg plan {next(_counter)} {path or 'model'}>"
+        self.run, self.run_all = self._compile()
+
+    # -- building -----------------------------------------------------------------------------
+    def _build(self, nested_factory) -> None:
+        g = self.graph
+        local: dict[tuple[int, int], str] = {}
+        for k, pid in enumerate(self.param_ids):
+            local[(pid, 0)] = f"p{k}"
+        for lid in topological_order(g, self.where):
+            layer = g.layers[lid]
+            if layer.type in ("Parameter", "Result"):
+                continue
+            if layer.type == "Constant":
+                if layer.value is None:
+                    raise ModelError(f"{self.where}{layer.describe()} has no value.")
+                value = np.asarray(layer.value)
+                value.flags.writeable = False
+                name = f"C{lid}"
+                self.consts[name] = value
+                local[(lid, 0)] = name
+                continue
+            ins = self._input_names(layer, local)
+            if layer.type in CONTROL_FLOW:
+                if nested_factory is None:
+                    raise ModelError(f"{self.where}{layer.describe()} cannot be nested here.")
+                fn = nested_factory(layer, self.path)
+                self.nested_plans[lid] = fn
+                n_out = len(layer.outputs)
+                nested = True
+            else:
+                fn, n_out = make_kernel(layer, self.where)
+                n_out = max(n_out, 1)
+                nested = False
+            outs = tuple(f"v{lid}_{j}" for j in range(max(n_out, len(layer.outputs), 1)))
+            for j, name in enumerate(outs):
+                local[(lid, j)] = name
+            self.steps.append(Step(layer, fn, ins, outs, nested))
+        self.result_locals = []
+        for rid in self.result_ids:
+            src = g.producer(rid, 0)
+            if src is None or src not in local:
+                raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
+            self.result_locals.append(local[src])
+        self.local_of = local
+
+    def _input_names(self, layer: Layer, local) -> tuple[str | None, ...]:
+        g = self.graph
+        connected = {}
+        for e in g.edges:
+            if e.to_layer == layer.id:
+                connected[e.to_port] = local.get((e.from_layer, e.from_port))
+                if connected[e.to_port] is None:
+                    src = g.layers.get(e.from_layer)
+                    what = src.describe() if src else f"layer {e.from_layer}"
+                    raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
+                                     f"of {what}, which does not exist.")
+        n = max(connected, default=-1) + 1
+        return tuple(connected.get(i) for i in range(n))
+
+    # -- compiling ----------------------------------------------------------------------------
+    def _compile(self):
+        params = "".join(f", p{k}" for k in range(len(self.param_ids)))
+        ns: dict[str, Any] = dict(self.consts)
+        lines = [f"def run(ctx{params}):"]
+        self.line_to_step: dict[int, int] = {}
+        for k, step in enumerate(self.steps):
+            fname = f"K{step.layer.id}"
+            ns[fname] = step.fn
+            args = ", ".join(a if a is not None else "None" for a in step.ins)
+            if len(step.outs) == 1 and not step.nested:
+                target = step.outs[0]
+            else:
+                target = ", ".join(step.outs) + ","
+            call = (f"(yield from {fname}(ctx, {args}))" if step.nested
+                    else f"{fname}({args})")
+            self.line_to_step[len(lines) + 1] = k
+            lines.append(f"    {target} = {call}")
+        results = "".join(f"{r}, " for r in self.result_locals)
+        body = "\n".join(lines)
+        src_run = body + f"\n    return ({results})\n"
+        # run_all also returns every local value, for --trace-all and the node view.
+        all_names = [f"p{k}" for k in range(len(self.param_ids))]
+        all_names += [o for s in self.steps for o in s.outs]
+        self.all_value_names = self._value_names()
+        src_all = (body.replace("def run(", "def run_all(", 1)
+                   + f"\n    return ({results}), ({''.join(n + ', ' for n in all_names)})\n")
+        code = compile(src_run + "\n" + src_all, self.filename, "exec")
+        exec(code, ns)  # noqa: S102 - the source is generated above from layer ids only
+        self.source = src_run
+        return ns["run"], ns["run_all"]
+
+    def _value_names(self) -> list[str]:
+        """Names of what ``run_all`` returns: Parameters, then each layer's outputs."""
+        names = list(self.param_names)
+        for s in self.steps:
+            for j in range(len(s.outs)):
+                names.append(s.layer.name if j == 0 else f"{s.layer.name}:{j}")
+        return names
+
+    # -- errors and stepping ----------------------------------------------------------------
+    def locate(self, exc: BaseException) -> Layer | None:
+        """The layer whose kernel raised ``exc`` (innermost frame of this plan's code)."""
+        tb = exc.__traceback__
+        found = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.filename:
+                k = self.line_to_step.get(tb.tb_lineno)
+                if k is not None:
+                    found = self.steps[k].layer
+            tb = tb.tb_next
+        return found
+
+    def interpret(self, ctx, param_values) -> Iterator[tuple[Layer, tuple]]:
+        """Run the plan one layer at a time, yielding ``(layer, outputs)`` after each.
+
+        Nested loops are run to their end inside one step (their events are dropped here).
+        """
+        env: dict[str | None, Any] = dict(self.consts)
+        env[None] = None
+        for k, v in enumerate(param_values):
+            env[f"p{k}"] = v
+        for step in self.steps:
+            args = [env[a] for a in step.ins]
+            if step.nested:
+                gen = step.fn(ctx, *args)
+                try:
+                    while True:
+                        next(gen)
+                except StopIteration as stop:
+                    outs = tuple(stop.value)
+            else:
+                r = step.fn(*args)
+                outs = (r,) if len(step.outs) == 1 else tuple(r)
+            for name, v in zip(step.outs, outs):
+                env[name] = v
+            yield step.layer, outs
+
+    def result_values(self, env_all: tuple) -> dict[str, Any]:
+        return dict(zip(self.all_value_names, env_all))
+
+
+def topological_order(graph: Graph, where: str = "") -> list[int]:
+    """Layers that feed a Result (and every Parameter), producers first, in XML order otherwise.
+
+    Layers that reach no Result are dropped, as OpenVINO's reader drops them. A cycle is a
+    ModelError naming one layer on it.
+    """
+    preds: dict[int, list[int]] = {lid: [] for lid in graph.layers}
+    for e in graph.edges:
+        if e.to_layer in preds:
+            preds[e.to_layer].append(e.from_layer)
+    position = {lid: k for k, lid in enumerate(graph.layers)}
+    order: list[int] = []
+    state: dict[int, int] = {}        # 1 = on the stack, 2 = done
+    roots = list(graph.parameters) + list(graph.results)
+    for root in roots:
+        if state.get(root) == 2:
+            continue
+        stack = [(root, iter(sorted(set(preds.get(root, ())), key=position.get)))]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                state[node] = 2
+                order.append(node)
+                continue
+            if nxt not in graph.layers:
+                continue
+            st = state.get(nxt)
+            if st == 1:
+                layer = graph.layers[nxt]
+                raise ModelError(f"{where}the graph has a cycle through {layer.describe()}.")
+            if st is None:
+                state[nxt] = 1
+                stack.append((nxt, iter(sorted(set(preds[nxt]), key=position.get))))
+    return order

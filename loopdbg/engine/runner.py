@@ -1,0 +1,101 @@
+"""The Engine: a model compiled once, run as many times as wanted, each run an event generator.
+
+    engine = Engine(read_model("model.xml"))
+    for event in engine.run({"x": x}):
+        if isinstance(event, IterationDone) and event.iteration == 3:
+            print(event.back_edges)
+
+Every face of loopdbg (the CLI, the debugging session, the trace recorder, the UI) is a consumer of
+``Engine.run``. A consumer may stop iterating at any time; the generator holds all run state, so
+dropping it leaks nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping
+
+import numpy as np
+
+from loopdbg.engine import events as ev
+from loopdbg.engine.context import RunContext
+from loopdbg.engine.if_op import IfSpec
+from loopdbg.engine.inputs import match_inputs, output_names
+from loopdbg.engine.loop import run_loop
+from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.plan import GraphPlan
+from loopdbg.errors import LoopdbgError, ModelError, RunError
+from loopdbg.ir.model import Layer, Model
+
+
+class Engine:
+    """A model turned into execution plans (once); ``run`` yields the events of one run."""
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.file = model.path or model.graph.name or "model"
+        self.loops: dict[str, LoopSpec] = {}          # by loop path, in the order they were found
+        self.ifs: dict[int, IfSpec] = {}
+        self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
+        self.output_names = output_names(model)
+
+    def _nested(self, layer: Layer, parent: str):
+        """Compile a control-flow layer found in a graph; return the callable the plan invokes."""
+        if layer.type == "If":
+            where = f"{self.file}: " + (f"in loop '{parent}', " if parent else "")
+            branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested)
+                        for sub in layer.subgraphs}
+            spec = IfSpec(layer, branches, where)
+            self.ifs[layer.id] = spec
+            return spec.run
+        path = f"{parent}/{layer.name}" if parent else layer.name
+        if path in self.loops:
+            path = f"{path}#{layer.id}"
+        body = layer.body
+        if body is None:
+            raise ModelError(f"{self.file}: {layer.describe()} has no <body>.")
+        where = f"{self.file}: in the body of loop '{path}', "
+        plan = GraphPlan(body.graph, path, where, self._nested)
+        spec = LoopSpec(layer, path, plan, f"{self.file}: ")
+        self.loops[path] = spec
+
+        def run(ctx, *args):
+            return run_loop(spec, ctx, args)
+
+        return run
+
+    def run(self, inputs: Mapping[str, np.ndarray], *, max_iterations: int | None = None,
+            max_memory: int | None = None, record_nodes: bool = False,
+            source: str = "inputs") -> Iterator[ev.Event]:
+        """Check ``inputs`` now (raising InputError), then return the event generator of the run."""
+        values = match_inputs(self.model, inputs, source)
+        ctx = RunContext(max_iterations=max_iterations, max_memory=max_memory,
+                         record_nodes=record_nodes)
+        for text in self.model.warnings:
+            ctx.notice("", text, None)
+        return self._events(ctx, values)
+
+    def _events(self, ctx: RunContext, values: list) -> Iterator[ev.Event]:
+        yield from ctx.notices
+        plan = self.plan
+        try:
+            if plan.is_generator:
+                outs = yield from plan.run(ctx, *values)
+            else:
+                outs = plan.run(ctx, *values)
+        except LoopdbgError:
+            raise
+        except Exception as exc:
+            layer = plan.locate(exc)
+            at = layer.describe() if layer is not None else "the model"
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise RunError(f"{self.file}: {at} failed: {text.rstrip('.')}.",
+                           layer=layer.name if layer else None) from None
+        outputs = {name: np.asarray(v) for name, v in zip(self.output_names, outs)}
+        yield ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
+
+    def run_to_end(self, inputs: Mapping[str, np.ndarray], **options) -> ev.RunFinished:
+        """Run without looking at the events; return the final event (outputs and loop summary)."""
+        last = None
+        for last in self.run(inputs, **options):
+            pass
+        return last

@@ -1,0 +1,31 @@
+"""Open any model file loopdbg understands, chosen by its suffix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopdbg.errors import ModelError
+from loopdbg.ir.model import Model
+
+SUFFIXES = (".xml", ".onnx")
+
+
+def read_model(path: str | Path) -> Model:
+    """Read an OpenVINO IR (.xml with its .bin beside it) or an ONNX model (.onnx)."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"{path}: no such file.")
+    if path.is_dir():
+        xml = path / "model.xml"
+        if xml.exists():
+            return read_model(xml)
+        raise ModelError(f"{path} is a folder without a model.xml.")
+    suffix = path.suffix.lower()
+    if suffix == ".onnx":
+        from loopdbg.ir.onnx_reader import read_onnx
+        return read_onnx(path)
+    if suffix == ".xml":
+        from loopdbg.ir.xml_reader import read_ir
+        return read_ir(path)
+    raise ModelError(f"{path}: loopdbg reads OpenVINO IR (.xml + .bin) and ONNX (.onnx) models, "
+                     f"not '{suffix or 'no suffix'}' files.")
