@@ -1,0 +1,71 @@
+"""The ``loopdbg`` command: argument parsing and the one place errors become exit codes.
+
+Each sub-command lives in its own module with ``add_parser(subparsers)`` and ``run(args) -> int``;
+modules import heavy packages (numpy, lxml, textual) only inside ``run``, so that
+``loopdbg --version`` and ``loopdbg --help`` start fast.
+
+``loopdbg MODEL [INPUTS]`` without a sub-command opens the debugger on the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from loopdbg import __version__
+
+COMMANDS = ("open", "run", "inputs", "trace", "explain", "graph", "check")
+DESCRIPTION = "Watch the Loop and TensorIterator operations of a model run, step by step."
+EPILOG = """examples:
+  loopdbg demos/for_loop/model.xml              open the debugger on a model (inputs.npz beside it)
+  loopdbg run model.xml inputs.npz -o out.npz   run headless and save the outputs
+  loopdbg run model.xml --break "i == 3"        run to a breakpoint and print the stop report
+  loopdbg inputs model.xml -o inputs.npz        write a template of the inputs
+"""
+
+
+def _modules():
+    for name in COMMANDS:
+        try:
+            yield name, importlib.import_module(f"loopdbg.cli.cmd_{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"loopdbg.cli.cmd_{name}":
+                raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loopdbg", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"loopdbg {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for _, module in _modules():
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        argv.insert(0, "open")          # `loopdbg MODEL [INPUTS]` opens the debugger
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    return _call(args)
+
+
+def _call(args) -> int:
+    from loopdbg.errors import LoopdbgError
+
+    try:
+        return int(args.handler(args) or 0)
+    except LoopdbgError as exc:
+        print(f"loopdbg: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("loopdbg: interrupted.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1

@@ -1,0 +1,78 @@
+"""``loopdbg run``: run a model headless, print what every loop did and the outputs."""
+
+from __future__ import annotations
+
+import sys
+
+from loopdbg.cli import common
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="run a model headless and print its loops and outputs",
+                       description="Run MODEL on INPUTS without the UI. Prints, per loop, the "
+                                   "iterations run and why it stopped, then every output.")
+    common.add_model_args(p)
+    p.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs, keyed by output name")
+    common.add_limit_args(p)
+    p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    p.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from loopdbg.engine import Engine
+    from loopdbg.cli.progress import Progress
+
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    model, inputs, source = common.load_model_and_inputs(args, say=say)
+    engine = Engine(model)
+    budget = args.max_memory or common.default_memory_budget()
+    events = engine.run(inputs, max_iterations=args.max_iterations, max_memory=budget,
+                        source=source)
+    progress = Progress(enabled=not args.quiet)
+    final = None
+    try:
+        for event in events:
+            progress.update(event)
+            final = event
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"loopdbg: interrupted; {progress.summary()}.", file=sys.stderr)
+        return 130
+    finally:
+        progress.close()
+    if not args.quiet:
+        print(report(final))
+    if args.output:
+        np.savez(args.output, **final.outputs)
+        say(f"outputs saved to {args.output}")
+    return 0
+
+
+def report(final) -> str:
+    """The summary of a finished run: loops (aggregated per path), notices, outputs."""
+    lines = []
+    per_path: dict[str, list] = {}
+    for loop in final.loops:
+        per_path.setdefault(loop.path, []).append(loop)
+    if per_path:
+        lines.append("loops:")
+    for path, runs in per_path.items():
+        if len(runs) == 1:
+            r = runs[0]
+            lines.append(f"  {path}: {r.iterations} iteration{'s' if r.iterations != 1 else ''}, "
+                         f"stopped because {r.reason_text}")
+        else:
+            total = sum(r.iterations for r in runs)
+            reasons = sorted({r.reason_text for r in runs})
+            lines.append(f"  {path}: ran {len(runs)} times, {total} iterations in all, "
+                         f"stopped because {' / '.join(reasons)}")
+    if final.notices:
+        lines.append("notices:")
+        lines.extend(f"  {n.message}" for n in final.notices)
+    lines.append("outputs:")
+    width = max((len(n) for n in final.outputs), default=0)
+    for name, value in final.outputs.items():
+        lines.append(f"  {name:<{width}}  {common.describe_array(value)}")
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""Pieces shared by the sub-commands: opening a model with its inputs, number formatting."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def add_model_args(p, inputs: bool = True) -> None:
+    p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it) or model.onnx")
+    if inputs:
+        p.add_argument("inputs", nargs="?", help="inputs.npz (default: inputs.npz beside the model, "
+                                                 "else seeded random data)")
+        p.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+
+
+def add_limit_args(p) -> None:
+    p.add_argument("--max-iterations", type=positive_int, metavar="N",
+                   help="stop every loop after N iterations (runaway loops)")
+    p.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                   help="budget for concatenated outputs, e.g. 512M or 4G "
+                        "(default: a quarter of the machine's memory)")
+
+
+def positive_int(text: str) -> int:
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def memory_size(text: str) -> int:
+    import argparse
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    t = text.strip().upper().rstrip("B")
+    try:
+        if t and t[-1] in units:
+            return int(float(t[:-1]) * units[t[-1]])
+        return int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size like 512M or 4G") from None
+
+
+def default_memory_budget() -> int:
+    """A quarter of physical memory (or 4 GiB when that cannot be read)."""
+    try:
+        import os
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 4 * 2**30
+
+
+def load_model_and_inputs(args, *, say=None):
+    """Read the model and its inputs as the CLI promises: INPUTS, else inputs.npz beside, else random."""
+    from loopdbg.engine.inputs import load_npz, random_inputs
+    from loopdbg.ir.load import read_model
+
+    model = read_model(args.model)
+    say = say or (lambda text: print(text, file=sys.stderr))
+    source = getattr(args, "inputs", None)
+    if source:
+        return model, load_npz(source), source
+    beside = Path(model.path or args.model).with_name("inputs.npz")
+    if beside.exists():
+        say(f"inputs: {beside}")
+        return model, load_npz(beside), str(beside)
+    say(f"inputs: none given and no inputs.npz beside the model; using random data "
+        f"(seed {getattr(args, 'seed', 0)})")
+    return model, random_inputs(model, seed=getattr(args, "seed", 0)), "random inputs"
+
+
+def describe_array(a) -> str:
+    import numpy as np
+    a = np.asarray(a)
+    shape = "(" + ", ".join(map(str, a.shape)) + ("," if a.ndim == 1 else "") + ")"
+    if a.size == 0:
+        return f"{a.dtype} {shape} (empty)"
+    if a.dtype.kind in "biuf":
+        if a.size <= 4:
+            vals = np.array2string(a.reshape(-1), precision=5, separator=", ")
+            return f"{a.dtype} {shape} {vals}"
+        finite = a[np.isfinite(a)] if a.dtype.kind == "f" else a
+        if finite.size == 0:
+            return f"{a.dtype} {shape} (no finite values)"
+        return f"{a.dtype} {shape} min {fmt(finite.min())} max {fmt(finite.max())}"
+    return f"{a.dtype} {shape}"
+
+
+def fmt(x) -> str:
+    try:
+        return f"{float(x):.6g}"
+    except (TypeError, ValueError):
+        return str(x)

@@ -1,0 +1,52 @@
+"""A progress line for long headless runs: on a terminal only, at most a few updates a second."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """Counts iterations per loop from the event stream and redraws one stderr line now and then."""
+
+    def __init__(self, enabled: bool = True, stream=None, interval: float = 0.25):
+        self.stream = stream or sys.stderr
+        self.enabled = enabled and self.stream.isatty()
+        self.interval = interval
+        self.start = time.perf_counter()
+        self.last_draw = self.start
+        self.count = 0
+        self.current: tuple[str, int] | None = None
+        self.drawn = False
+
+    def update(self, event) -> None:
+        iteration = getattr(event, "iteration", None)
+        if iteration is None:
+            return
+        self.count += 1
+        self.current = (event.path, iteration)
+        if self.enabled and not self.count & 255:
+            now = time.perf_counter()
+            if now - self.last_draw >= self.interval:
+                self.last_draw = now
+                self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        rate = self.count / max(now - self.start, 1e-9)
+        path, i = self.current
+        self.stream.write(f"\r  loop {path}: iteration {i}  ({self.count} iterations, "
+                          f"{rate:,.0f}/s)  Ctrl+C stops\x1b[K")
+        self.stream.flush()
+        self.drawn = True
+
+    def summary(self) -> str:
+        if self.current is None:
+            return "no iteration had finished"
+        path, i = self.current
+        return f"the last finished iteration was {i} of loop '{path}' ({self.count} in all)"
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.drawn = False
