@@ -89,7 +89,7 @@ def read_ir(xml_path: str | Path, bin_path: str | Path | None = None) -> Model:
     version = _check_root(root, ctx.file)
     graph = _read_graph(root, ctx, root.get("name", ""))
     return Model(graph=graph, path=str(xml_path),
-                 weights_path=str(ctx.weights.path) if ctx.weights.loaded else None,
+                 weights_path=str(ctx.weights.path) if ctx.weights.exists else None,
                  ir_version=version, format="ir", warnings=tuple(ctx.warnings))
 
 
@@ -105,8 +105,8 @@ class _Weights:
         self._data: bytes | None = None
 
     @property
-    def loaded(self) -> bool:
-        return self._data is not None
+    def exists(self) -> bool:
+        return self._data is not None or self.path.is_file()
 
     def get(self, who: str, file: str) -> bytes:
         if self._data is None:
@@ -397,20 +397,19 @@ def _read_ports(el, label: str, ctx: _Context) -> tuple[Port, ...]:
         return ()
     ports = []
     for index, port_el in enumerate(_children(el, ("port",))):
-        line = port_el.sourceline
-        fail = ctx.failer(label)
-        port_id = _int(port_el.get("id"), f"id on its port at line {line}", fail)
-        dims = tuple(_dim(d.text, line, fail) for d in _children(port_el, ("dim",)))
+        fail = ctx.part_failer(label, f"its port at line {port_el.sourceline}")
+        port_id = _int(port_el.get("id"), "id", fail)
+        dims = tuple(_dim(d.text, fail) for d in _children(port_el, ("dim",)))
         ports.append(Port(id=port_id, index=index, precision=port_el.get("precision"),
                           dims=dims, names=_split_names(port_el.get("names"))))
     return tuple(ports)
 
 
-def _dim(text: str | None, line: int, fail: Callable[[str], ModelError]) -> int:
+def _dim(text: str | None, fail: Callable[[str], ModelError]) -> int:
     try:
         return _parse_dim(text or "")
     except ValueError:
-        raise fail(f"has a bad <dim> '{(text or '').strip()}' at line {line}") from None
+        raise fail(f"has a bad <dim> '{(text or '').strip()}'") from None
 
 
 def _split_names(text: str | None) -> tuple[str, ...]:
@@ -508,11 +507,25 @@ def _read_loop(el, layer: Layer, ctx: _Context) -> Layer:
     body = _read_graph(body_el, ctx.inside(label), f"{layer.name}/body")
     inputs, outputs = _read_port_map(_child(el, "port_map"), layer, body, ctx, "port_map")
     back_edges = _read_back_edges(_child(el, "back_edges"), layer, body, ctx)
+    if not body.parameters and not body.results:
+        raise ctx.fail(label, "has a body with no Parameter and no Result")
     if layer.type == "Loop" and not any(m.purpose == "execution_condition" for m in outputs):
         raise ctx.fail(label, 'has no port_map output with purpose="execution_condition"')
+    _check_output_count(layer, outputs, ctx)
     sub = SubGraph(role="body", graph=body, inputs=inputs, outputs=outputs,
                    back_edges=back_edges)
     return replace(layer, subgraphs=(sub,))
+
+
+def _check_output_count(layer: Layer, outputs: tuple[OutputMapping, ...], ctx: _Context) -> None:
+    """Output k is the k-th smallest non-negative external id, so the counts must agree.
+
+    OpenVINO: "Number of outputs must be the same as number of output descriptions".
+    """
+    described = sum(1 for m in outputs if m.external_port_id >= 0)
+    if described != len(layer.outputs):
+        raise ctx.fail(layer.describe(), f"declares {len(layer.outputs)} output ports but its "
+                                         f"port_map describes {described} outputs")
 
 
 def _read_if(el, layer: Layer, ctx: _Context) -> Layer:
