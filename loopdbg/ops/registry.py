@@ -28,7 +28,7 @@ class KernelSpec:
     type: str
     version: int
     factory: KernelFactory
-    outputs: int = 1
+    outputs: int | Callable[[Layer], int] = 1   # a callable counts them per layer (Split)
 
 
 _REGISTRY: dict[str, dict[int, KernelSpec]] = {}
@@ -38,8 +38,12 @@ _LOADED = False
 _SPECIAL_VERSIONS = {"experimental": 6, "extension": 6, "ie_internal_opset": 1000}
 
 
-def register(type_: str, *versions: str, outputs: int = 1):
-    """Decorator: register ``factory`` for ``type_`` in each of ``versions`` (``"opset1"``, ...)."""
+def register(type_: str, *versions: str, outputs: int | Callable[[Layer], int] = 1):
+    """Decorator: register ``factory`` for ``type_`` in each of ``versions`` (``"opset1"``, ...).
+
+    ``outputs`` is the number of outputs, or a function of the layer for ops whose count depends on
+    attributes or declared ports (Split's ``num_splits``).
+    """
 
     def deco(factory: KernelFactory) -> KernelFactory:
         for v in versions:
@@ -103,7 +107,8 @@ def make_kernel(layer: Layer, where: str = "") -> tuple[Kernel, int]:
             f"{where}{layer.describe()} has type {layer.type} version {layer.version!r}, "
             f"which loopdbg cannot run; {detail}.")
     try:
-        return spec.factory(layer), spec.outputs
+        kernel = spec.factory(layer)
+        return kernel, spec.outputs(layer) if callable(spec.outputs) else spec.outputs
     except UnsupportedOperation:
         raise
     except (ValueError, KeyError, TypeError) as exc:
