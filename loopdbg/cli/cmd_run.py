@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from loopdbg.cli import common
@@ -14,6 +15,17 @@ def add_parser(sub) -> None:
     common.add_model_args(p)
     p.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs, keyed by output name")
     common.add_limit_args(p)
+    g = p.add_argument_group("breakpoints (run until the first stop and print the stop report)")
+    g.add_argument("--break", dest="breaks", action="append", default=[], metavar="EXPR",
+                   help="stop after the first iteration where EXPR holds, e.g. 'i == 3', "
+                        "'not cond', 'isnan(h).any()' (repeatable)")
+    g.add_argument("--loop", metavar="NAME", help="apply the breakpoints and watches to this loop only")
+    g.add_argument("--watch", action="append", default=[], metavar="EXPR",
+                   help="an expression to show in the stop report (repeatable)")
+    g.add_argument("--on-nan", action="store_true",
+                   help="stop at the first iteration where a back edge or scan slice holds NaN/Inf")
+    g.add_argument("--history", type=common.positive_int, default=1000, metavar="N",
+                   help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     p.set_defaults(handler=run)
 
@@ -28,6 +40,8 @@ def run(args) -> int:
     model, inputs, source = common.load_model_and_inputs(args, say=say)
     engine = Engine(model)
     budget = args.max_memory or common.default_memory_budget()
+    if args.breaks or args.watch or args.on_nan:
+        return run_to_stop(args, engine, inputs, source, budget)
     events = engine.run(inputs, max_iterations=args.max_iterations, max_memory=budget,
                         source=source)
     progress = Progress(enabled=not args.quiet)
@@ -71,8 +85,33 @@ def report(final) -> str:
     if final.notices:
         lines.append("notices:")
         lines.extend(f"  {n.message}" for n in final.notices)
+    from loopdbg.debug.report import fmt_value
+
     lines.append("outputs:")
     width = max((len(n) for n in final.outputs), default=0)
     for name, value in final.outputs.items():
-        lines.append(f"  {name:<{width}}  {common.describe_array(value)}")
+        lines.append(f"  {name:<{width}}  {fmt_value(value)}")
     return "\n".join(lines)
+
+
+def run_to_stop(args, engine, inputs, source, budget) -> int:
+    """`run --break/--watch/--on-nan`: run to the first stop, print its report (exit 0)."""
+    from loopdbg.debug import Session, format_stop
+    from loopdbg.debug.session import END, ERROR
+
+    session = Session(engine, inputs, max_iterations=args.max_iterations, max_memory=budget,
+                      on_nan=args.on_nan, source=source, history=args.history)
+    for text in args.breaks:
+        session.breakpoints.add(text, loop=args.loop)
+    for text in args.watch:
+        session.breakpoints.watch(text, loop=args.loop)
+    stop = session.continue_()
+    if stop.kind == ERROR:
+        raise stop.error
+    if stop.kind == END:
+        if args.breaks or args.on_nan:
+            print("no breakpoint was hit; the run finished.")
+        print(report(stop.finished))
+        return 0
+    print(format_stop(stop, session))
+    return 0

@@ -71,27 +71,3 @@ def load_model_and_inputs(args, *, say=None):
     say(f"inputs: none given and no inputs.npz beside the model; using random data "
         f"(seed {getattr(args, 'seed', 0)})")
     return model, random_inputs(model, seed=getattr(args, "seed", 0)), "random inputs"
-
-
-def describe_array(a) -> str:
-    import numpy as np
-    a = np.asarray(a)
-    shape = "(" + ", ".join(map(str, a.shape)) + ("," if a.ndim == 1 else "") + ")"
-    if a.size == 0:
-        return f"{a.dtype} {shape} (empty)"
-    if a.dtype.kind in "biuf":
-        if a.size <= 4:
-            vals = np.array2string(a.reshape(-1), precision=5, separator=", ")
-            return f"{a.dtype} {shape} {vals}"
-        finite = a[np.isfinite(a)] if a.dtype.kind == "f" else a
-        if finite.size == 0:
-            return f"{a.dtype} {shape} (no finite values)"
-        return f"{a.dtype} {shape} min {fmt(finite.min())} max {fmt(finite.max())}"
-    return f"{a.dtype} {shape}"
-
-
-def fmt(x) -> str:
-    try:
-        return f"{float(x):.6g}"
-    except (TypeError, ValueError):
-        return str(x)

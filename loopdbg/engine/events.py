@@ -74,6 +74,7 @@ class IterationDone:
     collected: tuple = field(repr=False)    # per concat output: the list of pieces (append-only)
     outer: tuple[int, ...] = ()
     nodes: Mapping[str, Any] | None = field(default=None, repr=False)
+    stop_reason: str | None = None          # why the loop ends after this iteration (None: it goes on)
 
     @property
     def back_edges(self) -> dict[str, np.ndarray]:

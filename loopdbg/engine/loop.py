@@ -126,7 +126,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
             else:
                 stop = None
             yield ev.IterationDone(path, i - 1, trip, cond, stop is None, spec, body_in, outs,
-                                   collected, outer, nodes)
+                                   collected, outer, nodes, stop_reason=stop)
             if stop is not None:
                 break
             for p, r in back_edges:                           # rule 5: all at once

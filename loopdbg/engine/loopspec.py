@@ -164,7 +164,7 @@ class LoopSpec:
             if role == irm.EXECUTION_CONDITION:
                 self.cond_result = r
                 continue
-            name = self.result_names[r]
+            name = self._output_name(len(forms), r)
             if name in used_names:
                 name = f"{name}#{len(forms)}"
             used_names.add(name)
@@ -190,6 +190,12 @@ class LoopSpec:
                         f"start={o.start} end={o.end}; only (0, -1) and (-1, 0) are supported.")
         self.outputs = forms
         self.concats = concats
+
+    def _output_name(self, index: int, result_pos: int) -> str:
+        """An output is named by the loop's output tensor name, else by its body Result."""
+        if index < len(self.layer.outputs) and self.layer.outputs[index].names:
+            return self.layer.outputs[index].names[0]
+        return self.result_names[result_pos]
 
     # -- helpers for the runner and the debugger ------------------------------------------------
     def concat_index(self, name: str) -> int:

@@ -1,0 +1,237 @@
+"""Breakpoints and watches: conditions on iterations, with hit and ignore counts (as in bdb).
+
+Whether to stop for a breakpoint is separate from stepping: the session asks ``check(event)`` after
+every iteration it passes, and stepping commands only decide where a step ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from loopdbg.debug.expr import RESERVED, Expression, ExprError, Lookup
+
+
+class EventLookup(Lookup):
+    """Names of one iteration: the reserved ones, then body Parameters, Results and nodes."""
+
+    __slots__ = ("event", "_nodes")
+
+    def __init__(self, event=None):
+        self.event = event
+        self._nodes = None
+
+    def bind(self, event) -> "EventLookup":
+        self.event = event
+        self._nodes = None
+        return self
+
+    def name(self, name: str) -> Any:
+        e = self.event
+        if name == "i" or name == "iteration":
+            return e.iteration
+        if name == "cond":
+            return e.cond
+        if name == "trip_count":
+            return -1 if e.trip_count is None else e.trip_count
+        if name == "loop":
+            return e.path
+        try:
+            return e.value(name)
+        except KeyError:
+            pass
+        if self._nodes is None:
+            from loopdbg.engine.replay import node_values
+            self._nodes = node_values(e)
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise ExprError(f"'{name}' is not a value of loop '{e.path}'.") from None
+
+
+@dataclass
+class Breakpoint:
+    """A condition checked after every iteration of the loops it applies to.
+
+    ``loop`` restricts it to one loop (its path, or the last part of the path); ``ignore`` skips
+    that many hits; a ``temporary`` breakpoint is deleted when it stops the session.
+    """
+
+    number: int
+    condition: Expression
+    loop: str | None = None
+    enabled: bool = True
+    temporary: bool = False
+    ignore: int = 0
+    hits: int = 0
+
+    @property
+    def text(self) -> str:
+        return self.condition.text
+
+    def applies_to(self, path: str) -> bool:
+        return self.loop is None or path == self.loop or path.rsplit("/", 1)[-1] == self.loop
+
+    def describe(self) -> str:
+        parts = [f"breakpoint {self.number} ({self.text})"]
+        if self.loop:
+            parts.append(f"in loop {self.loop}")
+        if not self.enabled:
+            parts.append("disabled")
+        if self.temporary:
+            parts.append("temporary")
+        if self.ignore:
+            parts.append(f"ignore next {self.ignore}")
+        parts.append(f"hit {self.hits} time{'s' if self.hits != 1 else ''}")
+        return ", ".join(parts)
+
+
+@dataclass
+class Watch:
+    number: int
+    expression: Expression
+    loop: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.expression.text
+
+
+@dataclass
+class Hit:
+    """Why ``check`` wants the session to stop: a breakpoint hit, or a condition that raised."""
+
+    breakpoint: Breakpoint
+    error: str | None = None
+
+    @property
+    def reason(self) -> str:
+        if self.error:
+            return f"error in breakpoint {self.breakpoint.number} ({self.breakpoint.text}): {self.error}"
+        return f"breakpoint {self.breakpoint.number} ({self.breakpoint.text})"
+
+
+@dataclass
+class Breakpoints:
+    """The session's breakpoints and watches, numbered from 1 like a debugger's."""
+
+    known_names: dict[str, set[str]] = field(default_factory=dict)   # loop path -> names
+    items: dict[int, Breakpoint] = field(default_factory=dict)
+    watches: dict[int, Watch] = field(default_factory=dict)
+    _next: int = 1
+    _next_watch: int = 1
+
+    # -- defining -----------------------------------------------------------------------------
+    def add(self, text: str, *, loop: str | None = None, temporary: bool = False,
+            ignore: int = 0, enabled: bool = True) -> Breakpoint:
+        expr = self.compile(text, loop)
+        bp = Breakpoint(self._next, expr, loop, enabled, temporary, ignore)
+        self.items[bp.number] = bp
+        self._next += 1
+        return bp
+
+    def watch(self, text: str, *, loop: str | None = None) -> Watch:
+        w = Watch(self._next_watch, self.compile(text, loop), loop)
+        self.watches[w.number] = w
+        self._next_watch += 1
+        return w
+
+    def edit(self, number: int, text: str) -> Breakpoint:
+        bp = self.get(number)
+        bp.condition = self.compile(text, bp.loop)
+        return bp
+
+    def get(self, number: int) -> Breakpoint:
+        try:
+            return self.items[number]
+        except KeyError:
+            raise ExprError(f"there is no breakpoint {number}.") from None
+
+    def delete(self, number: int) -> None:
+        self.get(number)
+        del self.items[number]
+
+    def delete_watch(self, number: int) -> None:
+        if number not in self.watches:
+            raise ExprError(f"there is no watch {number}.")
+        del self.watches[number]
+
+    def compile(self, text: str, loop: str | None) -> Expression:
+        """Parse and check ``text`` before any run: unknown names are refused here."""
+        expr = Expression(text)
+        if self.known_names:
+            scopes = self._scopes(loop)
+            known = set().union(*scopes.values()) if scopes else set()
+            unknown = sorted(n for n in expr.names if n not in RESERVED and n not in known)
+            if unknown:
+                where = f"loop '{loop}'" if loop else "any loop of the model"
+                sample = ", ".join(sorted(known)[:12]) + (", ..." if len(known) > 12 else "")
+                raise ExprError(f"'{text}': {', '.join(repr(n) for n in unknown)} is not a name in "
+                                f"{where}; names there: {sample}.")
+        return expr
+
+    def _scopes(self, loop: str | None) -> dict[str, set[str]]:
+        if loop is None:
+            return self.known_names
+        scopes = {p: n for p, n in self.known_names.items()
+                  if p == loop or p.rsplit("/", 1)[-1] == loop}
+        if not scopes:
+            raise ExprError(f"the model has no loop '{loop}'; its loops are "
+                            f"{', '.join(self.known_names) or 'none'}.")
+        return scopes
+
+    # -- checking -----------------------------------------------------------------------------
+    def active(self) -> list[Breakpoint]:
+        return [bp for bp in self.items.values() if bp.enabled]
+
+    def check(self, lookup: EventLookup, count: bool = True) -> Hit | None:
+        """The first breakpoint that stops at this iteration, counting hits (bdb semantics)."""
+        path = lookup.event.path
+        for bp in list(self.items.values()):
+            if not bp.enabled or not bp.applies_to(path):
+                continue
+            try:
+                hit = bp.condition.truth(lookup)
+            except Exception as exc:  # noqa: BLE001 - a failing condition stops and says why
+                return Hit(bp, _error_text(exc))
+            if not hit:
+                continue
+            if not count:
+                return Hit(bp)
+            bp.hits += 1
+            if bp.ignore > 0:
+                bp.ignore -= 1
+                continue
+            if bp.temporary:
+                del self.items[bp.number]
+            return Hit(bp)
+        return None
+
+    def evaluate_watches(self, lookup: EventLookup) -> list[tuple[Watch, Any, str | None]]:
+        out = []
+        for w in self.watches.values():
+            if w.loop is not None and lookup.event is not None and not (
+                    lookup.event.path == w.loop or lookup.event.path.rsplit("/", 1)[-1] == w.loop):
+                out.append((w, None, f"not in loop {w.loop}"))
+                continue
+            try:
+                out.append((w, w.expression.evaluate(lookup), None))
+            except Exception as exc:  # noqa: BLE001 - shown next to the watch
+                out.append((w, None, _error_text(exc)))
+        return out
+
+
+def _error_text(exc: Exception) -> str:
+    text = str(exc).strip().rstrip(".")
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, ExprError) else text
+
+
+def non_finite(named: Iterable[tuple[str, str, Any]]) -> tuple[str, str, int, int] | None:
+    """The first (kind, name, nan count, inf count) among float values holding NaN or Inf."""
+    for kind, name, value in named:
+        a = np.asarray(value)
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            return kind, name, int(np.isnan(a).sum()), int(np.isinf(a).sum())
+    return None

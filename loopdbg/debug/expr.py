@@ -1,0 +1,280 @@
+"""The breakpoint and watch language: a small, safe subset of Python expressions over tensors.
+
+An expression is parsed once with ``ast``, checked against a whitelist, and turned into a tree of
+closures; nothing is ever handed to ``eval``. What it may use:
+
+* names: ``i`` / ``iteration`` (the iteration that just finished), ``cond`` (the body condition it
+  produced; false means the loop is about to end), ``trip_count``, ``loop`` (the loop's path), every
+  body Parameter, Result and node by name (``h``, ``body_acc``), and any name through
+  ``t["name with spaces"]``;
+* numbers, strings, ``True``/``False``, arithmetic, comparisons, ``and``/``or``/``not``, ``x if c else y``,
+  indexing and slicing (``h[0, :3]``, ``h[..., -1]``), the attribute ``.shape``;
+* the functions ``any all isnan isinf isfinite abs min max mean sum norm shape size changed``.
+
+``changed(x)`` is true when ``x`` differs from its value at the previous evaluation of the same
+expression (false the first time), which makes "break when x changes" one word.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any, Callable
+
+import numpy as np
+
+from loopdbg.errors import LoopdbgError
+
+RESERVED = ("i", "iteration", "cond", "trip_count", "loop", "t", "True", "False", "true", "false")
+
+
+class ExprError(LoopdbgError):
+    """An expression outside the language, or one that failed when evaluated."""
+
+
+def _reduce(fn):
+    def call(*args):
+        if len(args) == 1:
+            return fn(np.asarray(args[0]))
+        return fn(np.asarray([np.asarray(a).item() if np.size(a) == 1 else a for a in args]))
+    return call
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "any": lambda x: bool(np.any(x)),
+    "all": lambda x: bool(np.all(x)),
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+    "abs": np.abs,
+    "min": _reduce(np.min),
+    "max": _reduce(np.max),
+    "mean": lambda x: np.mean(x),
+    "sum": lambda x: np.sum(x),
+    "norm": lambda x: float(np.linalg.norm(np.asarray(x, dtype=np.float64).ravel())),
+    "shape": lambda x: tuple(np.shape(x)),
+    "size": lambda x: int(np.size(x)),
+}
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+           ast.Pow: operator.pow, ast.MatMult: operator.matmul}
+_CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+           ast.Gt: operator.gt, ast.GtE: operator.ge}
+_UNOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: lambda x: not _truth(x),
+          ast.Invert: operator.invert}
+
+_REFUSED = {
+    ast.Lambda: "lambdas", ast.ListComp: "comprehensions", ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.NamedExpr: "assignments (:=)",
+    ast.JoinedStr: "f-strings", ast.Starred: "star-arguments", ast.Dict: "dict displays",
+    ast.Set: "set displays",
+}
+
+
+def _truth(x) -> bool:
+    """Truth of a value: arrays must hold one element (say any()/all() otherwise)."""
+    if isinstance(x, np.ndarray) and x.size != 1:
+        raise ValueError(f"the truth of an array of shape {x.shape} is ambiguous; use any(...) or all(...)")
+    return bool(x)
+
+
+class Lookup:
+    """What expressions read names from; the session gives one bound to the current iteration."""
+
+    def name(self, name: str) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class Expression:
+    """A compiled expression: ``expr.evaluate(lookup)``; ``expr.names`` lists the model names it reads."""
+
+    def __init__(self, text: str):
+        self.text = text.strip()
+        if not self.text:
+            raise ExprError("the expression is empty.")
+        try:
+            tree = ast.parse(self.text, mode="eval")
+        except SyntaxError as exc:
+            where = f" at column {exc.offset}" if exc.offset else ""
+            raise ExprError(f"'{self.text}' is not a valid expression{where}: {exc.msg}.") from None
+        self.names: set[str] = set()
+        self._fn = self._compile(tree.body)
+
+    def evaluate(self, lookup: Lookup) -> Any:
+        return self._fn(lookup)
+
+    def truth(self, lookup: Lookup) -> bool:
+        return _truth(self._fn(lookup))
+
+    def __repr__(self) -> str:
+        return f"Expression({self.text!r})"
+
+    # -- compiling ----------------------------------------------------------------------------
+    def _refuse(self, node: ast.AST, what: str) -> ExprError:
+        col = getattr(node, "col_offset", None)
+        where = f" (column {col + 1})" if col is not None else ""
+        return ExprError(f"'{self.text}': {what}{where} is not allowed in loopdbg expressions.")
+
+    def _compile(self, node: ast.AST) -> Callable:
+        method = getattr(self, f"_c_{type(node).__name__}", None)
+        if method is None:
+            what = _REFUSED.get(type(node), f"'{type(node).__name__}'")
+            raise self._refuse(node, what)
+        return method(node)
+
+    def _c_Constant(self, node):
+        value = node.value
+        if not isinstance(value, (int, float, bool, str, type(None), type(Ellipsis))):
+            raise self._refuse(node, f"the constant {value!r}")
+        return lambda env: value
+
+    def _c_Name(self, node):
+        name = node.id
+        if name in ("True", "true"):
+            return lambda env: True
+        if name in ("False", "false"):
+            return lambda env: False
+        if name in FUNCTIONS or name == "changed":
+            raise self._refuse(node, f"the function '{name}' used without calling it")
+        if name.startswith("__"):
+            raise self._refuse(node, f"the name '{name}'")
+        if name == "t":
+            raise self._refuse(node, "'t' on its own (write t[\"name\"])")
+        self.names.add(name)
+        return lambda env: env.name(name)
+
+    def _c_Subscript(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id == "t":
+            key = node.slice
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                raise self._refuse(node, "t[...] with anything but a string")
+            name = key.value
+            self.names.add(name)
+            return lambda env: env.name(name)
+        value = self._compile(node.value)
+        index = self._compile(node.slice)
+        return lambda env: np.asarray(value(env))[index(env)]
+
+    def _c_Slice(self, node):
+        parts = [self._compile(p) if p is not None else (lambda env: None)
+                 for p in (node.lower, node.upper, node.step)]
+        lo, hi, st = parts
+        return lambda env: slice(_index(lo(env)), _index(hi(env)), _index(st(env)))
+
+    def _c_Tuple(self, node):
+        items = [self._compile(e) for e in node.elts]
+        return lambda env: tuple(_index(f(env)) for f in items)
+
+    _c_List = _c_Tuple
+
+    def _c_Attribute(self, node):
+        if node.attr != "shape":
+            raise self._refuse(node, f"the attribute '.{node.attr}' (only .shape is)")
+        value = self._compile(node.value)
+        return lambda env: tuple(np.shape(value(env)))
+
+    def _c_Call(self, node):
+        if not isinstance(node.func, ast.Name):
+            raise self._refuse(node, "calling anything but a listed function")
+        name = node.func.id
+        if node.keywords:
+            raise self._refuse(node, "keyword arguments")
+        args = [self._compile(a) for a in node.args]
+        if name == "changed":
+            if len(args) != 1:
+                raise self._refuse(node, "changed() with other than one argument")
+            return _changed(args[0])
+        fn = FUNCTIONS.get(name)
+        if fn is None:
+            known = ", ".join(sorted(list(FUNCTIONS) + ["changed"]))
+            raise ExprError(f"'{self.text}': the function '{name}' is not allowed; the functions "
+                            f"are {known}.")
+        if not args:
+            raise self._refuse(node, f"{name}() without an argument")
+        if len(args) == 1:
+            a0 = args[0]
+            return lambda env: fn(a0(env))
+        return lambda env: fn(*[a(env) for a in args])
+
+    def _c_BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self._refuse(node, f"the operator {type(node.op).__name__}")
+        left, right = self._compile(node.left), self._compile(node.right)
+        return lambda env: op(left(env), right(env))
+
+    def _c_UnaryOp(self, node):
+        op = _UNOPS[type(node.op)]
+        operand = self._compile(node.operand)
+        return lambda env: op(operand(env))
+
+    def _c_BoolOp(self, node):
+        values = [self._compile(v) for v in node.values]
+        if isinstance(node.op, ast.And):
+            def run_and(env):
+                for v in values:
+                    if not _truth(v(env)):
+                        return False
+                return True
+            return run_and
+
+        def run_or(env):
+            for v in values:
+                if _truth(v(env)):
+                    return True
+            return False
+        return run_or
+
+    def _c_Compare(self, node):
+        ops = []
+        for op in node.ops:
+            fn = _CMPOPS.get(type(op))
+            if fn is None:
+                raise self._refuse(node, f"the comparison {type(op).__name__}")
+            ops.append(fn)
+        first = self._compile(node.left)
+        rest = [self._compile(c) for c in node.comparators]
+        if len(ops) == 1:
+            op, right = ops[0], rest[0]
+            return lambda env: op(first(env), right(env))
+
+        def chain(env):
+            left = first(env)
+            for op, r in zip(ops, rest):
+                right = r(env)
+                if not _truth(op(left, right)):
+                    return False
+                left = right
+            return True
+        return chain
+
+    def _c_IfExp(self, node):
+        test, body, orelse = (self._compile(n) for n in (node.test, node.body, node.orelse))
+        return lambda env: body(env) if _truth(test(env)) else orelse(env)
+
+
+def _index(x):
+    """Indices from tensors: a one-element integer array is an int."""
+    if isinstance(x, np.ndarray) and x.size == 1 and x.dtype.kind in "iu":
+        return int(x.reshape(()))
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def _changed(arg: Callable) -> Callable:
+    state: dict[str, Any] = {}
+
+    def run(env):
+        value = np.array(arg(env), copy=True)
+        if "last" not in state:
+            state["last"] = value
+            return False
+        last = state["last"]
+        state["last"] = value
+        if last.shape != value.shape:
+            return True
+        return not np.array_equal(last, value, equal_nan=value.dtype.kind in "fc")
+    return run

@@ -1,0 +1,127 @@
+"""The stop report: everything a person wants to see where a session stopped, as plain text.
+
+    stopped: breakpoint 1 (i == 3) in loop loop at iteration 3
+      loop:          loop (Loop, trip count 5)
+      condition:     true -> iteration 4 runs next
+      back edges:    acc <- acc_out   float32 (2, 3) min 0.1 max 4.2
+      ...
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopdbg.debug.session import END, ERROR, START, Stop
+
+
+def fmt_value(value: Any, *, width: int = 60) -> str:
+    """A tensor in one line: dtype, shape, and the values when few, else min/max (+NaN/Inf counts)."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return repr(value)
+    if isinstance(value, tuple):
+        return repr(value)
+    a = np.asarray(value)
+    shape = "(" + ", ".join(map(str, a.shape)) + ("," if a.ndim == 1 else "") + ")"
+    head = f"{a.dtype} {shape}"
+    if a.size == 0:
+        return f"{head} empty"
+    if a.dtype.kind not in "biufc":
+        return head
+    if a.size <= 8:
+        text = np.array2string(a.reshape(-1) if a.ndim > 1 else a, precision=5, separator=", ",
+                               max_line_width=10**6)
+        if len(text) <= width:
+            return f"{head} {text}"
+    if a.dtype.kind == "b":
+        return f"{head} {int(a.sum())} true"
+    stats = []
+    if a.dtype.kind in "fc":
+        nans, infs = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+        finite = a[np.isfinite(a)]
+        if nans:
+            stats.append(f"{nans} NaN")
+        if infs:
+            stats.append(f"{infs} Inf")
+    else:
+        finite = a
+    if finite.size:
+        stats.insert(0, f"min {float(finite.min()):.5g} max {float(finite.max()):.5g} "
+                        f"mean {float(finite.mean()):.5g}")
+    return f"{head} " + ", ".join(stats)
+
+
+def headline(stop: Stop) -> str:
+    e = stop.event
+    if stop.kind == START:
+        return f"ready: {stop.reason}"
+    if stop.kind == END:
+        return "finished: the run finished" + (f" (last iteration: loop {e.path}, iteration "
+                                               f"{e.iteration})" if e is not None else "")
+    if stop.kind == ERROR:
+        return f"error: {stop.reason}"
+    where = f" in loop {e.path} at iteration {e.iteration}" if e is not None else ""
+    if stop.node is not None:
+        n = stop.node
+        return (f"stopped: {stop.reason} in loop {n.event.path}, iteration {n.event.iteration}")
+    return f"stopped: {stop.reason}{where}"
+
+
+def format_stop(stop: Stop, session=None) -> str:
+    """The whole report (headline first)."""
+    lines = [headline(stop)]
+    e = stop.event
+    if stop.node is not None:
+        n = stop.node
+        lines.append(f"  node:          {n.layer.describe()}")
+        for j in range(len(n.layer.outputs) or 1):
+            key = n.layer.name if j == 0 else f"{n.layer.name}:{j}"
+            if key in n.values:
+                lines.append(f"  value:         {fmt_value(n.values[key])}")
+        return "\n".join(lines)
+    if e is not None:
+        spec = e.spec
+        trip = "no limit" if e.trip_count is None else str(e.trip_count)
+        kind = spec.kind
+        outer = f", outer iterations {list(e.outer)}" if e.outer else ""
+        lines.append(f"  loop:          {e.path} ({kind}, trip count {trip}{outer})")
+        if kind == "Loop":
+            nxt = (f"iteration {e.iteration + 1} runs next" if e.continues
+                   else "the loop ends")
+            lines.append(f"  condition:     {'true' if e.cond else 'false'} -> {nxt}")
+        elif not e.continues:
+            lines.append("  next:          the loop ends (every slice used)")
+        if stop.loop_end is not None:
+            lines.append(f"  loop ended:    {stop.loop_end.iterations} iterations; "
+                         f"{stop.loop_end.reason_text}")
+        _section(lines, "back edges", [(f"{p} <- {spec.result_names[r]}", e.body_out[r])
+                                       for p, r in spec.back_edge_view])
+        parts = []
+        for name, _ in spec.concat_view:
+            so_far = e.partial(name)
+            parts.append((f"{name} so far", so_far))
+            parts.append((f"{name} last slice", e.scan_slices[name]))
+        _section(lines, "concatenated", parts)
+        _section(lines, "sliced inputs", list(e.sliced_inputs.items()))
+    if stop.watches:
+        rows = []
+        for w, value, err in stop.watches:
+            rows.append((f"{w.number}: {w.text}", err if err else value))
+        _section(lines, "watches", rows, raw_errors=True)
+    if stop.kind == END and stop.finished is not None:
+        _section(lines, "outputs", list(stop.finished.outputs.items()))
+    if session is not None and session.notices:
+        lines.append("  notices:")
+        lines.extend(f"    {n.message}" for n in session.notices)
+    return "\n".join(lines)
+
+
+def _section(lines: list[str], title: str, rows, raw_errors: bool = False) -> None:
+    if not rows:
+        return
+    lines.append(f"  {title}:")
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        text = value if (raw_errors and isinstance(value, str)) else fmt_value(value)
+        lines.append(f"    {key:<{width}}  {text}")

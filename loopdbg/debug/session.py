@@ -1,0 +1,418 @@
+"""A debugging session: the engine's event stream turned into stops you can step between.
+
+The session pulls ``IterationDone`` events from ``Engine.run`` and keeps the most recent ones in a
+bounded history, so it can step forward (``next``, ``step``, ``finish``, ``continue_``,
+``run_to``), node by node inside an iteration (``step_node``), and back (``back``,
+``reverse_continue``, ``first``). Moving forward through history replays it; past the newest
+iteration it pulls from the engine. Every move ends in a ``Stop`` that says where and why.
+
+    s = Session.open("model.xml", "inputs.npz")
+    s.breakpoints.add("i == 3")
+    stop = s.continue_()
+    print(format_stop(stop))
+    s.back()
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
+from loopdbg.engine import events as ev
+from loopdbg.engine.runner import Engine
+from loopdbg.errors import LoopdbgError
+
+STEP, BREAKPOINT, NAN, END, ERROR, PAUSED, NODE, HISTORY, START = (
+    "step", "breakpoint", "nan", "end", "error", "paused", "node", "history", "start")
+
+
+@dataclass
+class NodeStep:
+    """Where node-by-node stepping stands inside an iteration."""
+
+    event: ev.IterationDone
+    index: int                     # 0-based index of the node just executed
+    total: int
+    layer: Any
+    values: dict[str, Any] = field(default_factory=dict)   # every value computed so far
+
+
+@dataclass
+class Stop:
+    """Where a command stopped and why. ``event`` is the iteration just finished (None at the end)."""
+
+    kind: str
+    reason: str
+    event: ev.IterationDone | None = None
+    hit: Hit | None = None
+    loop_end: ev.LoopFinished | None = None
+    finished: ev.RunFinished | None = None
+    error: LoopdbgError | None = None
+    node: NodeStep | None = None
+    watches: list = field(default_factory=list)
+    position: int = -1             # index of the event in the session's timeline
+
+
+class Session:
+    """A debugging session over one model and its inputs (see the module docstring)."""
+
+    def __init__(self, engine: Engine, inputs: Mapping[str, Any], *, history: int = 1000,
+                 max_iterations: int | None = None, max_memory: int | None = None,
+                 on_nan: bool = False, source: str = "inputs"):
+        if history < 1:
+            raise ValueError("history must hold at least one iteration")
+        self.engine = engine
+        self.inputs = inputs
+        self.history_size = history
+        self.max_iterations = max_iterations
+        self.max_memory = max_memory
+        self.on_nan = on_nan
+        self.source = source
+        self.breakpoints = Breakpoints(known_names=self._names())
+        self._lookup = EventLookup()
+        self._pause = threading.Event()
+        self.restart()
+
+    @classmethod
+    def open(cls, model_path, inputs=None, **options) -> "Session":
+        """Open a session on a model file; ``inputs`` is a path to an .npz, a dict, or None (random)."""
+        from loopdbg.engine.inputs import load_npz, random_inputs
+        from loopdbg.ir.load import read_model
+
+        model = read_model(model_path)
+        if inputs is None:
+            inputs, source = random_inputs(model), "random inputs"
+        elif isinstance(inputs, (str, bytes)) or hasattr(inputs, "__fspath__"):
+            source = str(inputs)
+            inputs = load_npz(inputs)
+        else:
+            source = "inputs"
+        return cls(Engine(model), inputs, source=options.pop("source", source), **options)
+
+    def _names(self) -> dict[str, set[str]]:
+        names = {}
+        for path, spec in self.engine.loops.items():
+            known = set(spec.param_names) | set(spec.result_names)
+            known |= {s.layer.name for s in spec.body.steps}
+            names[path] = known
+        return names
+
+    # -- state --------------------------------------------------------------------------------
+    def restart(self) -> Stop:
+        """Start the run again from the beginning (breakpoints and watches are kept)."""
+        self._gen = self.engine.run(self.inputs, max_iterations=self.max_iterations,
+                                    max_memory=self.max_memory, source=self.source)
+        self._timeline: deque[ev.IterationDone] = deque(maxlen=self.history_size)
+        self._frontier = 0              # iterations pulled from the engine so far
+        self._pos = -1                  # timeline index of the current stop (-1: before the start)
+        self.finished: ev.RunFinished | None = None
+        self.error: LoopdbgError | None = None
+        self.loop_started: dict[str, ev.LoopStarted] = {}
+        self.loop_ends: dict[str, ev.LoopFinished] = {}
+        self.notices: list[ev.Notice] = []
+        self._node: tuple[ev.IterationDone, Any, NodeStep | None] | None = None
+        self.stop = Stop(START, "not started: step, next or continue to run the first iteration")
+        return self.stop
+
+    @property
+    def current(self) -> ev.IterationDone | None:
+        """The iteration the session stands at (None before the first one)."""
+        return self._at(self._pos) if self._pos >= 0 else None
+
+    @property
+    def done(self) -> bool:
+        return (self.finished is not None or self.error is not None) and \
+            self._pos >= self._frontier - 1
+
+    @property
+    def oldest(self) -> int:
+        return self._frontier - len(self._timeline)
+
+    @property
+    def newest(self) -> int:
+        return self._frontier - 1
+
+    def _at(self, pos: int) -> ev.IterationDone:
+        return self._timeline[pos - self.oldest]
+
+    def request_pause(self) -> None:
+        """Ask a running ``continue_`` (in another thread) to stop at the next iteration."""
+        self._pause.set()
+
+    # -- pulling from the engine ----------------------------------------------------------------
+    def _pull(self) -> ev.IterationDone | None:
+        """The next iteration from the engine, recording the other events on the way."""
+        gen = self._gen
+        if gen is None:
+            return None
+        try:
+            for event in gen:
+                kind = type(event)
+                if kind is ev.IterationDone:
+                    self._timeline.append(event)
+                    self._frontier += 1
+                    return event
+                if kind is ev.LoopFinished:
+                    self.loop_ends[event.path] = event
+                elif kind is ev.LoopStarted:
+                    self.loop_started[event.path] = event
+                    self.loop_ends.pop(event.path, None)
+                elif kind is ev.Notice:
+                    self.notices.append(event)
+                elif kind is ev.RunFinished:
+                    self.finished = event
+        except LoopdbgError as exc:
+            self.error = exc
+        except KeyboardInterrupt:
+            self._gen = None
+            raise
+        self._gen = None
+        return None
+
+    def _forward(self) -> ev.IterationDone | None:
+        """Move one iteration forward (replaying history, else pulling); None at the end."""
+        nxt = self._pos + 1
+        if nxt < self._frontier:
+            self._pos = nxt
+            return self._at(nxt)
+        event = self._pull()
+        if event is not None:
+            self._pos = self._frontier - 1
+        return event
+
+    def _peek(self) -> ev.IterationDone | None:
+        nxt = self._pos + 1
+        if nxt < self._frontier:
+            return self._at(nxt)
+        return self._pull()
+
+    # -- moving forward -------------------------------------------------------------------------
+    def _advance(self, want: Callable[[ev.IterationDone], bool], reason: str) -> Stop:
+        self._node = None
+        self._pause.clear()
+        check = bool(self.breakpoints.items) or self.on_nan
+        lookup = self._lookup
+        count = 0
+        while True:
+            event = self._forward()
+            if event is None:
+                return self._stop_at_end()
+            if check:
+                stop = self._check(event, lookup)
+                if stop is not None:
+                    return stop
+            if want(event):
+                return self._make_stop(STEP, reason, event)
+            count += 1
+            if not count & 63 and self._pause.is_set():
+                self._pause.clear()
+                return self._make_stop(PAUSED, "paused", event)
+
+    def _check(self, event: ev.IterationDone, lookup: EventLookup) -> Stop | None:
+        if self.on_nan:
+            bad = non_finite([("back edge", n, v) for n, v in event.back_edges.items()] +
+                             [("scan output", n, v) for n, v in event.scan_slices.items()])
+            if bad:
+                kind, name, nans, infs = bad
+                what = " and ".join(t for t, c in (("NaN", nans), ("Inf", infs)) if c)
+                return self._make_stop(NAN, f"{what} in {kind} '{name}'", event)
+        if self.breakpoints.items:
+            hit = self.breakpoints.check(lookup.bind(event))
+            if hit is not None:
+                return self._make_stop(BREAKPOINT, hit.reason, event, hit=hit)
+        return None
+
+    def step(self) -> Stop:
+        """To the next iteration of any loop (into a nested loop's iterations when one runs)."""
+        return self._advance(lambda e: True, "step")
+
+    def next(self) -> Stop:
+        """To the next iteration of the current loop, running nested loops to their end."""
+        cur = self.current
+        if cur is None:
+            return self.step()
+        depth = len(cur.outer)
+        return self._advance(lambda e: len(e.outer) <= depth, "next")
+
+    def finish(self) -> Stop:
+        """To the last iteration of the current loop."""
+        cur = self.current
+        if cur is None:
+            return self.step()
+        if not cur.continues:
+            return self.next()
+        path, outer, depth = cur.path, cur.outer, len(cur.outer)
+        return self._advance(
+            lambda e: (e.path == path and e.outer == outer and not e.continues)
+            or len(e.outer) < depth, "finish")
+
+    def continue_(self) -> Stop:
+        """To the next breakpoint (or NaN with on_nan), else to the end of the run."""
+        return self._advance(lambda e: False, "continue")
+
+    def run_to(self, iteration: int, loop: str | None = None) -> Stop:
+        """To iteration ``iteration`` of ``loop`` (default: the current loop, else any)."""
+        cur = self.current
+        target = loop if loop is not None else (cur.path if cur is not None else None)
+
+        def want(e):
+            return e.iteration == iteration and (
+                target is None or e.path == target or e.path.rsplit("/", 1)[-1] == target)
+        return self._advance(want, f"run to iteration {iteration}")
+
+    def step_node(self) -> Stop:
+        """Execute the next body node of the coming iteration (of the current loop)."""
+        from loopdbg.engine.replay import node_steps
+
+        if self._node is None:
+            cur = self.current
+            target = self._peek()
+            if target is None:
+                return self._stop_at_end()
+            if cur is not None and cur.continues and (target.path, target.outer) != (cur.path, cur.outer):
+                return self.step()       # a nested loop comes first: step into it
+            self._node = (target, node_steps(target), None)
+        target, steps, last = self._node
+        try:
+            layer, outs = next(steps)
+        except StopIteration:
+            self._node = None
+            return self.step()
+        values = dict(last.values) if last else dict(zip(target.spec.param_names, target.body_in))
+        for j, value in enumerate(outs):
+            values[layer.name if j == 0 else f"{layer.name}:{j}"] = value
+        total = len(target.spec.body.steps)
+        index = last.index + 1 if last else 0
+        node = NodeStep(target, index, total, layer, values)
+        self._node = (target, steps, node)
+        stop = self._make_stop(NODE, f"node {index + 1} of {total}: {layer.describe()}",
+                               self.current)
+        stop.node = node
+        self.stop = stop
+        return stop
+
+    # -- moving back --------------------------------------------------------------------------
+    def back(self) -> Stop:
+        """To the previous iteration of the current loop (else the previous one at its depth)."""
+        self._node = None
+        cur = self.current
+        if cur is None:
+            return self.stop
+        depth = len(cur.outer)
+        pos = self._find_back(lambda e: (e.path, e.outer) == (cur.path, cur.outer))
+        if pos is None:
+            pos = self._find_back(lambda e: len(e.outer) <= depth)
+        if pos is None:
+            return self._history_edge()
+        self._pos = pos
+        return self._make_stop(STEP, "back", self._at(pos))
+
+    def reverse_continue(self) -> Stop:
+        """Back to the previous iteration where a breakpoint condition holds."""
+        self._node = None
+        lookup = self._lookup
+
+        def hit(e):
+            return self.breakpoints.check(lookup.bind(e), count=False) is not None
+        pos = self._find_back(hit)
+        if pos is None:
+            if self.oldest <= 0 and self._timeline:
+                self._pos = self.oldest
+                return self._make_stop(HISTORY, "no earlier breakpoint hit; at the first iteration",
+                                       self._at(self._pos))
+            return self._history_edge()
+        self._pos = pos
+        found = self.breakpoints.check(lookup.bind(self._at(pos)), count=False)
+        return self._make_stop(BREAKPOINT, found.reason + " (reverse)", self._at(pos), hit=found)
+
+    def first(self) -> Stop:
+        """To the oldest iteration still in the history."""
+        if not self._timeline:
+            return self.stop
+        self._pos = self.oldest
+        self._node = None
+        return self._make_stop(HISTORY, "first recorded iteration", self._at(self._pos))
+
+    def last(self) -> Stop:
+        """To the newest iteration run so far."""
+        if not self._timeline:
+            return self.stop
+        self._pos = self.newest
+        self._node = None
+        return self._make_stop(HISTORY, "last recorded iteration", self._at(self._pos))
+
+    def _find_back(self, pred) -> int | None:
+        pos = self._pos - 1 if self._pos <= self.newest else self.newest
+        while pos >= self.oldest:
+            if pred(self._at(pos)):
+                return pos
+            pos -= 1
+        return None
+
+    def _history_edge(self) -> Stop:
+        if self.oldest > 0:
+            text = (f"the history holds only the last {self.history_size} iterations; "
+                    f"record a trace to step back further")
+        else:
+            text = "at the first iteration: nothing to step back to"
+        stop = self._make_stop(HISTORY, text, self.current)
+        return stop
+
+    # -- stops --------------------------------------------------------------------------------
+    def _make_stop(self, kind: str, reason: str, event, *, hit: Hit | None = None) -> Stop:
+        loop_end = None
+        if event is not None and not event.continues:
+            if self._pos >= self.newest and event.path not in self.loop_ends and self._gen:
+                self._peek_loop_end(event)
+            end = self.loop_ends.get(event.path)
+            if end is not None and end.outer == event.outer:
+                loop_end = end
+        watches = []
+        if self.breakpoints.watches and event is not None:
+            watches = self.breakpoints.evaluate_watches(self._lookup.bind(event))
+        stop = Stop(kind, reason, event, hit, loop_end, None, None, None, watches, self._pos)
+        self.stop = stop
+        return stop
+
+    def _peek_loop_end(self, event) -> None:
+        """Read ahead to the loop's LoopFinished (it follows its last iteration directly)."""
+        gen = self._gen
+        try:
+            while True:
+                nxt = next(gen)
+                kind = type(nxt)
+                if kind is ev.Notice:
+                    self.notices.append(nxt)
+                    continue
+                if kind is ev.LoopFinished:
+                    self.loop_ends[nxt.path] = nxt
+                    return
+                # Anything else belongs to later: push it back by chaining.
+                self._gen = _prepend(nxt, gen)
+                return
+        except StopIteration:
+            self._gen = None
+        except LoopdbgError as exc:
+            self.error = exc
+            self._gen = None
+
+    def _stop_at_end(self) -> Stop:
+        self._pos = max(self._pos, self.newest)
+        if self.error is not None:
+            stop = Stop(ERROR, str(self.error), self.current, error=self.error, position=self._pos)
+        else:
+            stop = Stop(END, "the run finished", self.current, finished=self.finished,
+                        position=self._pos)
+        if stop.event is not None:
+            end = self.loop_ends.get(stop.event.path)
+            stop.loop_end = end if end is not None and end.outer == stop.event.outer else None
+        self.stop = stop
+        return stop
+
+
+def _prepend(first, gen):
+    yield first
+    yield from gen

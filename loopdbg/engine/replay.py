@@ -1,0 +1,35 @@
+"""Recomputing one body iteration from its recorded inputs: every node's value, or node by node.
+
+The engine does not keep intermediate body values (that would slow every iteration down); a
+debugger that wants them re-runs the iteration's compiled body on the same inputs, which gives the
+same values because kernels are pure functions of their inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from loopdbg.engine.context import RunContext
+from loopdbg.engine.events import IterationDone
+from loopdbg.ir.model import Layer
+
+
+def node_values(event: IterationDone) -> dict:
+    """Every value of the iteration by name: Parameters, then each layer's outputs (``name:k``)."""
+    if event.nodes is not None:
+        return dict(event.nodes)
+    body = event.spec.body
+    result = body.run_all(RunContext(), *event.body_in)
+    if body.is_generator:
+        try:
+            while True:
+                next(result)
+        except StopIteration as stop:
+            result = stop.value
+    _, every = result
+    return body.result_values(every)
+
+
+def node_steps(event: IterationDone) -> Iterator[tuple[Layer, tuple]]:
+    """Re-run the iteration one layer at a time: ``(layer, outputs)`` after each."""
+    return event.spec.body.interpret(RunContext(), event.body_in)
