@@ -97,9 +97,8 @@ class GraphPlan:
                 nested = True
             else:
                 fn, n_out = make_kernel(layer, self.where)
-                n_out = max(n_out, 1)
                 nested = False
-            outs = tuple(f"v{lid}_{j}" for j in range(max(n_out, len(layer.outputs), 1)))
+            outs = tuple(f"v{lid}_{j}" for j in range(max(n_out, 1)))
             for j, name in enumerate(outs):
                 local[(lid, j)] = name
             self.steps.append(Step(layer, fn, ins, outs, nested))
