@@ -29,11 +29,6 @@ from loopdbg.ir.model import Layer
 from loopdbg.ops.convert import choice, flag, float_attr, int_attr
 from loopdbg.ops.registry import register
 
-try:
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - scipy is optional
-    _erf = None
-
 # ---- broadcasting ----------------------------------------------------------------------------
 
 
@@ -176,7 +171,18 @@ def _erf_approx(x):
     return np.sign(x) * (1 - poly * np.exp(-x * x))
 
 
-erf = _erf if _erf is not None else _erf_approx
+_ERF: Callable | None = None
+
+
+def erf(x):
+    """scipy's erf when installed (imported on first use: it costs half a second), else A&S."""
+    global _ERF
+    if _ERF is None:
+        try:
+            from scipy.special import erf as _ERF
+        except ImportError:  # pragma: no cover - scipy is optional
+            _ERF = _erf_approx
+    return _ERF(x)
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 

@@ -321,3 +321,9 @@ def test_prelu_channel_slope_and_numpy_slope():
     np.testing.assert_allclose(kernel("PRelu")(square, channel),
                                np.where(square < 0, square * channel[:, None], square))
     np.testing.assert_allclose(kernel("PRelu")(x, np.float32(0.5)), np.where(x < 0, x / 2, x))
+
+
+def test_erf_fallback_without_scipy_is_accurate_to_float32():
+    from loopdbg.ops.elementwise import _erf_approx
+    x = np.linspace(-5, 5, 101)
+    np.testing.assert_allclose(_erf_approx(x), _erf(x), atol=2e-7)

@@ -1,0 +1,226 @@
+"""Shape kernels (Concat ... Range, Identity) against numpy, with the traps of loop_semantics.md §6."""
+
+import numpy as np
+import pytest
+
+from loopdbg.errors import UnsupportedOperation
+from loopdbg.ir.model import Layer, Port
+from loopdbg.ops.registry import make_kernel
+
+
+def kernel(type_, version="opset1", n_in=2, n_out=1, expect_out=None, **data):
+    layer = Layer(id=1, name="x", type=type_, version=version, data=data,
+                  inputs=tuple(Port(i, i) for i in range(n_in)),
+                  outputs=tuple(Port(n_in + j, j) for j in range(n_out)))
+    fn, got = make_kernel(layer)
+    assert got == (n_out if expect_out is None else expect_out)
+    return fn
+
+
+def i64(*values):
+    return np.array(values, np.int64)
+
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+
+def test_concat_positive_and_negative_axis():
+    fn = kernel("Concat", n_in=3, axis="-1")
+    out = fn(X, X[..., :1], X[..., :2])
+    np.testing.assert_array_equal(out, np.concatenate([X, X[..., :1], X[..., :2]], axis=-1))
+    np.testing.assert_array_equal(kernel("Concat", axis="0")(X, X), np.concatenate([X, X]))
+    with pytest.raises(UnsupportedOperation, match="'axis' is missing"):
+        kernel("Concat")
+
+
+# ---- Reshape ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("special_zero, target, expected", [
+    ("false", [4, -1], (4, 6)),
+    ("true", [0, -1], (2, 12)),
+    ("true", [0, 0, 2, 2], (2, 3, 2, 2)),
+    ("false", [-1], (24,)),
+    ("true", [-1, 0], (8, 3)),
+])
+def test_reshape_special_zero_and_minus_one(special_zero, target, expected):
+    out = kernel("Reshape", special_zero=special_zero)(X, i64(*target))
+    assert out.shape == expected
+    np.testing.assert_array_equal(out.ravel(), X.ravel())
+
+
+def test_reshape_zero_without_special_zero_is_an_empty_dim():
+    out = kernel("Reshape", special_zero="false")(np.zeros((0, 3), np.float32), i64(0, 5))
+    assert out.shape == (0, 5)
+    out = kernel("Reshape", special_zero="false")(np.zeros((0, 3), np.float32), i64(-1, 3))
+    assert out.shape == (0, 3)
+    with pytest.raises(ValueError, match="cannot reshape"):
+        kernel("Reshape", special_zero="false")(X, i64(0, -1))
+
+
+def test_reshape_errors():
+    fn = kernel("Reshape", special_zero="false")
+    with pytest.raises(ValueError, match="more than one -1"):
+        fn(X, i64(-1, -1))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        fn(X, i64(5, -1))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        fn(X, i64(5, 5))
+
+
+def test_reshape_to_scalar():
+    out = kernel("Reshape", special_zero="false")(np.array([3.0], np.float32), i64())
+    assert out.shape == ()
+
+
+# ---- Squeeze, Unsqueeze ----------------------------------------------------------------------
+
+Y = np.zeros((1, 2, 1, 3), np.float32)
+
+
+@pytest.mark.parametrize("version", ["opset1", "opset15"])
+def test_squeeze(version):
+    assert kernel("Squeeze", version, n_in=1)(Y).shape == (2, 3)
+    fn = kernel("Squeeze", version)
+    assert fn(Y, i64(0)).shape == (2, 1, 3)
+    assert fn(Y, i64(-2)).shape == (1, 2, 3)
+    assert fn(Y, np.array(2, np.int32)).shape == (1, 2, 3)
+    assert fn(Y, i64()).shape == (2, 3)
+    assert fn(Y, i64(0, 1)).shape == (2, 1, 3)  # OpenVINO keeps a non-1 axis silently
+    with pytest.raises(ValueError, match="out of range"):
+        fn(Y, i64(4))
+
+
+def test_squeeze15_allow_axis_skip_accepted():
+    assert kernel("Squeeze", "opset15", allow_axis_skip="true")(Y, i64(0, 1)).shape == (2, 1, 3)
+
+
+def test_unsqueeze_axes_refer_to_the_output_rank():
+    fn = kernel("Unsqueeze")
+    x = np.zeros((2, 3), np.float32)
+    assert fn(x, i64(0)).shape == (1, 2, 3)
+    assert fn(x, i64(-1)).shape == (2, 3, 1)
+    assert fn(x, i64(0, 3)).shape == (1, 2, 3, 1)
+    assert fn(x, i64(-1, 0)).shape == (1, 2, 3, 1)
+    assert fn(np.float32(1), np.array(0, np.int64)).shape == (1,)
+
+
+# ---- ShapeOf, Broadcast, Tile, Transpose -----------------------------------------------------
+
+def test_shape_of():
+    out = kernel("ShapeOf", n_in=1)(X)
+    assert out.dtype == np.int64 and out.tolist() == [2, 3, 4]
+    out = kernel("ShapeOf", "opset3", n_in=1, output_type="i32")(X)
+    assert out.dtype == np.int32 and out.tolist() == [2, 3, 4]
+    assert kernel("ShapeOf", "opset3", n_in=1)(np.float32(1)).shape == (0,)
+    with pytest.raises(UnsupportedOperation, match="output_type"):
+        kernel("ShapeOf", "opset3", n_in=1, output_type="f32")
+
+
+@pytest.mark.parametrize("version", ["opset1", "opset3"])
+def test_broadcast_numpy(version):
+    out = kernel("Broadcast", version, mode="numpy")(np.arange(3, dtype=np.float32), i64(2, 3))
+    np.testing.assert_array_equal(out, [[0, 1, 2], [0, 1, 2]])
+    assert out.flags.writeable
+
+
+def test_broadcast_bidirectional():
+    fn = kernel("Broadcast", "opset3", mode="bidirectional")
+    assert fn(np.zeros((3, 1), np.float32), i64(1, 4)).shape == (3, 4)
+    assert fn(np.zeros((2, 3), np.float32), i64(1)).shape == (2, 3)
+    with pytest.raises(UnsupportedOperation, match="bidirectional"):
+        kernel("Broadcast", "opset1", mode="bidirectional")
+
+
+@pytest.mark.parametrize("version", ["opset1", "opset3"])
+def test_broadcast_explicit(version):
+    fn = kernel("Broadcast", version, n_in=3, mode="explicit")
+    x = np.array([1, 2, 3], np.int32)
+    out = fn(x, i64(2, 3, 4), i64(1))
+    assert out.shape == (2, 3, 4) and (out[1, :, 2] == x).all()
+    out = fn(np.ones((3, 4), np.int32), i64(2, 3, 4), i64(1, 2))
+    assert out.shape == (2, 3, 4)
+    with pytest.raises(ValueError, match="axes_mapping"):
+        fn(x, i64(2, 3))
+
+
+def test_tile_and_transpose():
+    x = np.arange(6).reshape(2, 3)
+    fn = kernel("Tile")
+    np.testing.assert_array_equal(fn(x, i64(2, 1)), np.tile(x, (2, 1)))
+    assert fn(x, i64(2, 1, 1)).shape == (2, 2, 3)
+    assert fn(x, i64(3)).shape == (2, 9)
+    t = kernel("Transpose")
+    np.testing.assert_array_equal(t(X, i64(2, 0, 1)), X.transpose(2, 0, 1))
+    assert t(X, i64()).shape == (4, 3, 2)
+
+
+# ---- Split, VariadicSplit --------------------------------------------------------------------
+
+def test_split_is_multi_output():
+    fn = kernel("Split", n_out=3, num_splits="3")
+    parts = fn(np.arange(12).reshape(2, 6), np.array(-1, np.int64))
+    assert isinstance(parts, tuple) and len(parts) == 3
+    np.testing.assert_array_equal(parts[2], [[4, 5], [10, 11]])
+    with pytest.raises(ValueError, match="does not split"):
+        fn(np.arange(4), np.array(0, np.int64))
+
+
+def test_split_one_part_returns_an_array():
+    out = kernel("Split", n_out=1, num_splits="1")(X, np.array(0, np.int64))
+    assert isinstance(out, np.ndarray) and out.shape == X.shape
+
+
+def test_split_num_splits_must_match_the_declared_outputs():
+    with pytest.raises(UnsupportedOperation, match="declares 2 outputs"):
+        kernel("Split", n_out=2, num_splits="3")
+
+
+def test_variadic_split_with_minus_one():
+    fn = kernel("VariadicSplit", n_in=3, n_out=3)
+    a, b, c = fn(np.arange(10), np.array(0, np.int32), i64(2, -1, 3))
+    assert a.tolist() == [0, 1] and b.tolist() == [2, 3, 4, 5, 6] and c.tolist() == [7, 8, 9]
+    a, b = kernel("VariadicSplit", n_in=3, n_out=2)(X, i64(1), i64(0, 3))
+    assert a.shape == (2, 0, 4) and b.shape == (2, 3, 4)
+    with pytest.raises(ValueError, match="do not add up"):
+        fn(np.arange(10), np.array(0, np.int32), i64(2, 3, 3))
+
+
+# ---- Range, Identity -------------------------------------------------------------------------
+
+def s(v, dtype):
+    return np.array(v, dtype)
+
+
+@pytest.mark.parametrize("start, stop, step, out_type, expected", [
+    (0.5, 5.2, 1.3, "i32", [0, 1, 2, 3, 4]),
+    (-2.5, 2.5, 1.5, "i32", [-2, -1, 0, 1]),
+    (0.9, 5.2, 0.6, "i64", []),
+    (7, 1, -2, "i32", [7, 5, 3]),
+    (1, 8, 3, "f32", [1, 4, 7]),
+    (0.0, 1.0, 0.25, "f32", [0, 0.25, 0.5, 0.75]),
+    (5, 1, 1, "i64", []),
+])
+def test_range4(start, stop, step, out_type, expected):
+    dtype = np.float32 if isinstance(start, float) else np.int32
+    out = kernel("Range", "opset4", n_in=3, output_type=out_type)(
+        s(start, dtype), s(stop, dtype), s(step, dtype))
+    assert out.dtype == {"i32": np.int32, "i64": np.int64, "f32": np.float32}[out_type]
+    assert out.tolist() == expected
+
+
+def test_range4_float_count_matches_ceil():
+    out = kernel("Range", "opset4", n_in=3, output_type="f32")(
+        s(0, np.float32), s(1, np.float32), s(0.1, np.float32))
+    assert out.shape == (10,)
+    np.testing.assert_allclose(out, np.arange(10) * 0.1, atol=1e-6)
+
+
+def test_range1_keeps_the_input_type():
+    out = kernel("Range", n_in=3)(s(2, np.int64), s(-3, np.int64), s(-2, np.int64))
+    assert out.dtype == np.int64 and out.tolist() == [2, 0, -2]
+    out = kernel("Range", n_in=3)(s(0.5, np.float32), s(2, np.float32), s(0.5, np.float32))
+    assert out.dtype == np.float32 and out.tolist() == [0.5, 1.0, 1.5]
+
+
+def test_identity_returns_its_input():
+    assert kernel("Identity", "opset16", n_in=1)(X) is X
