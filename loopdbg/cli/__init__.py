@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:                 # the fast path: no sub-command modules loaded
+        print(f"loopdbg {__version__}")
+        return 0
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv.insert(0, "open")          # `loopdbg MODEL [INPUTS]` opens the debugger
     parser = build_parser()
