@@ -1,0 +1,153 @@
+"""Reductions (ReduceSum ... ReduceLogicalOr), TopK, NonZero and CumSum.
+
+OpenVINO semantics that differ from numpy's defaults, checked against the 2026.4 wheel:
+
+* An empty ``axes`` input reduces nothing (the output is the input), and repeated axes count once.
+* Sums and products stay in the input's element type (numpy would widen int32 to int64), and an
+  integer ReduceMean truncates toward zero (−3.5 → −3).
+* Reductions to a single value return a 0-d array, never a numpy scalar.
+* TopK breaks ties by the smaller index and treats ``sort="none"`` like ``sort="value"``, as the
+  CPU plugin does; a ``k`` larger than the axis is clamped to it.
+* NonZero of a scalar sees it as a one-element vector: its output has shape [1, n].
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from loopdbg.ir.model import Layer
+from loopdbg.ops.convert import choice, flag, index_dtype, int_attr
+from loopdbg.ops.registry import register
+from loopdbg.ops.shape import axis_of, ints, scalar
+
+
+def reduce_axes(axes, rank: int) -> tuple[int, ...]:
+    """The axes input normalised, deduplicated and sorted; rank 0 accepts only nothing or 0/−1."""
+    listed = ints(axes)
+    if rank == 0:
+        if any(a not in (0, -1) for a in listed):
+            raise ValueError(f"reduction axes {listed} are out of range for a scalar")
+        return ()
+    return tuple(sorted({axis_of(a, rank) for a in listed}))
+
+
+def _mean(x, axis, keepdims):
+    if x.dtype.kind not in "iu":
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    total = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    count = math.prod(x.shape[a] for a in axis) if axis else 1
+    if count == 0:
+        raise ValueError("ReduceMean over an empty dimension")
+    quotient = np.abs(total) // count
+    return np.where(total < 0, -quotient, quotient).astype(x.dtype)
+
+
+def _l2(x, axis, keepdims):
+    total = np.sum(np.square(x), axis=axis, keepdims=keepdims)
+    if x.dtype.kind == "f":
+        return np.sqrt(total)
+    return np.rint(np.sqrt(total.astype(np.float64))).astype(x.dtype)
+
+
+def _with_dtype(fn: Callable) -> Callable:
+    """np.sum/np.prod keeping integer element types (numpy widens them to int64 otherwise)."""
+    return lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims,
+                                        dtype=x.dtype if x.dtype.kind in "iu" else None)
+
+
+_REDUCTIONS: dict[str, tuple[str, Callable]] = {
+    "ReduceSum": ("opset1", _with_dtype(np.sum)),
+    "ReduceProd": ("opset1", _with_dtype(np.prod)),
+    "ReduceMean": ("opset1", _mean),
+    "ReduceMax": ("opset1", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims)),
+    "ReduceMin": ("opset1", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims)),
+    "ReduceLogicalAnd": ("opset1", lambda x, axis, keepdims: np.all(x, axis=axis,
+                                                                    keepdims=keepdims)),
+    "ReduceLogicalOr": ("opset1", lambda x, axis, keepdims: np.any(x, axis=axis,
+                                                                   keepdims=keepdims)),
+    "ReduceL1": ("opset4", lambda x, axis, keepdims: _with_dtype(np.sum)(np.abs(x), axis,
+                                                                          keepdims)),
+    "ReduceL2": ("opset4", _l2),
+}
+
+
+def _reduction_factory(fn: Callable):
+    def factory(layer: Layer):
+        keep_dims = flag(layer, "keep_dims")
+
+        def reduce(x, axes):
+            return np.asarray(fn(x, reduce_axes(axes, x.ndim), keep_dims))
+
+        return reduce
+
+    return factory
+
+
+for _name, (_version, _fn) in _REDUCTIONS.items():
+    register(_name, _version)(_reduction_factory(_fn))
+
+
+# ---- TopK ------------------------------------------------------------------------------------
+
+
+def _descending_key(x: np.ndarray) -> np.ndarray:
+    """A key whose ascending order is ``x``'s descending order (``~`` cannot overflow integers)."""
+    return -x if x.dtype.kind in "fc" else np.invert(x)
+
+
+@register("TopK", "opset1", "opset3", "opset11", outputs=2)
+def _topk(layer: Layer):
+    axis = int_attr(layer, "axis")
+    largest = choice(layer, "mode", ("max", "min")) == "max"
+    by_index = choice(layer, "sort", ("value", "index", "none"), "none") == "index"
+    dtype = index_dtype(layer, "index_element_type", "i32")
+    flag(layer, "stable")  # ties always go to the smaller index, so stable changes nothing
+
+    def topk(x, k):
+        ax = axis_of(axis, x.ndim)
+        count = scalar(k)
+        if count < 0:
+            raise ValueError(f"TopK k={count} is negative")
+        count = min(count, x.shape[ax])
+        key = _descending_key(x) if largest else x
+        order = np.argsort(key, axis=ax, kind="stable")
+        indices = np.take(order, np.arange(count), axis=ax)
+        if by_index:
+            indices = np.sort(indices, axis=ax)
+        return np.take_along_axis(x, indices, axis=ax), indices.astype(dtype)
+
+    return topk
+
+
+# ---- NonZero, CumSum -------------------------------------------------------------------------
+
+
+@register("NonZero", "opset3")
+def _non_zero(layer: Layer):
+    dtype = index_dtype(layer, "output_type", "i64")
+
+    def non_zero(x):
+        return np.array(np.nonzero(x.reshape(1) if x.ndim == 0 else x), dtype=dtype)
+
+    return non_zero
+
+
+@register("CumSum", "opset3")
+def _cum_sum(layer: Layer):
+    exclusive, reverse = flag(layer, "exclusive"), flag(layer, "reverse")
+
+    def cum_sum(x, axis=None):
+        ax = axis_of(0 if axis is None else scalar(axis), x.ndim)
+        y = np.flip(x, ax) if reverse else x
+        out = np.cumsum(y, axis=ax, dtype=x.dtype if x.dtype.kind in "iu" else None)
+        if exclusive:
+            shifted = np.zeros_like(out)
+            head = (slice(None),) * ax
+            shifted[head + (slice(1, None),)] = out[head + (slice(None, -1),)]
+            out = shifted
+        return np.flip(out, ax) if reverse else out
+
+    return cum_sum
