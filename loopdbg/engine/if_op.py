@@ -40,7 +40,7 @@ class IfSpec:
         if set(self.branches) != {"then_body", "else_body"}:
             raise ModelError(f"{where}{layer.describe()} needs both then_body and else_body.")
 
-    def run(self, ctx, args):
+    def run(self, ctx, *args):
         cond = np.asarray(args[0])
         if cond.size != 1:
             raise RunError(f"{self.where}{self.layer.describe()}: the condition must hold one "
