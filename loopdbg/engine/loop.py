@@ -100,11 +100,13 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 shape = np.shape(piece)
                 if first_shapes[k] is None:
                     first_shapes[k] = shape
-                elif shape != first_shapes[k]:
+                elif shape != first_shapes[k] and not _agree_off_axis(
+                        shape, first_shapes[k], spec.concats[k].axis):
                     raise RunError(
                         f"{here}: iteration {i} produced a value of shape {shape} for concatenated "
                         f"output '{spec.concats[k].name}', but iteration 0 produced "
-                        f"{first_shapes[k]}; the pieces of a concatenation must agree.",
+                        f"{first_shapes[k]}; the pieces of a concatenation must agree in every "
+                        f"dimension but the axis.",
                         loop_path=path, iteration=i)
                 collected[k].append(piece)
                 if budget is not None:
@@ -269,6 +271,14 @@ def _zero_iteration_outputs(spec: LoopSpec, ctx: RunContext, args):
 def _counter_block(spec: LoopSpec, base: int) -> np.ndarray:
     values = np.arange(base, base + _BLOCK, dtype=spec.cur_dtype)
     return values.reshape(-1, 1) if spec.cur_shape == (1,) else values
+
+
+def _agree_off_axis(shape: tuple, first: tuple, axis: int) -> bool:
+    """Rule 7: pieces are joined by a plain concatenation, so only the axis dim may vary."""
+    if len(shape) != len(first) or not shape:
+        return False
+    axis = axis + len(shape) if axis < 0 else axis
+    return all(a == b for j, (a, b) in enumerate(zip(shape, first)) if j != axis)
 
 
 def _condition(value, here: str, i: int) -> bool:
