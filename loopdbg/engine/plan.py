@@ -52,7 +52,7 @@ class GraphPlan:
     """
 
     def __init__(self, graph: Graph, path: str, where: str,
-                 nested_factory: Callable[[Layer, str], Callable] | None = None):
+                 nested_factory: Callable[[Layer, str, Graph], Callable] | None = None):
         self.graph = graph
         self.path = path
         self.where = where
@@ -91,7 +91,7 @@ class GraphPlan:
             if layer.type in CONTROL_FLOW:
                 if nested_factory is None:
                     raise ModelError(f"{self.where}{layer.describe()} cannot be nested here.")
-                fn = nested_factory(layer, self.path)
+                fn = nested_factory(layer, self.path, self.graph)
                 self.nested_plans[lid] = fn
                 n_out = len(layer.outputs)
                 nested = True

@@ -38,7 +38,7 @@ class Engine:
         self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
         self.output_names = output_names(model)
 
-    def _nested(self, layer: Layer, parent: str):
+    def _nested(self, layer: Layer, parent: str, graph=None):
         """Compile a control-flow layer found in a graph; return the callable the plan invokes."""
         if layer.type == "If":
             where = f"{self.file}: " + (f"in loop '{parent}', " if parent else "")
@@ -56,6 +56,7 @@ class Engine:
         where = f"{self.file}: in the body of loop '{path}', "
         plan = GraphPlan(body.graph, path, where, self._nested)
         spec = LoopSpec(layer, path, plan, f"{self.file}: ")
+        spec.parent_graph = graph
         self.loops[path] = spec
 
         def run(ctx, *args):

@@ -1,0 +1,1 @@
+"""Teaching: pseudo-code of loops, loop modes, explanations (no UI here)."""
