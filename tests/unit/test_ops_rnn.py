@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from loopdbg.errors import UnsupportedOperation
 from loopdbg.ir.model import Layer, Port
-from loopdbg.ops import rnn
+from loopdbg.ops import make_kernel
 
 # ---- the formulas, written independently of the kernels ---------------------------------------
 
@@ -98,19 +99,11 @@ def make_layer(type_, version, n_in, n_out, **data):
                  outputs=tuple(Port(n_in + i, i) for i in range(n_out)))
 
 
-# Until the sibling kernel modules that the registry's catalog imports are committed, build through
-# rnn.py's factories; BUILD_ERROR is what a factory raises for attributes it cannot use.
-FACTORIES = {("LSTMCell", "opset4"): rnn.lstm_cell_v4, ("LSTMCell", "opset1"): rnn.lstm_cell_v1,
-             ("GRUCell", "opset3"): rnn.gru_cell, ("RNNCell", "opset1"): rnn.rnn_cell,
-             ("LSTMSequence", "opset5"): rnn.lstm_sequence,
-             ("GRUSequence", "opset5"): rnn.gru_sequence,
-             ("RNNSequence", "opset5"): rnn.rnn_sequence}
-BUILD_ERROR = ValueError
-
-
 def kernel(type_, version, n_in, n_out, **data):
-    """The run function for a one-layer ``type_``/``version`` with attributes ``data``."""
-    return FACTORIES[type_, version](make_layer(type_, version, n_in, n_out, **data))
+    """The run function the registry builds for a ``type_``/``version`` layer with ``data``."""
+    run, outputs = make_kernel(make_layer(type_, version, n_in, n_out, **data))
+    assert outputs == n_out
+    return run
 
 
 def attrs(hidden, acts, clip=0.0, **extra):
@@ -204,7 +197,7 @@ def test_lstm_cell_v1_peepholes(clip, input_forget):
 
 
 def test_lstm_cell_v1_rejects_other_weight_formats():
-    with pytest.raises(BUILD_ERROR, match="ifco"):
+    with pytest.raises(UnsupportedOperation, match="ifco"):
         kernel("LSTMCell", "opset1", 6, 2, **attrs(4, LSTM_ACTS[0], weights_format="ifco"))
 
 
@@ -259,12 +252,12 @@ def test_rnn_cell_matches_formula(act, clip):
 ])
 def test_unsupported_activation_is_named(type_, version, default):
     bad = ", ".join(default.split(", ")[:-1] + ["hardsigmoid"])
-    with pytest.raises(BUILD_ERROR, match="hardsigmoid"):
+    with pytest.raises(UnsupportedOperation, match="hardsigmoid"):
         kernel(type_, version, 6, 2, hidden_size="4", activations=bad, clip="0")
 
 
 def test_too_few_activations_is_an_error():
-    with pytest.raises(BUILD_ERROR, match="needs 2 activations"):
+    with pytest.raises(UnsupportedOperation, match="needs 2 activations"):
         kernel("GRUCell", "opset3", 5, 1, hidden_size="4", activations="sigmoid")
 
 
@@ -288,6 +281,30 @@ def test_wrong_hidden_size_is_an_error():
     run = kernel("LSTMCell", "opset4", 6, 2, **attrs(5, LSTM_ACTS[0]))
     with pytest.raises(ValueError, match="W has 16 rows, expected 4\\*hidden_size = 20"):
         run(*ins)
+
+
+@pytest.mark.parametrize("type_,version,n_in,n_out", [
+    ("GRUCell", "opset3", 5, 1), ("GRUCell", "experimental", 5, 1), ("GRUCell", "opset13", 5, 1),
+    ("RNNCell", "opset1", 5, 1), ("RNNCell", "opset6", 5, 1),
+    ("LSTMCell", "opset1", 6, 2), ("LSTMCell", "opset4", 6, 2), ("LSTMCell", "opset13", 6, 2),
+    ("LSTMSequence", "opset5", 7, 3), ("GRUSequence", "opset13", 6, 2),
+    ("RNNSequence", "opset5", 6, 2),
+])
+def test_registry_serves_every_version_the_serializer_writes(type_, version, n_in, n_out):
+    kernel(type_, version, n_in, n_out, hidden_size="4")
+
+
+def test_lstm_opset1_is_the_v1_kernel_and_later_opsets_the_v4_one():
+    rng = np.random.default_rng(14)
+    ins = lstm_inputs(rng, 2, 3, 4)
+    data = attrs(4, LSTM_ACTS[0], input_forget="true")
+    close(kernel("LSTMCell", "opset1", 6, 2, **data)(*ins)[1], ref_lstm(*ins, input_forget=True)[1])
+    close(kernel("LSTMCell", "opset8", 6, 2, **data)(*ins)[1], ref_lstm(*ins)[1])
+
+
+def test_no_sequence_kernel_before_opset5():
+    with pytest.raises(UnsupportedOperation, match="opset5"):
+        kernel("GRUSequence", "opset4", 6, 2, hidden_size="4")
 
 
 def test_cells_leave_inputs_alone_and_keep_float32():
