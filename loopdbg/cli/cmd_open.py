@@ -1,21 +1,41 @@
-"""``loopdbg MODEL [INPUTS]``: open the debugger (until the UI lands: a headless run)."""
+"""``loopdbg MODEL [INPUTS]``: open the debugger's terminal UI on a model."""
 
 from __future__ import annotations
+
+import sys
 
 from loopdbg.cli import common
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("open", help="open the debugger on a model (the default command)",
-                       description="Open the loop debugger on MODEL with INPUTS.")
+                       description="Open the loop debugger's terminal UI on MODEL with INPUTS.")
     common.add_model_args(p)
     common.add_limit_args(p)
+    p.add_argument("--on-nan", action="store_true",
+                   help="stop at the first iteration where a back edge or scan slice holds NaN/Inf")
+    p.add_argument("--break", dest="breaks", action="append", default=[], metavar="EXPR",
+                   help="start with this breakpoint (repeatable)")
+    p.add_argument("--history", type=common.positive_int, default=1000, metavar="N",
+                   help="iterations kept in memory for stepping back (default 1000)")
     p.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    from loopdbg.cli import cmd_run
+    from loopdbg.debug import Session
+    from loopdbg.engine import Engine
 
-    args.output = None
-    args.quiet = False
-    return cmd_run.run(args)
+    if not sys.stdout.isatty():
+        print("loopdbg: the debugger needs a terminal; use `loopdbg run` for a headless run.",
+              file=sys.stderr)
+        return 2
+    model, inputs, source = common.load_model_and_inputs(args)
+    session = Session(Engine(model), inputs, history=args.history,
+                      max_iterations=args.max_iterations,
+                      max_memory=args.max_memory or common.default_memory_budget(),
+                      on_nan=args.on_nan, source=source)
+    for text in args.breaks:
+        session.breakpoints.add(text)
+    from loopdbg.tui.app import LoopdbgApp, model_title
+    LoopdbgApp(session, title=model_title(model.path)).run()
+    return 0

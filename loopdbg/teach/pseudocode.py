@@ -37,18 +37,18 @@ def pseudocode(spec: LoopSpec, trip_text: str = "trip_count", cond_text: str = "
     names = spec.param_names
     results = spec.result_names
     for pos, ext in spec.invariant:
-        lines.append(Line("init", f"{names[pos]} = input {ext};            // invariant"))
+        lines.append(Line("init", f"{names[pos]} = input {ext};  // invariant"))
     for pos, ext in spec.merged:
-        lines.append(Line("init", f"{names[pos]} = input {ext};            // initial value, carried"))
+        lines.append(Line("init", f"{names[pos]} = input {ext};  // initial value, carried"))
     for o in spec.concats:
-        lines.append(Line("init", f"{o.name} = [];                    // concatenated on axis {o.axis}"
+        lines.append(Line("init", f"{o.name} = [];  // concatenated on axis {o.axis}"
                                   + (", reversed" if o.stride < 0 else "")))
     if spec.kind == "Loop":
         i = names[spec.current_iteration] if spec.current_iteration is not None else "i"
         lines.append(Line("init", f"cond = {cond_text};"))
         lines.append(Line("test", f"for ({i} = 0; {i} < {trip_text} && cond; {i}++) {{"))
     else:
-        lines.append(Line("test", "for (i = 0; i < N; i++) {             // N = number of slices"))
+        lines.append(Line("test", "for (i = 0; i < N; i++) {  // N = number of slices"))
     for f in spec.sliced:
         lines.append(Line("feed", _slice_text(f) + ";", 1))
     param_list = ", ".join(names)
@@ -58,7 +58,7 @@ def pseudocode(spec: LoopSpec, trip_text: str = "trip_count", cond_text: str = "
         lines.append(Line("collect", f"{o.name}.append({results[o.result_pos]});", 1))
     if spec.kind == "Loop" and spec.cond_result is not None:
         lines.append(Line("cond", f"cond = {results[spec.cond_result]};"
-                                  "          // false: this iteration still counts, then stop", 1))
+                                  "  // false: this iteration still counts, then stop", 1))
     for p, r in spec.back_edges:
         lines.append(Line("carry", f"{names[p]} <- {results[r]};", 1))
     lines.append(Line("test", "}"))
@@ -67,5 +67,5 @@ def pseudocode(spec: LoopSpec, trip_text: str = "trip_count", cond_text: str = "
             lines.append(Line("output", f"output {o.index} = concat({o.name}, axis={o.axis});"))
         else:
             lines.append(Line("output", f"output {o.index} = {results[o.result_pos]};"
-                                        "   // value of the last iteration"))
+                                        "  // value of the last iteration"))
     return lines

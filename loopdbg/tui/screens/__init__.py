@@ -1,0 +1,1 @@
+"""Modal screens: help and the prompts for breakpoints, watches and tensor slices."""

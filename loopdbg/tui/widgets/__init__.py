@@ -1,0 +1,1 @@
+"""The panels of the loopdbg UI; each shows part of a session's Stop and never computes semantics."""

@@ -1,0 +1,74 @@
+"""Breakpoints and watches: a table each; keys to toggle, edit and delete the selected row."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+from loopdbg.debug.report import fmt_value
+
+
+class BreakpointTable(DataTable):
+    """Breakpoints: number, condition, loop, enabled, hits, ignore.
+
+    Keys: enter/space toggles the selected breakpoint, e edits it, d deletes it.
+    """
+
+    BINDINGS = [Binding("enter,t", "toggle", "enable/disable"), Binding("e", "edit", "edit"),
+                Binding("d,delete", "delete", "delete")]
+
+    def on_mount(self) -> None:
+        self.cursor_type = "row"
+        self.add_columns("#", "condition", "loop", "enabled", "hits", "ignore")
+
+    def show(self, breakpoints) -> None:
+        self.clear()
+        for bp in breakpoints.items.values():
+            self.add_row(str(bp.number), bp.text, bp.loop or "any", "yes" if bp.enabled else "no",
+                         str(bp.hits), str(bp.ignore) + (" (temporary)" if bp.temporary else ""),
+                         key=str(bp.number))
+
+    def _selected(self) -> int | None:
+        if self.row_count == 0:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        return int(key.value)
+
+    def action_toggle(self) -> None:
+        n = self._selected()
+        if n is not None:
+            self.app.toggle_breakpoint(n)
+
+    def action_edit(self) -> None:
+        n = self._selected()
+        if n is not None:
+            self.app.edit_breakpoint(n)
+
+    def action_delete(self) -> None:
+        n = self._selected()
+        if n is not None:
+            self.app.delete_breakpoint(n)
+
+
+class WatchTable(DataTable):
+    """Watches and their values at the current stop. Key: d deletes the selected watch."""
+
+    BINDINGS = [Binding("d,delete", "delete", "delete")]
+
+    def on_mount(self) -> None:
+        self.cursor_type = "row"
+        self.add_columns("#", "expression", "value")
+
+    def show(self, breakpoints, stop) -> None:
+        self.clear()
+        values = {w.number: (v, err) for w, v, err in (stop.watches or [])}
+        for w in breakpoints.watches.values():
+            value, err = values.get(w.number, (None, "not evaluated yet"))
+            self.add_row(str(w.number), w.text, err if err else fmt_value(value, width=80),
+                         key=str(w.number))
+
+    def action_delete(self) -> None:
+        if self.row_count == 0:
+            return
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        self.app.delete_watch(int(key.value))

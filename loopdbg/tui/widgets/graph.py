@@ -1,0 +1,141 @@
+"""The body graph: laid out by graphviz (loopdbg.layout), drawn with box-drawing characters.
+
+A ScrollView that renders one line at a time from a character canvas, so large bodies scroll and
+pan. Each box shows the node's current value briefly; values that changed since the previous stop
+stand out, and in node-stepping mode the node just executed is highlighted. Without graphviz the
+panel says how to install it and lists the nodes instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from loopdbg.debug.report import fmt_value
+
+STYLES = {
+    None: Style(),
+    "box": Style(color="bright_white"),
+    "label": Style(color="bright_white", bold=True),
+    "value": Style(color="cyan"),
+    "box:changed": Style(color="yellow", bold=True),
+    "box:current": Style(color="black", bgcolor="green", bold=True),
+    "edge": Style(color="grey62"),
+    "back": Style(color="magenta"),
+    "role": Style(color="green", italic=True),
+    "note": Style(color="yellow"),
+}
+
+
+def short_value(value) -> str:
+    """A box's value line: the value itself when tiny, else shape and range."""
+    a = np.asarray(value)
+    if a.size <= 3 and a.dtype.kind in "biuf":
+        return np.array2string(a.reshape(-1), precision=3, separator=",").strip("[]") or "[]"
+    text = fmt_value(a)
+    return text.replace("float32 ", "f32").replace("int64 ", "i64").replace("min ", "").replace(
+        " max ", "…").split(" mean")[0]
+
+
+class GraphView(ScrollView, can_focus=True):
+    """Scrollable drawing of the current loop's body (arrow keys pan when focused)."""
+
+    DEFAULT_CSS = "GraphView { scrollbar-size: 1 1; }"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._lines: list[str] = []
+        self._styles: list[list[str | None]] = []
+        self._previous: dict[str, np.ndarray] = {}
+        self._previous_key = None
+
+    def show(self, stop, session) -> None:
+        event = stop.event or (stop.node.event if stop.node else None)
+        if event is None:
+            specs = list(session.engine.loops.values())
+            if not specs:
+                self._set_text(["this model has no Loop or TensorIterator"])
+                return
+            spec, values = specs[0], {}
+        else:
+            spec = event.spec
+            values = self._values(event, stop)
+        key = (spec.path, event.outer if event is not None else ())
+        changed = set()
+        if key == self._previous_key:
+            for name, v in values.items():
+                old = self._previous.get(name)
+                if old is not None and not _same(old, v):
+                    changed.add(name)
+        self._previous, self._previous_key = values, key
+        current = stop.node.layer.name if stop.node is not None else None
+        texts = {name: short_value(v) for name, v in values.items()}
+        lines, styles = self._draw(spec, texts, changed, current)
+        self._lines, self._styles = lines, styles
+        self.virtual_size = Size(max((len(s) for s in lines), default=0), len(lines))
+        self.refresh()
+
+    def _values(self, event, stop) -> dict:
+        if stop.node is not None:
+            return dict(stop.node.values)
+        from loopdbg.engine.replay import node_values
+        try:
+            return node_values(event)
+        except Exception:  # noqa: BLE001 - values are decoration; the graph still draws
+            return dict(event.inputs) | dict(event.outputs)
+
+    def _draw(self, spec, texts, changed, current):
+        try:
+            from loopdbg.layout import render_spec
+            return render_spec(spec, texts, changed, current)
+        except ImportError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - LayoutUnavailable (no dot) and friends
+            lines = [str(exc), ""] + _listing(spec, texts)
+            return lines, [["note"] * len(lines[0])] + [[None] * len(s) for s in lines[1:]]
+        lines = _listing(spec, texts)
+        return lines, [[None] * len(s) for s in lines]
+
+    def _set_text(self, lines: list[str]) -> None:
+        self._lines, self._styles = lines, [[None] * len(s) for s in lines]
+        self.virtual_size = Size(max(len(s) for s in lines), len(lines))
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        row = y + scroll_y
+        width = self.size.width
+        if row >= len(self._lines):
+            return Strip.blank(width)
+        text, tags = self._lines[row], self._styles[row]
+        segments = []
+        start = 0
+        for k in range(1, len(text) + 1):
+            if k == len(text) or tags[k] != tags[start]:
+                segments.append(Segment(text[start:k], STYLES.get(tags[start], Style())))
+                start = k
+        return Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width)
+
+
+def _listing(spec, texts) -> list[str]:
+    """Without graphviz: the body as a list, one node per line, in execution order."""
+    out = []
+    for name in spec.param_names:
+        out.append(f"  [Parameter] {name} = {texts.get(name, '')}")
+    for step in spec.body.steps:
+        out.append(f"  {step.layer.type:<12} {step.layer.name} = {texts.get(step.layer.name, '')}")
+    for p, r in spec.back_edges:
+        out.append(f"  back edge   {spec.result_names[r]} -> {spec.param_names[p]}")
+    return out
+
+
+def _same(a, b) -> bool:
+    try:
+        a, b = np.asarray(a), np.asarray(b)
+        return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    except Exception:  # noqa: BLE001
+        return False

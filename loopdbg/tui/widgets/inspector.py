@@ -1,0 +1,82 @@
+"""The tensor inspector: any value of the current iteration, sliced numpy-style, with statistics.
+
+What to show is typed as an expression of the breakpoint language (``h``, ``h[0, :4]``,
+``t["name with spaces"][..., -1]``), so it is evaluated safely by the debugging core.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Input, Static
+
+from loopdbg.debug.breakpoints import EventLookup
+from loopdbg.debug.expr import Expression
+
+
+def describe(value) -> Text:
+    a = np.asarray(value)
+    t = Text()
+    t.append(f"dtype {a.dtype}  shape {tuple(a.shape)}  size {a.size}\n", style="bold")
+    if a.size and a.dtype.kind in "biuf":
+        f = a.astype(np.float64)
+        nan, inf = int(np.isnan(f).sum()), int(np.isinf(f).sum())
+        fin = f[np.isfinite(f)]
+        if fin.size:
+            t.append(f"min {fin.min():.6g}  max {fin.max():.6g}  mean {fin.mean():.6g}  "
+                     f"std {fin.std():.6g}\n")
+        t.append(f"NaN {nan}  Inf {inf}\n", style="red" if nan or inf else "dim")
+    with np.printoptions(precision=5, suppress=True, linewidth=110, threshold=4000, edgeitems=8):
+        t.append(np.array2string(a) + "\n")
+    return t
+
+
+class Inspector(Vertical):
+    """An input line for the expression and a scrollable view of the value."""
+
+    DEFAULT_CSS = """
+    Inspector Input { height: 3; }
+    Inspector VerticalScroll { height: 1fr; }
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._event = None
+        self._text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder='value to inspect: a name, or a slice like h[0, :4]', id="inspect-input")
+        with VerticalScroll():
+            yield Static(id="inspect-view")
+
+    def show(self, stop) -> None:
+        self._event = stop.event
+        if self._text:
+            self._render()
+
+    def inspect(self, text: str) -> None:
+        self.query_one("#inspect-input", Input).value = text
+        self._text = text
+        self._render()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        message.stop()
+        self._text = message.value.strip()
+        self._render()
+
+    def _render(self) -> None:
+        view = self.query_one("#inspect-view", Static)
+        if not self._text:
+            view.update("")
+            return
+        if self._event is None:
+            view.update(Text("no iteration has run yet", style="dim"))
+            return
+        try:
+            value = Expression(self._text).evaluate(EventLookup(self._event))
+        except Exception as exc:  # noqa: BLE001 - shown where it was typed
+            view.update(Text(f"{self._text}: {exc}", style="red"))
+            return
+        view.update(describe(value))

@@ -1,0 +1,55 @@
+"""The loop-state panel: path, type, trip count, current_iteration, condition, why it stopped."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from loopdbg.debug.report import headline
+
+
+class LoopState(Static):
+    """Shows where the session stands; updated from each Stop."""
+
+    DEFAULT_CSS = """
+    LoopState { height: auto; padding: 0 1; }
+    """
+
+    def show(self, stop, session, mode: str = "") -> None:
+        t = Text()
+        kind_style = {"breakpoint": "bold red", "nan": "bold red", "error": "bold red",
+                      "end": "bold green"}.get(stop.kind, "bold cyan")
+        t.append(headline(stop) + "\n", style=kind_style)
+        e = stop.event
+        if e is None:
+            started = list(session.loop_started.values())
+            t.append("no iteration has run yet\n", style="dim")
+            if started:
+                t.append(f"loop {started[-1].path} started\n")
+            self.update(t)
+            return
+        spec = e.spec
+        crumbs = " › ".join(e.path.split("/"))
+        t.append("loop              ", style="dim")
+        t.append(f"{crumbs}", style="bold")
+        t.append(f"  ({spec.kind}{', ' + mode if mode else ''})\n")
+        if e.outer:
+            t.append("outer iterations  ", style="dim")
+            t.append(f"{list(e.outer)}\n")
+        trip = "no limit" if e.trip_count is None else str(e.trip_count)
+        t.append("trip_count        ", style="dim")
+        t.append(f"{trip}\n")
+        t.append("current_iteration ", style="dim")
+        t.append(f"{e.iteration}\n", style="bold yellow")
+        if spec.kind == "Loop":
+            t.append("condition         ", style="dim")
+            t.append("true" if e.cond else "false", style="bold green" if e.cond else "bold red")
+            t.append(f"  → {'iteration ' + str(e.iteration + 1) + ' runs next' if e.continues else 'the loop ends'}\n")
+        elif not e.continues:
+            t.append("next              ", style="dim")
+            t.append("the loop ends (every slice used)\n")
+        if stop.loop_end is not None:
+            t.append("loop ended        ", style="dim")
+            t.append(f"{stop.loop_end.iterations} iterations: {stop.loop_end.reason_text}\n",
+                     style="magenta")
+        self.update(t)

@@ -1,0 +1,78 @@
+"""Back edges and scan outputs as tables, with a sparkline of a statistic over past iterations."""
+
+from __future__ import annotations
+
+import numpy as np
+from textual.widgets import DataTable
+
+from loopdbg.debug.report import fmt_value
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float], width: int = 24) -> str:
+    vals = [v for v in values[-width:] if np.isfinite(v)]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    span = hi - lo or 1.0
+    return "".join(BARS[min(int((v - lo) / span * (len(BARS) - 1) + 0.5), len(BARS) - 1)]
+                   for v in values[-width:] if np.isfinite(v))
+
+
+def stats(a) -> tuple[str, str, str]:
+    a = np.asarray(a)
+    if a.size == 0 or a.dtype.kind not in "biuf":
+        return "", "", ""
+    f = a[np.isfinite(a)] if a.dtype.kind == "f" else a
+    if f.size == 0:
+        return "nan", "nan", "nan"
+    return (f"{float(f.min()):.4g}", f"{float(f.max()):.4g}", f"{float(np.mean(f)):.4g}")
+
+
+def shape_text(a) -> str:
+    s = np.shape(a)
+    return "(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
+
+
+class BackEdgeTable(DataTable):
+    """Result → Parameter with shape, dtype, min/max/mean and a sparkline of the mean."""
+
+    def on_mount(self) -> None:
+        self.cursor_type = "row"
+        self.add_columns("back edge", "shape", "dtype", "min", "max", "mean", "mean over iterations")
+
+    def show(self, stop, history) -> None:
+        self.clear()
+        e = stop.event
+        if e is None:
+            return
+        spec = e.spec
+        for p, r in spec.back_edge_view:
+            value = e.body_out[r]
+            past = [float(np.mean(h.body_out[r])) if np.size(h.body_out[r]) and
+                    np.asarray(h.body_out[r]).dtype.kind in "biuf" else float("nan")
+                    for h in history]
+            lo, hi, mean = stats(value)
+            arrow = f"{spec.result_names[r]} → {p}"
+            self.add_row(arrow, shape_text(value), str(np.asarray(value).dtype), lo, hi, mean,
+                         sparkline(past), key=p)
+
+
+class ScanTable(DataTable):
+    """Each concatenated output with its shape so far, its last slice and its axis."""
+
+    def on_mount(self) -> None:
+        self.cursor_type = "row"
+        self.add_columns("output", "axis", "shape so far", "last slice")
+
+    def show(self, stop) -> None:
+        self.clear()
+        e = stop.event
+        if e is None:
+            return
+        for o in e.spec.concats:
+            so_far = e.partial(o.name)
+            direction = " (reversed)" if o.stride < 0 else ""
+            self.add_row(o.name, f"{o.axis}{direction}", shape_text(so_far),
+                         fmt_value(e.scan_slices[o.name], width=50), key=o.name)
