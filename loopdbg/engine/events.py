@@ -54,27 +54,43 @@ class LoopStarted:
     spec: "LoopSpec | None" = field(default=None, repr=False)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class IterationDone:
     """One body iteration has finished.
 
     ``iteration`` is the 0-based index of the iteration that just ran; ``cond`` is the body
     condition it produced (always True for a TensorIterator); ``continues`` says whether another
-    iteration follows.
+    iteration follows, and ``stop_reason`` why not. ``body_in``/``body_out`` are the body
+    Parameter/Result values in plan order; ``collected`` the append-only piece lists of the
+    concatenated outputs; ``outer`` the iterations of the enclosing loops, outermost first.
+
+    A plain slotted class rather than a dataclass: one is made per iteration, and a frozen
+    dataclass's ``__init__`` costs several microseconds. Treat instances as read-only.
     """
 
-    path: str
-    iteration: int
-    trip_count: int | None
-    cond: bool
-    continues: bool
-    spec: "LoopSpec" = field(repr=False)
-    body_in: tuple = field(repr=False)      # body Parameter values fed to this iteration
-    body_out: tuple = field(repr=False)     # body Result values it produced
-    collected: tuple = field(repr=False)    # per concat output: the list of pieces (append-only)
-    outer: tuple[int, ...] = ()
-    nodes: Mapping[str, Any] | None = field(default=None, repr=False)
-    stop_reason: str | None = None          # why the loop ends after this iteration (None: it goes on)
+    __slots__ = ("path", "iteration", "trip_count", "cond", "continues", "spec", "body_in",
+                 "body_out", "collected", "outer", "nodes", "stop_reason")
+
+    def __init__(self, path: str, iteration: int, trip_count: int | None, cond: bool,
+                 continues: bool, spec: "LoopSpec", body_in: tuple, body_out: tuple,
+                 collected: tuple = (), outer: tuple[int, ...] = (),
+                 nodes: Mapping[str, Any] | None = None, stop_reason: str | None = None):
+        self.path = path
+        self.iteration = iteration
+        self.trip_count = trip_count
+        self.cond = cond
+        self.continues = continues
+        self.spec = spec
+        self.body_in = body_in
+        self.body_out = body_out
+        self.collected = collected
+        self.outer = outer
+        self.nodes = nodes
+        self.stop_reason = stop_reason
+
+    def __repr__(self) -> str:
+        return (f"IterationDone(path={self.path!r}, iteration={self.iteration}, "
+                f"trip_count={self.trip_count}, cond={self.cond}, continues={self.continues}, "
+                f"outer={self.outer})")
 
     @property
     def back_edges(self) -> dict[str, np.ndarray]:

@@ -61,8 +61,10 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     concat_pos = [(o.concat_k, o.result_pos) for o in spec.concats]
     collected: tuple[list, ...] = tuple([] for _ in spec.concats)
     first_shapes: list = [None] * len(collected)
-    back_edges = spec.back_edges
-    back_dtypes = {p: np.asarray(params[p]).dtype for p, _ in back_edges if params[p] is not None}
+    back_edges = [(p, r, np.asarray(params[p]).dtype if params[p] is not None else None)
+                  for p, r in spec.back_edges]
+    record = ctx.record_nodes
+    cond_param = spec.condition_param
     cap = ctx.max_iterations
     budget = ctx.max_memory
     feed_counter = cur is not None and not spec.cur_fed_back
@@ -92,12 +94,12 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 ctx.outer.pop()
             else:
                 outs = run(ctx, *body_in)
-            if ctx.record_nodes:
+            if record:
                 outs, every = outs
                 nodes = body.result_values(every)
             for k, r in concat_pos:                           # rule 7
                 piece = outs[r]
-                shape = np.shape(piece)
+                shape = piece.shape
                 if first_shapes[k] is None:
                     first_shapes[k] = shape
                 elif shape != first_shapes[k] and not _agree_off_axis(
@@ -116,8 +118,13 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                             f"{here}: at iteration {i} the concatenated outputs hold "
                             f"{ctx.scan_bytes / 2**20:.1f} MiB, past the memory budget of "
                             f"{budget / 2**20:.1f} MiB (--max-memory).", loop_path=path, iteration=i)
-            if cond_pos is not None:
-                cond = _condition(outs[cond_pos], here, i)    # rule 3: this iteration still counts
+            if cond_pos is not None:                          # rule 3: this iteration still counts
+                try:
+                    cond = bool(outs[cond_pos])
+                except ValueError:
+                    raise RunError(f"{here}: iteration {i} produced a body condition of shape "
+                                   f"{np.shape(outs[cond_pos])}; it must hold one element.",
+                                   loop_path=path, iteration=i) from None
             i += 1
             if not cond:
                 stop = ev.STOP_CONDITION
@@ -131,17 +138,16 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                                    collected, outer, nodes, stop_reason=stop)
             if stop is not None:
                 break
-            for p, r in back_edges:                           # rule 5: all at once
+            for p, r, dt in back_edges:                       # rule 5: all at once
                 v = outs[r]
-                dt = back_dtypes.get(p)
-                if dt is not None and v.dtype is not dt and v.dtype != dt:
+                if v.dtype is not dt and dt is not None and v.dtype != dt:
                     raise RunError(
                         f"{here}: the back edge from Result '{spec.result_names[r]}' to Parameter "
                         f"'{spec.param_names[p]}' changed dtype from {dt} to {v.dtype} at "
                         f"iteration {i - 1}.", loop_path=path, iteration=i - 1)
                 params[p] = v
-            if spec.condition_param is not None:
-                params[spec.condition_param] = np.asarray(cond)
+            if cond_param is not None:
+                params[cond_param] = np.asarray(cond)
     except LoopdbgError as exc:
         yield from _fail(spec, ctx, i, outer, exc)
         raise
@@ -279,14 +285,6 @@ def _agree_off_axis(shape: tuple, first: tuple, axis: int) -> bool:
         return False
     axis = axis + len(shape) if axis < 0 else axis
     return all(a == b for j, (a, b) in enumerate(zip(shape, first)) if j != axis)
-
-
-def _condition(value, here: str, i: int) -> bool:
-    try:
-        return bool(value)
-    except ValueError:
-        raise RunError(f"{here}: iteration {i} produced a body condition of shape "
-                       f"{np.shape(value)}; it must hold one element.", iteration=i) from None
 
 
 def _named(spec: LoopSpec, outputs) -> dict:
