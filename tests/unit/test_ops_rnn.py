@@ -398,22 +398,17 @@ def test_rnn_sequence_matches_cell_by_cell(direction, lengths):
         close(g, w)
 
 
-def test_sequence_rejects_lengths_beyond_the_steps():
+@pytest.mark.parametrize("dirs,lengths,message", [
+    (1, [3, 4], "sequence_lengths \\[3, 4\\] must lie between 0 and the 3 steps"),
+    (2, [3, 3], "W has 2 directions, the direction attribute implies 1"),
+])
+def test_sequence_rejects_inconsistent_inputs(dirs, lengths, message):
     rng = np.random.default_rng(23)
-    X, H0 = randn(rng, 2, 3, 2), randn(rng, 2, 1, 3)
-    W, R, B = seq_weights(rng, 1, 1, 3, 2)
+    X, H0 = randn(rng, 2, 3, 2), randn(rng, 2, dirs, 3)
+    W, R, B = seq_weights(rng, dirs, 1, 3, 2)
     run = kernel("RNNSequence", "opset5", 6, 2, direction="forward", **attrs(3, ("tanh",)))
-    with pytest.raises(ValueError, match="sequence_lengths"):
-        run(X, H0, np.array([3, 4]), W, R, B)
-
-
-def test_sequence_direction_must_match_weights():
-    rng = np.random.default_rng(24)
-    X, H0 = randn(rng, 2, 3, 2), randn(rng, 2, 2, 3)
-    W, R, B = seq_weights(rng, 2, 1, 3, 2)
-    run = kernel("RNNSequence", "opset5", 6, 2, direction="forward", **attrs(3, ("tanh",)))
-    with pytest.raises(ValueError, match="2 directions"):
-        run(X, H0, np.array([3, 3]), W, R, B)
+    with pytest.raises(ValueError, match=message):
+        run(X, H0, np.array(lengths), W, R, B)
 
 
 # ---- OpenVINO CPU as the oracle ----------------------------------------------------------------
