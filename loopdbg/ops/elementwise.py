@@ -282,8 +282,8 @@ def _clamp(layer: Layer):
 
 def _softmax_kernel(axis: int) -> Callable:
     def softmax(x):
-        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-        return e / np.sum(e, axis=axis, keepdims=True)
+        e = np.exp(x - np.maximum.reduce(x, axis=axis, keepdims=True))
+        return e / np.add.reduce(e, axis=axis, keepdims=True)
 
     return softmax
 
@@ -306,8 +306,8 @@ def _log_softmax(layer: Layer):
     axis = int_attr(layer, "axis", 1)
 
     def log_softmax(x):
-        shifted = x - np.max(x, axis=axis, keepdims=True)
-        return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+        shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+        return shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
 
     return log_softmax
 

@@ -48,14 +48,17 @@ def gather(x: np.ndarray, indices, axis, batch_dims: int, negative: bool) -> np.
         raise ValueError(f"the first {bd} dimensions of data {x.shape} and indices {idx.shape} "
                          f"differ")
     n = x.shape[ax]
-    if negative:
-        idx = _wrap_negative(idx, n)
     bad = None
     if idx.size and (idx.min() < 0 or idx.max() >= n):
+        if negative:
+            idx = np.where(idx < 0, idx + n, idx)
         bad = (idx < 0) | (idx >= n)
-        idx = np.where(bad, 0, idx)
-        if n == 0:
-            x = np.zeros(x.shape[:ax] + (1,) + x.shape[ax + 1:], x.dtype)
+        if bad.any():
+            idx = np.where(bad, 0, idx)
+            if n == 0:
+                x = np.zeros(x.shape[:ax] + (1,) + x.shape[ax + 1:], x.dtype)
+        else:
+            bad = None
     if bd == 0:
         out = np.take(x, idx, axis=ax)
     else:
@@ -67,6 +70,7 @@ def gather(x: np.ndarray, indices, axis, batch_dims: int, negative: bool) -> np.
         out = flat[np.arange(b)[:, None, None], np.arange(p)[None, :, None], flat_idx[:, None, :]]
         out = out.reshape(x.shape[:ax] + idx.shape[bd:] + x.shape[ax + 1:])
     if bad is not None:
+        out = np.asarray(out)
         mask = bad.reshape(idx.shape[:bd] + (1,) * (ax - bd) + idx.shape[bd:]
                            + (1,) * (x.ndim - ax - 1))
         out[np.broadcast_to(mask, out.shape)] = 0
@@ -263,7 +267,7 @@ def _scatter_elements_factory(reduction: str, use_init_val: bool):
             hit[where] = True
             mean = total / np.maximum(count, 1)
             if out.dtype.kind in "iu":
-                mean = np.floor(mean)
+                mean = np.trunc(mean)
             out[hit] = mean[hit].astype(out.dtype)
             return out
         ufunc = _ND_REDUCTIONS[reduction]

@@ -119,7 +119,9 @@ def _squeeze15(layer: Layer):
 @register("Unsqueeze", "opset1")
 def _unsqueeze(layer: Layer):
     def unsqueeze(x, axes):
-        return np.expand_dims(x, tuple(ints(axes)))
+        listed = set(ints(axes))  # OpenVINO ignores repeated values: [0, 0] adds one axis
+        rank = x.ndim + len(listed)
+        return np.expand_dims(x, tuple({axis_of(a, rank) for a in listed}))
 
     return unsqueeze
 
@@ -152,7 +154,9 @@ def _explicit_shape(x, target: list[int], mapping: list[int]) -> tuple[int, ...]
 
 def _broadcast_factory(modes: tuple[str, ...]):
     def factory(layer: Layer):
-        mode = choice(layer, "mode", modes, "numpy")
+        # Broadcast-1 serializes its explicit mode as "none" (OpenVINO's AutoBroadcastType::NONE).
+        mode = choice(layer, "mode", modes + ("none",), "numpy")
+        mode = "explicit" if mode == "none" else mode
         axis = int_attr(layer, "axis", -1) if mode == "pdpd" else -1
 
         def broadcast(x, target_shape, axes_mapping=None):

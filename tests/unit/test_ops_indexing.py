@@ -55,6 +55,8 @@ def test_gather_out_of_range_zeroes_whole_slices():
     assert (out[:, 1] == 0).all()
     b = kernel("Gather", "opset8", n_in=3)(np.array([True, True]), i64(0, 2), ax(0))
     assert b.dtype == np.bool_ and b.tolist() == [True, False]
+    one = kernel("Gather", "opset8", n_in=3)(np.arange(3.0), np.array(5), ax(0))
+    assert one.shape == () and one == 0
 
 
 def _gather_batch_ref(x, idx, axis, bd):

@@ -20,6 +20,7 @@ import pytest
 ov = pytest.importorskip("openvino")
 
 import openvino.opset1 as o1  # noqa: E402
+import openvino.opset2 as o2  # noqa: E402
 import openvino.opset3 as o3  # noqa: E402
 import openvino.opset4 as o4  # noqa: E402
 import openvino.opset4.ops as o4ops  # noqa: E402  (openvino.opset4.range is Range-1)
@@ -27,8 +28,10 @@ import openvino.opset5 as o5  # noqa: E402
 import openvino.opset6 as o6  # noqa: E402
 import openvino.opset7 as o7  # noqa: E402
 import openvino.opset8 as o8  # noqa: E402
+import openvino.opset10 as o10  # noqa: E402
 import openvino.opset11 as o11  # noqa: E402
 import openvino.opset12 as o12  # noqa: E402
+import openvino.opset13 as o13  # noqa: E402
 import openvino.opset15 as o15  # noqa: E402
 import openvino.opset16 as o16  # noqa: E402
 
@@ -193,6 +196,31 @@ def test_unary(tmp_path, name, factory):
     check(tmp_path, factory, [P(x.reshape(2, 13))])
 
 
+@pytest.mark.parametrize("factory, lo, hi", [
+    (o1.tan, -1.4, 1.4), (o1.asin, -1, 1), (o1.acos, -1, 1), (o1.atan, -9, 9), (o1.sinh, -3, 3),
+    (o1.cosh, -3, 3), (o4.asinh, -9, 9), (o4.acosh, 1, 9), (o4.atanh, -0.9, 0.9), (o2.gelu, -3, 3),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_more_unary(tmp_path, factory, lo, hi):
+    check(tmp_path, factory, [P(f32(3, 4, lo=lo, hi=hi))])
+
+
+def test_is_inf_nan_finite(tmp_path):
+    x = np.array([1.0, np.inf, -np.inf, np.nan, -2.0], np.float32)
+    check(tmp_path, o10.is_inf, [P(x)])
+    check(tmp_path, lambda d: o10.is_inf(d, {"detect_negative": False}), [P(x)])
+    check(tmp_path, lambda d: o10.is_inf(d, {"detect_positive": False}), [P(x)])
+    check(tmp_path, o10.is_nan, [P(x)])
+    check(tmp_path, o10.is_finite, [P(x)])
+
+
+def test_bitwise(tmp_path):
+    for factory in (o13.bitwise_and, o13.bitwise_or, o13.bitwise_xor):
+        check(tmp_path, factory, [P(IA), P(IB)])
+        check(tmp_path, factory, [P(BOOL_A), P(BOOL_B)])
+    check(tmp_path, o13.bitwise_not, [P(IA)])
+    check(tmp_path, o13.bitwise_not, [P(BOOL_A)])
+
+
 def test_log_sqrt(tmp_path):
     x = f32(3, 4, lo=0.01, hi=9)
     check(tmp_path, o1.log, [P(x)])
@@ -267,7 +295,7 @@ def test_squeeze(tmp_path, axes):
     check(tmp_path, lambda d, a: o15.squeeze(d, a, True), [P(x), C(i64(*axes))], version="opset15")
 
 
-@pytest.mark.parametrize("axes", [[0], [-1], [0, 3], [-1, 0]])
+@pytest.mark.parametrize("axes", [[0], [-1], [0, 3], [-1, 0], [0, 0], [1, -2]])
 def test_unsqueeze(tmp_path, axes):
     check(tmp_path, o1.unsqueeze, [P(f32(2, 3)), C(i64(*axes))])
 
@@ -285,6 +313,12 @@ def test_shape_of(tmp_path):
 def test_broadcast(tmp_path, mode, x, target, mapping):
     inputs = [P(x), C(i64(*target))] + ([C(i64(*mapping))] if mapping else [])
     check(tmp_path, lambda *n: o3.broadcast(*n, broadcast_spec=mode), inputs)
+
+
+def test_broadcast_opset1(tmp_path):
+    check(tmp_path, lambda x, t: o1.broadcast(x, t), [P(f32(3, 1)), C(i64(2, 3, 4))])
+    check(tmp_path, lambda x, t, m: o1.broadcast(x, t, m, "explicit"),
+          [P(f32(3)), C(i64(2, 3, 4)), C(i64(1))], version="opset1")
 
 
 def test_tile_transpose(tmp_path):
@@ -485,10 +519,11 @@ def test_scatter_elements_update(tmp_path):
 
 @pytest.mark.parametrize("reduction", ["sum", "prod", "min", "max", "mean"])
 @pytest.mark.parametrize("use_init", [True, False])
-def test_scatter_elements_update12(tmp_path, reduction, use_init):
+@pytest.mark.parametrize("make", [f32, i32], ids=["f32", "i32"])
+def test_scatter_elements_update12(tmp_path, reduction, use_init, make):
     idx = np.array([[1, 0, 1], [1, 1, 0]], np.int64)
     check(tmp_path, lambda d, i, u, a: o12.scatter_elements_update(d, i, u, a, reduction, use_init),
-          [P(f32(3, 3)), C(idx), P(f32(2, 3)), C(np.array(0, np.int64))])
+          [P(make(3, 3)), C(idx), P(make(2, 3)), C(np.array(0, np.int64))])
 
 
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric"])

@@ -102,6 +102,8 @@ def test_unsqueeze_axes_refer_to_the_output_rank():
     assert fn(x, i64(0, 3)).shape == (1, 2, 3, 1)
     assert fn(x, i64(-1, 0)).shape == (1, 2, 3, 1)
     assert fn(np.float32(1), np.array(0, np.int64)).shape == (1,)
+    assert fn(x, i64(0, 0)).shape == (1, 2, 3)
+    assert fn(x, i64(1, -2)).shape == (2, 1, 1, 3)
 
 
 # ---- ShapeOf, Broadcast, Tile, Transpose -----------------------------------------------------
@@ -141,6 +143,8 @@ def test_broadcast_explicit(version):
     assert out.shape == (2, 3, 4)
     with pytest.raises(ValueError, match="axes_mapping"):
         fn(x, i64(2, 3))
+    none = kernel("Broadcast", version, n_in=3, mode="none")  # how Broadcast-1 writes explicit
+    assert none(x, i64(2, 3, 4), i64(1)).shape == (2, 3, 4)
 
 
 def test_tile_and_transpose():
