@@ -1,0 +1,175 @@
+"""A Layout drawn into a grid of characters with a parallel grid of style tags.
+
+The static part (edges, borders, labels, roles) is drawn once per Layout and kept; a render
+copies it and writes the changing part: each box's value line and the highlight of changed and
+current boxes. Style tags, one per cell (None for blank cells):
+
+    "box"  "box:changed"  "box:current"     border and label text of a box
+    "value"  "value:changed"                 the value line inside a box
+    "role"                                   the role text in a Parameter's / Result's top border
+    "edge"  "back"                           data edges, back edges (and their arrowheads)
+
+``render_text`` gives the same picture as plain text (optionally pure ASCII) for tests, snapshots
+and terminals without box-drawing glyphs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Collection, Iterator, Mapping
+
+from loopdbg.layout.dot import Box, Layout
+
+_U, _D, _L, _R = 1, 2, 4, 8
+_SOLID = {_U | _D: "│", _L | _R: "─", _D | _R: "╭", _D | _L: "╮", _U | _R: "╰", _U | _L: "╯",
+          _U | _D | _R: "├", _U | _D | _L: "┤", _L | _R | _D: "┬", _L | _R | _U: "┴",
+          _U | _D | _L | _R: "┼", _U: "│", _D: "│", _L: "─", _R: "─"}
+_DASHED = {**_SOLID, _U | _D: "┆", _U: "┆", _D: "┆", _L | _R: "┄", _L: "┄", _R: "┄"}
+_ARROW = {"down": "▼", "up": "▲", "left": "◀", "right": "▶"}
+_ASCII = str.maketrans({"┌": "+", "┐": "+", "└": "+", "┘": "+", "─": "-", "│": "|", "┆": ":",
+                        "┄": ".", "╭": "+", "╮": "+", "╰": "+", "╯": "+", "├": "+", "┤": "+",
+                        "┬": "+", "┴": "+", "┼": "+", "▼": "v", "▲": "^", "◀": "<", "▶": ">",
+                        "…": "~", "×": "x", "·": "/"})
+
+
+@dataclass
+class Canvas:
+    """A rendered body: ``lines[y]`` is row ``y``; ``styles[y][x]`` the tag of that cell."""
+
+    lines: list[str]
+    styles: list[list[str | None]]
+    width: int
+    height: int
+
+    def runs(self, y: int) -> Iterator[tuple[str, str | None]]:
+        """Row ``y`` as ``(text, tag)`` runs of equal style, for a line-by-line widget."""
+        line, tags = self.lines[y], self.styles[y]
+        start = 0
+        for x in range(1, len(line) + 1):
+            if x == len(line) or tags[x] != tags[start]:
+                yield line[start:x], tags[start]
+                start = x
+
+    def text(self) -> str:
+        return "\n".join(s.rstrip() for s in self.lines)
+
+
+def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]]]:
+    """The part of the picture that never changes (cached on the Layout)."""
+    if layout._base is not None:
+        return layout._base
+    w, h = layout.width, layout.height
+    chars = [[" "] * w for _ in range(h)]
+    tags: list[list[str | None]] = [[None] * w for _ in range(h)]
+    bits: dict[tuple[int, int], int] = {}
+    solid: set[tuple[int, int]] = set()
+
+    def mark(x: int, y: int, b: int, back: bool) -> None:
+        bits[(x, y)] = bits.get((x, y), 0) | b
+        if not back:
+            solid.add((x, y))
+
+    for e in layout.edges:
+        pts = e.points
+        mark(pts[0][0], pts[0][1], _U, e.back)           # joins the source box's border
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            if x0 == x1:
+                step, b0, b1 = (1, _D, _U) if y1 > y0 else (-1, _U, _D)
+                for y in range(y0, y1, step):
+                    mark(x0, y, b0, e.back)
+                    mark(x0, y + step, b1, e.back)
+            else:
+                step, b0, b1 = (1, _R, _L) if x1 > x0 else (-1, _L, _R)
+                for x in range(x0, x1, step):
+                    mark(x, y0, b0, e.back)
+                    mark(x + step, y0, b1, e.back)
+    for (x, y), b in bits.items():
+        if 0 <= x < w and 0 <= y < h:
+            is_solid = (x, y) in solid
+            chars[y][x] = (_SOLID if is_solid else _DASHED)[b]
+            tags[y][x] = "edge" if is_solid else "back"
+    for e in layout.edges:
+        x, y = e.arrow
+        if 0 <= x < w and 0 <= y < h:
+            chars[y][x] = _ARROW[e.direction]
+            tags[y][x] = "back" if e.back else "edge"
+    for b in layout.boxes:
+        _draw_box(chars, tags, b)
+    for e in layout.edges:                                # where an edge leaves a box: ┬
+        x, y = e.points[0]
+        if layout.box(e.src).contains(x, y - 1):
+            chars[y - 1][x] = "┬"
+    layout._base = (chars, tags)
+    return layout._base
+
+
+def _draw_box(chars, tags, b: Box) -> None:
+    x0, y0, x1, y1 = b.x, b.y, b.right, b.bottom
+    chars[y0][x0], chars[y0][x1], chars[y1][x0], chars[y1][x1] = "┌", "┐", "└", "┘"
+    for x in range(x0 + 1, x1):
+        chars[y0][x] = chars[y1][x] = "─"
+    for y in range(y0 + 1, y1):
+        chars[y][x0] = chars[y][x1] = "│"
+        for x in range(x0 + 1, x1):
+            chars[y][x] = " "
+    for y in range(y0, y1 + 1):
+        for x in range(x0, x1 + 1):
+            tags[y][x] = "box"
+    for k, line in enumerate(b.lines):
+        _put(chars, x0 + 2, y0 + 1 + k, line, b.inner_width)
+    if b.role_text:
+        text = f" {b.role_text} "[: b.w - 3]
+        _put(chars, x0 + 2, y0, text, len(text))
+        for x in range(x0 + 2, x0 + 2 + len(text)):
+            tags[y0][x] = "role"
+
+
+def _put(chars, x: int, y: int, text: str, width: int) -> None:
+    if len(text) > width:
+        text = text[: max(width - 1, 0)] + "…" if width > 0 else ""
+    row = chars[y]
+    for k, ch in enumerate(text):
+        row[x + k] = ch
+
+
+def render(layout: Layout, values: Mapping[int, str] | None = None, *,
+           changed: Collection[int] = (), current: int | None = None) -> Canvas:
+    """Draw ``layout`` with each box's value line (``values[node_id]``, truncated to fit).
+
+    Boxes in ``changed`` get the ``box:changed`` tag, the ``current`` box ``box:current``.
+    """
+    chars, tags = _static(layout)
+    values = values or {}
+    changed = set(changed)
+    rows = [list(r) for r in chars]
+    styles = [list(r) for r in tags]
+    for b in layout.boxes:
+        hl = b.id == current or b.id in changed
+        if hl:
+            tag = "box:current" if b.id == current else "box:changed"
+            for y in range(b.y, b.bottom + 1):
+                srow = styles[y]
+                for x in range(b.x, b.right + 1):
+                    if srow[x] == "box":
+                        srow[x] = tag
+        text = values.get(b.id)
+        if text:
+            y = b.y + 1 + len(b.lines)
+            width = b.inner_width
+            text = text.replace("\n", " ")
+            if len(text) > width:
+                text = text[: width - 1] + "…"
+            row, srow = rows[y], styles[y]
+            vtag = "value:changed" if b.id in changed else "value"
+            for k, ch in enumerate(text):
+                row[b.x + 2 + k] = ch
+                srow[b.x + 2 + k] = vtag
+    return Canvas(["".join(r) for r in rows], styles, layout.width, layout.height)
+
+
+def render_text(layout: Layout, values: Mapping[int, str] | None = None, *,
+                changed: Collection[int] = (), current: int | None = None,
+                ascii: bool = False) -> str:
+    """The picture as plain text (trailing blanks stripped); ``ascii=True`` uses only ASCII."""
+    text = render(layout, values, changed=changed, current=current).text()
+    return text.translate(_ASCII) if ascii else text
