@@ -23,7 +23,7 @@ def phase_of(stop) -> str:
 class PseudoCode(Static):
     """C-like pseudo-code of the current loop (from loopdbg.teach), current phase in reverse video."""
 
-    DEFAULT_CSS = "PseudoCode { padding: 0 1; }"
+    DEFAULT_CSS = "PseudoCode { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }"
 
     def show(self, stop) -> None:
         e = stop.event or (stop.node.event if stop.node else None)

@@ -15,7 +15,6 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from loopdbg.debug.report import fmt_value
 
 STYLES = {
     None: Style(),
@@ -24,6 +23,7 @@ STYLES = {
     "value": Style(color="cyan"),
     "box:changed": Style(color="yellow", bold=True),
     "box:current": Style(color="black", bgcolor="green", bold=True),
+    "value:changed": Style(color="yellow", bold=True),
     "edge": Style(color="grey62"),
     "back": Style(color="magenta"),
     "role": Style(color="green", italic=True),
@@ -36,9 +36,14 @@ def short_value(value) -> str:
     a = np.asarray(value)
     if a.size <= 3 and a.dtype.kind in "biuf":
         return np.array2string(a.reshape(-1), precision=3, separator=",").strip("[]") or "[]"
-    text = fmt_value(a)
-    return text.replace("float32 ", "f32").replace("int64 ", "i64").replace("min ", "").replace(
-        " max ", "…").split(" mean")[0]
+    shape = "(" + ",".join(map(str, a.shape)) + ")"
+    if a.size == 0 or a.dtype.kind not in "biuf":
+        return f"{shape} {a.dtype}"
+    finite = a[np.isfinite(a)] if a.dtype.kind == "f" else a
+    if finite.size == 0:
+        return f"{shape} no finite"
+    bad = " NaN!" if finite.size < a.size else ""
+    return f"{shape} {float(finite.min()):.2g}…{float(finite.max()):.2g}{bad}"
 
 
 class GraphView(ScrollView, can_focus=True):
@@ -89,16 +94,18 @@ class GraphView(ScrollView, can_focus=True):
             return dict(event.inputs) | dict(event.outputs)
 
     def _draw(self, spec, texts, changed, current):
+        from loopdbg.layout import LayoutUnavailable, layout_body, render
+
+        ids = {layer.name: lid for lid, layer in spec.body.graph.layers.items()}
         try:
-            from loopdbg.layout import render_spec
-            return render_spec(spec, texts, changed, current)
-        except ImportError:
-            pass
-        except Exception as exc:  # noqa: BLE001 - LayoutUnavailable (no dot) and friends
+            layout = layout_body(spec)
+        except LayoutUnavailable as exc:
             lines = [str(exc), ""] + _listing(spec, texts)
             return lines, [["note"] * len(lines[0])] + [[None] * len(s) for s in lines[1:]]
-        lines = _listing(spec, texts)
-        return lines, [[None] * len(s) for s in lines]
+        values = {ids[n]: f"= {t}" for n, t in texts.items() if n in ids}
+        canvas = render(layout, values, changed={ids[n] for n in changed if n in ids},
+                        current=ids.get(current))
+        return canvas.lines, canvas.styles
 
     def _set_text(self, lines: list[str]) -> None:
         self._lines, self._styles = lines, [[None] * len(s) for s in lines]

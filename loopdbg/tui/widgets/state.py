@@ -32,7 +32,8 @@ class LoopState(Static):
         crumbs = " › ".join(e.path.split("/"))
         t.append("loop              ", style="dim")
         t.append(f"{crumbs}", style="bold")
-        t.append(f"  ({spec.kind}{', ' + mode if mode else ''})\n")
+        shown = f", {mode}" if mode and spec.kind == "Loop" else ""
+        t.append(f"  ({spec.kind}{shown})\n")
         if e.outer:
             t.append("outer iterations  ", style="dim")
             t.append(f"{list(e.outer)}\n")
