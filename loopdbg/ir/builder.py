@@ -32,7 +32,7 @@ import numpy as np
 from loopdbg.ir import elements
 from loopdbg.ir.bin_writer import normalise
 from loopdbg.ir.xml_reader import CANONICAL_TYPES
-from loopdbg.ir.xml_writer import IR_SPELLINGS, format_shape
+from loopdbg.ir.xml_writer import IR_SPELLINGS, format_const_shape
 
 if TYPE_CHECKING:
     from loopdbg.ir.builder_control import IfBuilder, LoopBuilder, TensorIteratorBuilder
@@ -150,7 +150,7 @@ class GraphBuilder:
                              f"'{et}'")
         node = self._add(name, "Constant", "opset1", n_out=1, out_names=[name] if name else [])
         node.value = stored
-        node.attrs = {"element_type": et, "shape": format_shape(arr.shape),
+        node.attrs = {"element_type": et, "shape": format_const_shape(arr.shape),
                       "offset": "0", "size": "0"}
         return Tensor(self, node.id)
 

@@ -88,16 +88,21 @@ def _place_const(layer: Layer, table: BlobTable) -> Layer:
         raise ValueError(f"{layer.describe()} has no element_type")
     offset, size = table.add(encode(layer.value, et))
     data = dict(layer.data)
-    data.update(element_type=et, shape=format_shape(layer.value.shape),
+    data.update(element_type=et, shape=format_const_shape(layer.value.shape),
                 offset=str(offset), size=str(size))
     return replace(layer, data=data)
 
 
 def format_shape(shape) -> str:
-    """A shape as OpenVINO writes ``<data shape>``: ``"4,2"``, ``""``, ``"?,2"``, ``"..."``."""
+    """A Parameter shape as OpenVINO writes it: ``"4,2"``, ``""``, ``"?,2"``, ``"..."``."""
     if shape is None:
         return "..."
     return ",".join("?" if d is None or d < 0 else str(int(d)) for d in shape)
+
+
+def format_const_shape(shape) -> str:
+    """A Const shape as OpenVINO writes it (a static shape, as a list): ``"4, 2"``."""
+    return ", ".join(str(int(d)) for d in shape)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -773,3 +773,42 @@ def test_openvino_reads_a_dynamic_rank_model(tmp_path):
     ov = _openvino()
     write_ir(dynamic_rank()[0], tmp_path / "m.xml")
     assert ov.Core().read_model(tmp_path / "m.xml").inputs[1].get_partial_shape().rank.is_dynamic
+
+
+# ---------------------------------------------------------------------------------------------
+# Models written by OpenVINO survive a rewrite
+
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+CASES = sorted(p.name for p in CORPUS.glob("*") if (p / "model.xml").exists())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_corpus_models_rewrite_to_the_same_model(tmp_path, case):
+    from loopdbg.engine.inputs import load_npz
+
+    original = read_ir(CORPUS / case / "model.xml")
+    write_ir(original, tmp_path / "m.xml")
+    rewritten = read_ir(tmp_path / "m.xml")
+    assert_same_graph(rewritten.graph, original.graph)
+    outputs = Engine(rewritten).run_to_end(load_npz(CORPUS / case / "inputs.npz")).outputs
+    for name, want in load_npz(CORPUS / case / "expected.npz").items():
+        np.testing.assert_allclose(outputs[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("case", CASES)
+def test_openvino_runs_rewritten_corpus_models(tmp_path, case):
+    from loopdbg.engine.inputs import load_npz
+
+    ov = _openvino()
+    write_ir(read_ir(CORPUS / case / "model.xml"), tmp_path / "m.xml")
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(tmp_path / "m.xml"), "CPU",
+                                  {"INFERENCE_PRECISION_HINT": "f32"})
+    got = compiled(load_npz(CORPUS / case / "inputs.npz"))
+    expected = load_npz(CORPUS / case / "expected.npz")
+    assert len(compiled.outputs) == len(expected)
+    for out, (name, want) in zip(compiled.outputs, expected.items()):
+        assert name in out.get_names()
+        np.testing.assert_allclose(got[out], want, rtol=1e-5, atol=1e-5, err_msg=name)
