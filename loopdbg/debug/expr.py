@@ -167,7 +167,10 @@ class Expression:
         items = [self._compile(e) for e in node.elts]
         return lambda env: tuple(_index(f(env)) for f in items)
 
-    _c_List = _c_Tuple
+    def _c_List(self, node):
+        # A list stays a list, so h[[0, 2]] picks rows 0 and 2 (as in numpy), unlike h[0, 2].
+        items = [self._compile(e) for e in node.elts]
+        return lambda env: [_index(f(env)) for f in items]
 
     def _c_Attribute(self, node):
         if node.attr != "shape":
