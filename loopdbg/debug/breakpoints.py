@@ -17,16 +17,21 @@ from loopdbg.debug.expr import RESERVED, Expression, ExprError, Lookup
 class EventLookup(Lookup):
     """Names of one iteration: the reserved ones, then body Parameters, Results and nodes."""
 
-    __slots__ = ("event", "_nodes")
+    __slots__ = ("event", "_nodes", "_previous")
 
-    def __init__(self, event=None):
+    def __init__(self, event=None, previous=None):
         self.event = event
         self._nodes = None
+        self._previous = previous      # event -> the previous iteration of its loop execution
 
     def bind(self, event) -> "EventLookup":
         self.event = event
         self._nodes = None
         return self
+
+    def previous(self) -> "EventLookup | None":
+        prev = self._previous(self.event) if self._previous and self.event is not None else None
+        return EventLookup(prev, self._previous) if prev is not None else None
 
     def name(self, name: str) -> Any:
         e = self.event

@@ -11,8 +11,10 @@ closures; nothing is ever handed to ``eval``. What it may use:
   indexing and slicing (``h[0, :3]``, ``h[..., -1]``), the attribute ``.shape``;
 * the functions ``any all isnan isinf isfinite abs min max mean sum norm shape size changed``.
 
-``changed(x)`` is true when ``x`` differs from its value at the previous evaluation of the same
-expression (false the first time), which makes "break when x changes" one word.
+``changed(x)`` is true when ``x`` differs from its value at the previous iteration of the same loop
+execution (false at its first iteration, or when that iteration has left the history), which makes
+"break when x changes" one word. It keeps no state: the answer depends only on the iteration, so it
+is the same when the iteration is reached again by stepping back, by replay, or after a restart.
 """
 
 from __future__ import annotations
@@ -85,6 +87,10 @@ class Lookup:
 
     def name(self, name: str) -> Any:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def previous(self) -> "Lookup | None":
+        """The names of the previous iteration of the same loop execution (for ``changed``)."""
+        return None
 
 
 class Expression:
@@ -268,16 +274,13 @@ def _index(x):
 
 
 def _changed(arg: Callable) -> Callable:
-    state: dict[str, Any] = {}
-
     def run(env):
-        value = np.array(arg(env), copy=True)
-        if "last" not in state:
-            state["last"] = value
+        prev = env.previous()
+        if prev is None:
             return False
-        last = state["last"]
-        state["last"] = value
+        value, last = np.asarray(arg(env)), np.asarray(arg(prev))
         if last.shape != value.shape:
             return True
-        return not np.array_equal(last, value, equal_nan=value.dtype.kind in "fc")
+        return not np.array_equal(last, value, equal_nan=value.dtype.kind in "fc"
+                                  and last.dtype.kind in "fc")
     return run

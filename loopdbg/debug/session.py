@@ -72,7 +72,7 @@ class Session:
         self.on_nan = on_nan
         self.source = source
         self.breakpoints = Breakpoints(known_names=self._names())
-        self._lookup = EventLookup()
+        self._lookup = EventLookup(previous=self._previous)
         self._pause = threading.Event()
         self.restart()
 
@@ -106,6 +106,8 @@ class Session:
         self._gen = self.engine.run(self.inputs, max_iterations=self.max_iterations,
                                     max_memory=self.max_memory, source=self.source)
         self._timeline: deque[ev.IterationDone] = deque(maxlen=self.history_size)
+        self._prev: dict[int, ev.IterationDone] = {}   # id(event) -> previous iteration of its loop
+        self._last: dict[str, ev.IterationDone] = {}   # loop path -> its newest iteration
         self._frontier = 0              # iterations pulled from the engine so far
         self._pos = -1                  # timeline index of the current stop (-1: before the start)
         self.finished: ev.RunFinished | None = None
@@ -121,6 +123,10 @@ class Session:
     def current(self) -> ev.IterationDone | None:
         """The iteration the session stands at (None before the first one)."""
         return self._at(self._pos) if self._pos >= 0 else None
+
+    def _previous(self, event: ev.IterationDone) -> ev.IterationDone | None:
+        """The previous iteration of ``event``'s loop execution, if still held (for ``changed``)."""
+        return self._prev.get(id(event))
 
     @property
     def done(self) -> bool:
@@ -152,7 +158,15 @@ class Session:
             for event in gen:
                 kind = type(event)
                 if kind is ev.IterationDone:
-                    self._timeline.append(event)
+                    timeline = self._timeline
+                    if len(timeline) == timeline.maxlen:
+                        self._prev.pop(id(timeline[0]), None)
+                    last = self._last.get(event.path)
+                    if (last is not None and last.outer == event.outer
+                            and last.iteration == event.iteration - 1):
+                        self._prev[id(event)] = last
+                    self._last[event.path] = event
+                    timeline.append(event)
                     self._frontier += 1
                     return event
                 if kind is ev.LoopFinished:
