@@ -71,12 +71,15 @@ class Breakpoint:
     temporary: bool = False
     ignore: int = 0
     hits: int = 0
+    paths: frozenset[str] | None = None   # without ``loop``: the loops that have all its names
 
     @property
     def text(self) -> str:
         return self.condition.text
 
     def applies_to(self, path: str) -> bool:
+        if self.paths is not None and path not in self.paths:
+            return False
         return self.loop is None or path == self.loop or path.rsplit("/", 1)[-1] == self.loop
 
     def describe(self) -> str:
@@ -132,7 +135,8 @@ class Breakpoints:
     def add(self, text: str, *, loop: str | None = None, temporary: bool = False,
             ignore: int = 0, enabled: bool = True) -> Breakpoint:
         expr = self.compile(text, loop)
-        bp = Breakpoint(self._next, expr, loop, enabled, temporary, ignore)
+        bp = Breakpoint(self._next, expr, loop, enabled, temporary, ignore,
+                        paths=self._paths(expr, loop))
         self.items[bp.number] = bp
         self._next += 1
         return bp
@@ -146,6 +150,7 @@ class Breakpoints:
     def edit(self, number: int, text: str) -> Breakpoint:
         bp = self.get(number)
         bp.condition = self.compile(text, bp.loop)
+        bp.paths = self._paths(bp.condition, bp.loop)
         return bp
 
     def get(self, number: int) -> Breakpoint:
@@ -176,6 +181,14 @@ class Breakpoints:
                 raise ExprError(f"'{text}': {', '.join(repr(n) for n in unknown)} is not a name in "
                                 f"{where}; names there: {sample}.")
         return expr
+
+    def _paths(self, expr: Expression, loop: str | None) -> frozenset[str] | None:
+        """An unscoped condition applies to the loops that have every name it reads: one that
+        names a value of the inner loop only is not an error in every outer iteration."""
+        if loop is not None or not self.known_names:
+            return None
+        wanted = {n for n in expr.names if n not in RESERVED}
+        return frozenset(p for p, names in self.known_names.items() if wanted <= names)
 
     def _scopes(self, loop: str | None) -> dict[str, set[str]]:
         if loop is None:
