@@ -97,6 +97,7 @@ class Session:
         for path, spec in self.engine.loops.items():
             known = set(spec.param_names) | set(spec.result_names)
             known |= {s.layer.name for s in spec.body.steps}
+            known |= set(spec.body.all_value_names)       # with the extra outputs: "cell:1"
             names[path] = known
         return names
 
