@@ -24,6 +24,7 @@ from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
 from loopdbg.engine import events as ev
 from loopdbg.engine.runner import Engine
 from loopdbg.errors import LoopdbgError
+from loopdbg.ir.model import LAST_VALUE
 
 STEP, BREAKPOINT, NAN, END, ERROR, PAUSED, NODE, HISTORY, START = (
     "step", "breakpoint", "nan", "end", "error", "paused", "node", "history", "start")
@@ -229,7 +230,9 @@ class Session:
     def _check(self, event: ev.IterationDone, lookup: EventLookup) -> Stop | None:
         if self.on_nan:
             bad = non_finite([("back edge", n, v) for n, v in event.back_edges.items()] +
-                             [("scan output", n, v) for n, v in event.scan_slices.items()])
+                             [("scan output", n, v) for n, v in event.scan_slices.items()] +
+                             [("output", o.name, event.body_out[o.result_pos])
+                              for o in event.spec.outputs if o.kind == LAST_VALUE])
             if bad:
                 kind, name, nans, infs = bad
                 what = " and ".join(t for t, c in (("NaN", nans), ("Inf", infs)) if c)
