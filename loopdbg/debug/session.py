@@ -427,6 +427,8 @@ class Session:
         if stop.event is not None:
             end = self.loop_ends.get(stop.event.path)
             stop.loop_end = end if end is not None and end.outer == stop.event.outer else None
+            if self.breakpoints.watches:           # watches are shown at every stop, this one too
+                stop.watches = self.breakpoints.evaluate_watches(self._lookup.bind(stop.event))
         self.stop = stop
         return stop
 
