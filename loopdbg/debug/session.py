@@ -122,9 +122,20 @@ class Session:
         return self.stop
 
     @property
+    def _pos(self) -> int:
+        return self._position
+
+    @_pos.setter
+    def _pos(self, pos: int) -> None:
+        # The event is held here too: with a history of one, node stepping reads the next iteration
+        # ahead, which pushes the current one out of the timeline while the session stands at it.
+        self._position = pos
+        self._current = self._at(pos) if pos >= 0 else None
+
+    @property
     def current(self) -> ev.IterationDone | None:
         """The iteration the session stands at (None before the first one)."""
-        return self._at(self._pos) if self._pos >= 0 else None
+        return self._current
 
     def _previous(self, event: ev.IterationDone) -> ev.IterationDone | None:
         """The previous iteration of ``event``'s loop execution, if still held (for ``changed``)."""
