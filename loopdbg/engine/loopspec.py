@@ -225,10 +225,12 @@ class LoopSpec:
         layer = self.body.graph.layers[self.body.result_ids[result_pos]]
         port = layer.inputs[0] if layer.inputs else None
         dims = tuple(max(d, 0) for d in port.dims) if port else ()
+        dtype = None
         try:
-            dtype = np.dtype(numpy_dtype(port.precision)) if port and port.precision else None
+            dt = numpy_dtype(port.precision) if port and port.precision else None
+            dtype = np.dtype(dt) if dt is not None else None
         except (ValueError, TypeError):
-            dtype = None
+            pass
         return dims, dtype or np.dtype(np.float32)
 
     def empty_concat(self, form: OutputForm) -> np.ndarray:
