@@ -10,7 +10,7 @@ Traps handled here (``loop_semantics.md`` §6, checked against the 2026.4 wheel)
 * Divide on integers floors when ``m_pythondiv`` is true (the default; REF: 7 / −2 → −4) and
   truncates when false; dividing an integer by zero is an error, as in REF.
 * FloorMod takes the divisor's sign (``np.mod``), Mod the dividend's (``np.fmod``).
-* Integer Power with a negative exponent truncates 1/aⁿ toward zero instead of raising as numpy does.
+* Integer Power with a negative exponent truncates 1/aⁿ toward zero (numpy would raise).
 * Float functions given integers (Sigmoid of an i32) round the result back to the integer type.
 * Clamp on integers clamps to ``ceil(min)`` and ``floor(max)``.
 * MatMul ignores transpose_a/transpose_b for 1-D operands, which numpy's matmul then treats as

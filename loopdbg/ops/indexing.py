@@ -28,7 +28,7 @@ from loopdbg.ops.shape import axis_of, ints, scalar
 
 
 def _wrap_negative(indices: np.ndarray, dims) -> np.ndarray:
-    """Indices with negative entries counted from the end of ``dims`` (broadcast on the last axis)."""
+    """``indices`` with negative entries counted from the end of ``dims`` (one per last axis)."""
     if indices.size and indices.min() < 0:
         return np.where(indices < 0, indices + np.asarray(dims, dtype=indices.dtype), indices)
     return indices

@@ -225,7 +225,8 @@ def test_scatter_elements_update():
     np.testing.assert_array_equal(out, expected)
     out = kernel("ScatterElementsUpdate", "opset3", n_in=4)(data, idx, upd, ax(-1))
     np.testing.assert_array_equal(out[0], np.array([1.1, 1, 1.2], np.float32))
-    small = kernel("ScatterElementsUpdate", "opset3", n_in=4)(data, i64(2)[None], upd[:1, :1], ax(1))
+    small = kernel("ScatterElementsUpdate", "opset3", n_in=4)(
+        data, i64(2)[None], upd[:1, :1], ax(1))
     assert small.tolist() == [[0, 0, 1], [0, 0, 0], [0, 0, 0]]
 
 

@@ -1,4 +1,4 @@
-"""Shape kernels (Concat ... Range, Identity) against numpy, with the traps of loop_semantics.md §6."""
+"""Shape kernels (Concat ... Range, Identity) against numpy, with the traps of §6 of the spec."""
 
 import numpy as np
 import pytest
