@@ -1,0 +1,182 @@
+"""The bytes of a trace file: constants, frame heads, and .npy encoding (see the package docstring).
+
+Everything here is shared by the writer and the reader, so the two cannot drift apart. Nothing here
+does I/O.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zlib
+
+import numpy as np
+
+from loopdbg.errors import LoopdbgError
+
+MAGIC = b"\x89LDTRACE\r\n\x1a\n"            # 12 bytes, PNG-style: catches text-mode mangling
+VERSION = (1, 0)                             # (major, minor); a reader refuses another major
+PREAMBLE = struct.Struct("<12sHH")           # magic, major, minor: 16 bytes
+SYNC = b"LDF\xa7"                            # first 4 bytes of every frame
+HEAD = struct.Struct("<4sBBHQ")              # sync, kind, flags, reserved, body length: 16 bytes
+CRC = struct.Struct("<I")                    # after the body: crc32 of head + body
+LOCATOR_MAGIC = b"LDTRIDX1"
+LOCATOR = struct.Struct("<8sQQI4s")          # magic, footer offset, footer length, crc, b"\x1aEND"
+LOCATOR_TAIL = b"\x1aEND"
+META_LEN = struct.Struct("<I")
+COUNT = struct.Struct("<I")
+ENTRY = struct.Struct("<BHQ")                # group, name length, .npy length
+ITER_META = struct.Struct("<qqBBHH")         # iteration, trip (-1: none), cond, continues, n_outer, path length
+ITER_FIXED = struct.Struct("<qqBB")          # the part of ITER_META that changes every iteration
+
+# Frame kinds.
+HEADER, INPUTS, LOOP_START, ITERATION, LOOP_FINISH, NOTICE, RUN_FINISH, END, FOOTER = range(1, 10)
+KIND_NAMES = {HEADER: "header", INPUTS: "inputs", LOOP_START: "loop start", ITERATION: "iteration",
+              LOOP_FINISH: "loop finish", NOTICE: "notice", RUN_FINISH: "run finished",
+              END: "end", FOOTER: "footer index"}
+
+# Array groups inside a frame.
+BACK_EDGES, SCAN_SLICES, SLICED_INPUTS, NODES, BODY_INPUTS, OUTPUTS, MODEL_INPUTS = range(7)
+GROUP_NAMES = ("back_edges", "scan_slices", "sliced_inputs", "nodes", "inputs", "outputs",
+               "model_inputs")
+
+# How a recording ended (the END frame's "status").
+COMPLETE, INTERRUPTED, ERROR, STOPPED = "complete", "interrupted", "error", "stopped"
+
+BIG = 1 << 16            # arrays at least this big are handed to the writer thread uncopied
+
+
+class TraceError(LoopdbgError):
+    """A trace file is missing, not a trace, damaged, or does not hold what was asked for."""
+
+
+def preamble() -> bytes:
+    return PREAMBLE.pack(MAGIC, *VERSION)
+
+
+def locator(footer_offset: int, footer_length: int) -> bytes:
+    body = struct.pack("<8sQQ", LOCATOR_MAGIC, footer_offset, footer_length)
+    return body + CRC.pack(zlib.crc32(body)) + LOCATOR_TAIL
+
+
+def parse_locator(raw: bytes) -> tuple[int, int] | None:
+    """(footer offset, footer length) from the last LOCATOR.size bytes, or None if not valid."""
+    if len(raw) != LOCATOR.size:
+        return None
+    magic, off, length, crc, tail = LOCATOR.unpack(raw)
+    if magic != LOCATOR_MAGIC or tail != LOCATOR_TAIL or zlib.crc32(raw[:24]) != crc:
+        return None
+    return off, length
+
+
+def json_bytes(obj) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), default=_jsonable).encode()
+
+
+def _jsonable(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, (set, frozenset, tuple)):
+        return list(x)
+    return str(x)
+
+
+# -- .npy encoding --------------------------------------------------------------------------------
+_npy_headers: dict = {}           # (dtype, shape) -> the .npy magic + header for a C-order array
+_npy_parsed: dict = {}            # header bytes -> (dtype, shape, header length)
+
+
+def npy_header(dtype: np.dtype, shape: tuple) -> bytes:
+    """numpy's own .npy header (format 1.0, or 2.0 when needed) for a C-order array."""
+    key = (dtype, shape)
+    h = _npy_headers.get(key)
+    if h is None:
+        d = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+        buf = io.BytesIO()
+        try:
+            np.lib.format.write_array_header_1_0(buf, d)
+        except ValueError:
+            buf = io.BytesIO()
+            np.lib.format.write_array_header_2_0(buf, d)
+        h = buf.getvalue()
+        if len(_npy_headers) < 4096:
+            _npy_headers[key] = h
+    return h
+
+
+def check_array(value, where: str) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.hasobject or arr.dtype.kind not in "biufcmMSUV" or arr.dtype.names is not None:
+        raise TraceError(f"{where} has dtype {arr.dtype}, which a trace cannot store without "
+                         f"pickling; loopdbg never pickles.")
+    return arr
+
+
+def parse_npy(buf, start: int, end: int) -> np.ndarray:
+    """The array stored as .npy bytes in ``buf[start:end]`` (a read-only view when aligned)."""
+    mv = memoryview(buf)
+    if bytes(mv[start:start + 6]) != b"\x93NUMPY":
+        raise ValueError("not .npy data")
+    major = mv[start + 6]
+    if major == 1:
+        hlen = struct.unpack_from("<H", buf, start + 8)[0]
+        hstart = start + 10
+    else:
+        hlen = struct.unpack_from("<I", buf, start + 8)[0]
+        hstart = start + 12
+    key = bytes(mv[start:hstart + hlen])
+    parsed = _npy_parsed.get(key)
+    if parsed is None:
+        f = io.BytesIO(key)
+        version = np.lib.format.read_magic(f)
+        shape, fortran, dtype = (np.lib.format.read_array_header_1_0(f) if version == (1, 0)
+                                 else np.lib.format.read_array_header_2_0(f))
+        if dtype.hasobject:
+            raise ValueError("object arrays are refused (they would need pickle)")
+        parsed = (dtype, shape, fortran)
+        if len(_npy_parsed) < 4096:
+            _npy_parsed[key] = parsed
+    dtype, shape, fortran = parsed
+    data = hstart + hlen
+    count = 1
+    for n in shape:
+        count *= n
+    if data + count * dtype.itemsize != end:
+        raise ValueError("the .npy data has the wrong length")
+    arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data)
+    arr = arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)
+    if not arr.flags.aligned:
+        arr = arr.copy()
+    return arr
+
+
+def parse_body(buf, start: int, end: int) -> tuple[bytes, list]:
+    """A frame body: (meta bytes, [(group, name, array), ...])."""
+    mv = memoryview(buf)
+    (mlen,) = META_LEN.unpack_from(buf, start)
+    pos = start + 4
+    meta = bytes(mv[pos:pos + mlen])
+    pos += mlen
+    (n,) = COUNT.unpack_from(buf, pos)
+    pos += 4
+    arrays = []
+    for _ in range(n):
+        group, nlen, alen = ENTRY.unpack_from(buf, pos)
+        pos += ENTRY.size
+        name = bytes(mv[pos:pos + nlen]).decode()
+        pos += nlen
+        if pos + alen > end:
+            raise ValueError("an array runs past the end of its frame")
+        arrays.append((group, name, parse_npy(buf, pos, pos + alen)))
+        pos += alen
+    if pos != end:
+        raise ValueError("the frame has bytes after its last array")
+    return meta, arrays
+
+
+def crc_ok(data) -> bool:
+    """Does a whole frame (head, body, crc) carry the checksum of its head and body?"""
+    n = len(data)
+    return n >= HEAD.size + CRC.size and \
+        zlib.crc32(memoryview(data)[:n - CRC.size]) == CRC.unpack_from(data, n - CRC.size)[0]

@@ -1,0 +1,191 @@
+"""Recording a run: the trace header (model and inputs hashes, options) and the event-stream wrapper.
+
+    from loopdbg.trace import recording
+    with recording(engine.run(inputs, record_nodes=trace_all), "run.ldt",
+                   model=model, inputs=inputs, options={"trace_all": trace_all}) as rec:
+        for event in rec:          # every event is on its way to disk before you see it
+            ...
+
+The wrapper closes the file properly however the loop ends: at the end of the run, on an
+exception from the engine (status "error"), on Ctrl+C (status "interrupted"), or when the consumer
+stops early (status "stopped"). A plain ``for e in recording(...)`` works too: the file is closed
+when the iterator is dropped.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+import numpy as np
+
+from loopdbg import __version__
+from loopdbg.engine import events as ev
+from loopdbg.trace import format as F
+from loopdbg.trace.writer import TraceWriter
+
+
+def file_sha256(path) -> str | None:
+    try:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+    except OSError:
+        return None
+
+
+def inputs_sha256(inputs: Mapping) -> str:
+    """sha256 over, in sorted-name order: name, NUL, dtype.str, NUL, shape "2,3", NUL, C-order bytes."""
+    h = hashlib.sha256()
+    for name in sorted(inputs):
+        a = np.ascontiguousarray(np.asarray(inputs[name]))
+        h.update(f"{name}\0{a.dtype.str}\0{','.join(map(str, a.shape))}\0".encode())
+        h.update(memoryview(a.reshape(-1)).cast("B"))
+    return h.hexdigest()
+
+
+def model_info(model) -> dict:
+    """Path and hashes of a model given as a loopdbg Model, a path, or None."""
+    if model is None:
+        return {}
+    xml = getattr(model, "path", None) if not isinstance(model, (str, Path)) else str(model)
+    weights = getattr(model, "weights_path", None)
+    if xml is not None and Path(xml).is_dir():
+        xml = str(Path(xml) / "model.xml")
+    info = {"path": str(Path(xml).resolve()) if xml else None,
+            "format": getattr(model, "format", None) or (Path(xml).suffix.lstrip(".") if xml else None)}
+    if xml:
+        info["xml_sha256"] = file_sha256(xml)
+        if weights is None and Path(xml).suffix.lower() == ".xml":
+            candidate = Path(xml).with_suffix(".bin")
+            weights = str(candidate) if candidate.exists() else None
+    if weights:
+        info["bin_path"] = str(Path(weights).resolve())
+        info["bin_sha256"] = file_sha256(weights)
+    return info
+
+
+def make_header(model=None, inputs: Mapping | None = None, options: Mapping | None = None,
+                source: str | None = None) -> dict:
+    opts = dict(options or {})
+    opts.setdefault("trace_all", bool(opts.get("record_nodes", False)))
+    header = {"format": "loopdbg trace", "version": list(F.VERSION), "loopdbg": __version__,
+              "numpy": np.__version__,
+              "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+              "model": model_info(model), "options": opts}
+    if inputs is not None:
+        arrays = {k: np.asarray(v) for k, v in inputs.items()}
+        header["inputs"] = {"sha256": inputs_sha256(arrays), "source": source,
+                            "arrays": [{"name": k, "dtype": str(a.dtype), "shape": list(a.shape)}
+                                       for k, a in sorted(arrays.items())]}
+    return header
+
+
+class Recording:
+    """An iterator over the engine's events that writes each one to the trace first."""
+
+    def __init__(self, events: Iterable, writer: TraceWriter):
+        self._events = iter(events)
+        self.writer = writer
+        self.final: ev.RunFinished | None = None
+
+    @property
+    def path(self) -> str:
+        return self.writer.path
+
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self):
+        if self.writer.closed:
+            raise StopIteration
+        try:
+            event = next(self._events)
+            self.writer.write(event)
+        except StopIteration:
+            self._finish(F.COMPLETE if self.final is not None else F.STOPPED, None)
+            raise
+        except KeyboardInterrupt:
+            self._finish(F.INTERRUPTED, "interrupted (Ctrl+C)")
+            raise
+        except BaseException as exc:
+            self._finish(F.ERROR, str(exc) or type(exc).__name__)
+            raise
+        if type(event) is ev.RunFinished:
+            self.final = event
+        return event
+
+    def close(self, status: str | None = None, error: str | None = None) -> None:
+        """Stop: close the event source and finish the file (status "stopped" unless told)."""
+        if self.writer.closed:
+            return
+        close = getattr(self._events, "close", None)
+        try:
+            if close is not None:
+                close()
+        finally:
+            self.writer.close(status or (F.COMPLETE if self.final is not None else F.STOPPED), error)
+
+    def _finish(self, status: str, error: str | None) -> None:
+        try:
+            self.writer.close(status, error)
+        except F.TraceError:
+            if status == F.COMPLETE:
+                raise               # otherwise the original exception is the one to report
+
+    def __enter__(self) -> "Recording":
+        return self
+
+    def __exit__(self, et, exc, tb):
+        if et is None:
+            self.close()
+        elif issubclass(et, KeyboardInterrupt):
+            self.close(F.INTERRUPTED, "interrupted (Ctrl+C)")
+        else:
+            try:
+                self.close(F.ERROR, str(exc) or et.__name__)
+            except F.TraceError:
+                pass
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:       # noqa: BLE001 - nothing can be reported from a finalizer
+            pass
+
+
+def recording(events: Iterable, path, *, model=None, inputs: Mapping | None = None,
+              options: Mapping | None = None, source: str | None = None,
+              store_inputs: bool = True, **writer_options) -> Recording:
+    """Wrap an engine event iterator so that every event is written to the trace at ``path``."""
+    header = make_header(model, inputs, options, source)
+    model_inputs = ({k: np.asarray(v) for k, v in inputs.items()}
+                    if (store_inputs and inputs is not None) else None)
+    writer = TraceWriter(path, header, model_inputs=model_inputs, **writer_options)
+    return Recording(events, writer)
+
+
+def record(events: Iterable, path, **kw) -> ev.RunFinished | None:
+    """Record a whole run; return its RunFinished (None if the stream had none)."""
+    with recording(events, path, **kw) as rec:
+        for _ in rec:
+            pass
+    return rec.final
+
+
+def record_model(model, inputs: Mapping, path, *, trace_all: bool = False,
+                 max_iterations: int | None = None, **run_options) -> ev.RunFinished | None:
+    """Run ``model`` (a Model or a path) on ``inputs`` and record the run to ``path``."""
+    from loopdbg.engine import Engine
+    from loopdbg.ir.load import read_model
+
+    m = read_model(model) if isinstance(model, (str, Path)) else model
+    options = {"trace_all": trace_all, "max_iterations": max_iterations, **run_options}
+    events = Engine(m).run(inputs, record_nodes=trace_all, max_iterations=max_iterations,
+                           **run_options)
+    return record(events, path, model=m, inputs=inputs, options=options)
