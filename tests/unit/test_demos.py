@@ -66,9 +66,14 @@ EXPECTED = {
 }
 
 
-def test_every_demo_has_an_expectation():
+def test_every_demo_has_an_expectation_and_a_lesson():
     assert len(NAMES) >= 12
     assert sorted(EXPECTED) == sorted(NAMES)
+    index = (DEMOS_DIR / "README.md").read_text()
+    for name in NAMES:
+        lesson = (DEMOS_DIR / name / "README.md").read_text()
+        assert f"loopdbg demos/{name}/model.xml" in lesson, name
+        assert f"({name}/README.md)" in index, name
 
 
 @pytest.fixture(scope="module")
