@@ -97,6 +97,7 @@ def report(final) -> str:
 def run_to_stop(args, engine, inputs, source, budget) -> int:
     """`run --break/--watch/--on-nan`: run to the first stop, print its report (exit 0)."""
     from loopdbg.debug import Session, format_stop
+    from loopdbg.debug.report import format_watches
     from loopdbg.debug.session import END, ERROR
 
     session = Session(engine, inputs, max_iterations=args.max_iterations, max_memory=budget,
@@ -110,8 +111,11 @@ def run_to_stop(args, engine, inputs, source, budget) -> int:
         raise stop.error
     if stop.kind == END:
         if args.breaks or args.on_nan:
-            print("no breakpoint was hit; the run finished.")
+            print("no breakpoint was hit; the run finished." if args.breaks else
+                  "no NaN or Inf appeared; the run finished.")
         print(report(stop.finished))
+        if stop.watches:
+            print(format_watches(stop))
         return 0
     print(format_stop(stop, session))
     return 0

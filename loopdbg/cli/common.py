@@ -56,9 +56,12 @@ def default_memory_budget() -> int:
 
 def load_model_and_inputs(args, *, say=None):
     """Read the model and its inputs as the CLI promises: INPUTS, else inputs.npz beside, else random."""
+    import numpy as np
+
     from loopdbg.engine.inputs import load_npz, random_inputs
     from loopdbg.ir.load import read_model
 
+    np.seterr(all="ignore")      # overflow and log(0) are values to look at, not warnings to print
     model = read_model(args.model)
     say = say or (lambda text: print(text, file=sys.stderr))
     source = getattr(args, "inputs", None)

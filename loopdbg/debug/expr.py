@@ -9,7 +9,8 @@ closures; nothing is ever handed to ``eval``. What it may use:
   ``t["name with spaces"]``;
 * numbers, strings, ``True``/``False``, arithmetic, comparisons, ``and``/``or``/``not``, ``x if c else y``,
   indexing and slicing (``h[0, :3]``, ``h[..., -1]``), the attribute ``.shape``;
-* the functions ``any all isnan isinf isfinite abs min max mean sum norm shape size changed``.
+* the functions ``any all isnan isinf isfinite abs min max mean sum norm shape size changed``, and
+  ``.any() .all() .sum() .mean() .min() .max()`` written as methods (``isnan(h).any()``).
 
 ``changed(x)`` is true when ``x`` differs from its value at the previous iteration of the same loop
 execution (false at its first iteration, or when that iteration has left the history), which makes
@@ -57,6 +58,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "shape": lambda x: tuple(np.shape(x)),
     "size": lambda x: int(np.size(x)),
 }
+
+# Methods written the numpy way (``isnan(h).any()``) mean the function of the same name.
+METHODS = ("any", "all", "sum", "mean", "min", "max")
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
@@ -185,6 +189,8 @@ class Expression:
         return lambda env: tuple(np.shape(value(env)))
 
     def _c_Call(self, node):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in METHODS:
+            return self._method(node)
         if not isinstance(node.func, ast.Name):
             raise self._refuse(node, "calling anything but a listed function")
         name = node.func.id
@@ -206,6 +212,14 @@ class Expression:
             a0 = args[0]
             return lambda env: fn(a0(env))
         return lambda env: fn(*[a(env) for a in args])
+
+    def _method(self, node):
+        """``x.any()``, ``x.all()``, ``x.sum()``, ...: the listed function applied to ``x``."""
+        if node.args or node.keywords:
+            raise self._refuse(node, f"arguments to .{node.func.attr}()")
+        fn = FUNCTIONS[node.func.attr]
+        value = self._compile(node.func.value)
+        return lambda env: fn(value(env))
 
     def _c_BinOp(self, node):
         op = _BINOPS.get(type(node.op))

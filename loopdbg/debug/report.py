@@ -125,3 +125,12 @@ def _section(lines: list[str], title: str, rows, raw_errors: bool = False) -> No
     for key, value in rows:
         text = value if (raw_errors and isinstance(value, str)) else fmt_value(value)
         lines.append(f"    {key:<{width}}  {text}")
+
+
+def format_watches(stop: Stop) -> str:
+    """The watches of a stop alone (for a run that ends without stopping on the way)."""
+    lines: list[str] = []
+    _section(lines, "watches (at the last iteration)",
+             [(f"{w.number}: {w.text}", err if err else value) for w, value, err in stop.watches],
+             raw_errors=True)
+    return "\n".join(line[2:] for line in lines)

@@ -159,7 +159,7 @@ def test_on_nan_and_a_break_whichever_comes_first(capsys):
 
 def test_on_nan_without_a_nan(capsys):
     code, out, _ = run(capsys, model("ti_gru"), "--on-nan")
-    assert code == 0 and out.splitlines()[0] == "no breakpoint was hit; the run finished."
+    assert code == 0 and out.splitlines()[0] == "no NaN or Inf appeared; the run finished."
 
 
 # -- refused before the run ----------------------------------------------------------------------

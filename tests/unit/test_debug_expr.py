@@ -241,10 +241,11 @@ def test_changed_of_an_expression_and_nested_changed():
     ("h.dtype", "the attribute '.dtype' (only .shape is)"),
     ("h.T", "the attribute '.T' (only .shape is)"),
     ("h.__class__", "the attribute '.__class__'"),
-    ("isnan(h).any()", "calling anything but a listed function"),      # write any(isnan(h))
     ("isnan(h).any", "the attribute '.any'"),
     ("h.shape.count(3)", "calling anything but a listed function"),
-    ("np.sum(h)", "calling anything but a listed function"),
+    ("np.sum(h)", "arguments to .sum()"),
+    ("h.tolist()", "calling anything but a listed function"),
+    ("h.any(0)", "arguments to .any()"),
     ("(lambda: 1)()", "calling anything but a listed function"),
     ("lambda: 1", "lambdas"),
     ("[x for x in h]", "comprehensions"),
@@ -375,3 +376,18 @@ def test_values_of_a_tensor_iterator_including_a_cells_second_output():
     assert Expression("norm(body_H) > 0 and abs(mean(Squeeze_49582)) >= 0").evaluate(env) is True
     with pytest.raises(ExprError, match="'h' is not a value of loop 'lstm_ti'"):
         Expression("h").evaluate(env)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("isnan(h).any()", True), ("isnan(h).all()", False), ("h.sum() == 3", True),
+    ("h.max() == 3", True), ("h.min() == 0", True), ("h.mean() == 1", True),
+])
+def test_numpy_style_methods_mean_the_listed_functions(text, expected):
+    class Values:
+        def name(self, name):
+            return np.array([0.0, 3.0, np.nan]) if text.startswith("isnan") else np.array([0.0, 3.0])
+    if not text.startswith("isnan"):
+        class Values:  # noqa: F811 - finite values for the reductions
+            def name(self, name):
+                return np.array([0.0, 3.0, 0.0])
+    assert bool(Expression(text).evaluate(Values())) is expected

@@ -54,19 +54,19 @@ class Inspector(Vertical):
     def show(self, stop) -> None:
         self._event = stop.event
         if self._text:
-            self._render()
+            self._update_view()
 
     def inspect(self, text: str) -> None:
         self.query_one("#inspect-input", Input).value = text
         self._text = text
-        self._render()
+        self._update_view()
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
         message.stop()
         self._text = message.value.strip()
-        self._render()
+        self._update_view()
 
-    def _render(self) -> None:
+    def _update_view(self) -> None:
         view = self.query_one("#inspect-view", Static)
         if not self._text:
             view.update("")
