@@ -126,6 +126,11 @@ class TraceReader:
     # -- opening ----------------------------------------------------------------------------
     def _open(self, force_scan: bool) -> None:
         raw = os.pread(self._fd, F.PREAMBLE.size, 0)
+        if self.size == 0:
+            raise F.TraceError(f"{self.path} is empty (the recording wrote nothing).")
+        if raw[:len(F.MAGIC)] == F.MAGIC[:len(raw)] and len(raw) < F.PREAMBLE.size:
+            raise F.TraceError(f"{self.path} is truncated inside its first 16 bytes; it holds "
+                               f"nothing.")
         if len(raw) < F.PREAMBLE.size or raw[:len(F.MAGIC)] != F.MAGIC:
             raise F.TraceError(f"{self.path} is not a loopdbg trace (it does not start with the "
                                f"trace magic bytes).")
@@ -138,6 +143,14 @@ class TraceReader:
         self.truncated = False
         self.index_damaged = False
         self.valid_end = self.size             # end of the last good frame (scan mode)
+        head = os.pread(self._fd, F.HEAD.size, F.PREAMBLE.size)
+        if len(head) == F.HEAD.size and head[:4] == F.SYNC and \
+                F.PREAMBLE.size + F.HEAD.size + F.HEAD.unpack(head)[4] + F.CRC.size > self.size:
+            raise F.TraceError(f"{self.path} is truncated inside its header frame; it holds no "
+                               f"recorded frames.")
+        if len(head) < F.HEAD.size:
+            raise F.TraceError(f"{self.path} is truncated before its header frame ended; it holds "
+                               f"no recorded frames.")
         kind, data = self._read(F.PREAMBLE.size, "the header frame")
         if kind != F.HEADER:
             raise F.TraceError(f"{self.path}: the first frame is not a header.")
@@ -147,6 +160,7 @@ class TraceReader:
         if not force_scan:
             self.index = self._load_footer()
         if self.index is None:
+            self.truncated = not self.index_damaged
             self._scan()
         self.end = self._end_meta()
 
@@ -154,7 +168,10 @@ class TraceReader:
         if self.size < F.PREAMBLE.size + F.LOCATOR.size:
             return None
         loc = F.parse_locator(os.pread(self._fd, F.LOCATOR.size, self.size - F.LOCATOR.size))
-        if loc is None or loc[0] + loc[1] != self.size - F.LOCATOR.size:
+        if loc is None:
+            return None                     # no locator at the end: the file was cut short
+        if loc[0] + loc[1] != self.size - F.LOCATOR.size:
+            self.index_damaged = True
             return None
         try:
             kind, data = self._read(loc[0], "the footer index")
@@ -205,8 +222,7 @@ class TraceReader:
             elif kind == F.END:
                 ix.end = off
         self.index = ix
-        self.truncated = ix.end < 0
-        if self.index_damaged and not self.truncated:
+        if self.index_damaged:
             self.problems.insert(0, "the footer index is damaged; the frames were found by "
                                     "scanning the file")
 
@@ -238,8 +254,8 @@ class TraceReader:
                 ok = F.crc_ok(data)
             if not ok:
                 nxt = self._next_frame(mm, pos + 1)
-                if nxt < 0 and sync == F.SYNC and end > size:
-                    break                              # the last frame is incomplete: truncated
+                if nxt < 0 and not (sync == F.SYNC and end <= size):
+                    break                   # an incomplete last frame (or locator): truncated
                 if kind == F.FOOTER or self._is_locator(mm, pos):
                     pass
                 elif sync == F.SYNC:
@@ -473,9 +489,13 @@ class TraceReader:
 
     def truncation_text(self) -> str:
         lost = self.size - self.valid_end
-        return (f"the trace is truncated (no END frame and no footer index: the recording was "
+        if self.index.end >= 0:
+            return (f"the trace is truncated (its footer index is missing), but the run's END "
+                    f"frame is there: all {self.index.frames} frames were recovered")
+        return (f"the trace is truncated (no footer index and no END frame: the recording was "
                 f"killed, crashed or ran out of disk); {self.index.frames} complete frames were "
-                f"recovered" + (f", {lost} trailing bytes were not a complete frame" if lost else ""))
+                f"recovered" + (f", the last {lost} bytes were not a complete frame" if lost
+                                else ""))
 
     def _end_meta(self) -> dict | None:
         if self.index.end < 0:
