@@ -15,6 +15,10 @@ def add_parser(sub) -> None:
     common.add_model_args(p)
     p.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs, keyed by output name")
     common.add_limit_args(p)
+    p.add_argument("--trace", metavar="FILE.ltrace",
+                   help="record every iteration to a trace file (see `loopdbg trace --help`)")
+    p.add_argument("--trace-all", action="store_true",
+                   help="with --trace: also record every body node's value")
     g = p.add_argument_group("breakpoints (run until the first stop and print the stop report)")
     g.add_argument("--break", dest="breaks", action="append", default=[], metavar="EXPR",
                    help="stop after the first iteration where EXPR holds, e.g. 'i == 3', "
@@ -42,8 +46,16 @@ def run(args) -> int:
     budget = args.max_memory or common.default_memory_budget()
     if args.breaks or args.watch or args.on_nan:
         return run_to_stop(args, engine, inputs, source, budget)
+    if args.trace_all and not args.trace:
+        say("--trace-all has no effect without --trace FILE")
     events = engine.run(inputs, max_iterations=args.max_iterations, max_memory=budget,
-                        source=source)
+                        record_nodes=bool(args.trace and args.trace_all), source=source)
+    recorder = None
+    if args.trace:
+        from loopdbg.trace.record import recording
+        options = {"trace_all": args.trace_all, "max_iterations": args.max_iterations}
+        recorder = events = recording(events, args.trace, model=model, inputs=inputs,
+                                      options=options, source=source)
     progress = Progress(enabled=not args.quiet)
     final = None
     try:
@@ -52,10 +64,17 @@ def run(args) -> int:
             final = event
     except KeyboardInterrupt:
         progress.close()
+        if recorder is not None:
+            recorder.close("interrupted", "interrupted (Ctrl+C)")
+            say(f"trace closed: {args.trace} holds what was computed")
         print(f"loopdbg: interrupted; {progress.summary()}.", file=sys.stderr)
         return 130
     finally:
         progress.close()
+        if recorder is not None:
+            recorder.close()
+    if recorder is not None:
+        say(f"trace written to {args.trace}")
     if not args.quiet:
         print(report(final))
     if args.output:
