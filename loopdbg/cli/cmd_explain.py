@@ -1,0 +1,43 @@
+"""``loopdbg explain``: every Loop and TensorIterator of a model explained in plain words."""
+
+from __future__ import annotations
+
+import sys
+
+from loopdbg.cli import common
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("explain", help="explain every loop of a model: mode, pseudo-code, pitfalls",
+                       description="For every Loop and TensorIterator of MODEL (nested ones too): "
+                                   "its mode (for, while, do-while, ...), C-like pseudo-code with "
+                                   "the model's names, each input by role, each output, and the "
+                                   "pitfalls found. Give INPUTS to decide modes that depend on "
+                                   "the model's inputs (the model is run to find out).")
+    p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it)")
+    p.add_argument("inputs", nargs="?",
+                   help="inputs.npz: run the model on them to decide input-dependent modes")
+    p.add_argument("--loop", metavar="PATH",
+                   help="explain only this loop (its path, e.g. outer/inner, or its name)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text (default) or json (the same facts as a dictionary)")
+    p.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    import json
+
+    from loopdbg.engine import Engine
+    from loopdbg.engine.inputs import load_npz
+    from loopdbg.ir.load import read_model
+    from loopdbg.teach.explain import explain, format_text, to_json_ready
+
+    engine = Engine(read_model(args.model))
+    inputs = load_npz(args.inputs) if args.inputs else None
+    facts = explain(engine, inputs, loop=args.loop)
+    if args.format == "json":
+        json.dump(to_json_ready(facts), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_text(facts))
+    return 0
