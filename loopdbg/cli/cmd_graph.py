@@ -1,0 +1,105 @@
+"""``loopdbg graph``: draw a loop's body, port map and back edges as SVG, PNG or DOT."""
+
+from __future__ import annotations
+
+import sys
+
+FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot"}
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("graph", help="draw a loop's body and port map (SVG, PNG or DOT)",
+                       description="Draw the body of a Loop or TensorIterator of MODEL with its "
+                                   "inputs by role, its outputs and its back edges. The format "
+                                   "follows the file name: .svg or .png (rendered with Graphviz's "
+                                   "dot), .dot (the DOT source).")
+    p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it)")
+    p.add_argument("--loop", metavar="PATH",
+                   help="the loop to draw (its path, e.g. outer/inner, or its name); needed when "
+                        "the model has more than one")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="FILE.svg, FILE.png or FILE.dot")
+    p.add_argument("--fold-consts", action="store_true",
+                   help="fold constants into the nodes that use them instead of drawing them")
+    p.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from loopdbg.engine import Engine
+    from loopdbg.errors import LoopdbgError
+    from loopdbg.ir.load import read_model
+    from loopdbg.layout.dot import graph_to_dot
+
+    out = Path(args.output)
+    fmt = FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        raise LoopdbgError(f"{out}: say which format to write with the file name: .svg, .png "
+                           f"or .dot.")
+    engine = Engine(read_model(args.model))
+    spec = choose_loop(engine, args.loop)
+    source = graph_to_dot(spec, consts="fold" if args.fold_consts else "show")
+    if fmt == "dot":
+        _write(out, source.encode())
+    else:
+        _write(out, render(source, fmt))
+    print(f"{spec.kind} '{spec.path}' drawn in {out}", file=sys.stderr)
+    return 0
+
+
+def choose_loop(engine, name: str | None):
+    """The loop called ``name`` (path, last part of the path, or layer name), or the only one."""
+    from loopdbg.errors import LoopdbgError
+
+    specs = list(engine.loops.values())
+    paths = ", ".join(s.path for s in specs)
+    if not specs:
+        raise LoopdbgError(f"{engine.file}: the model has no Loop or TensorIterator to draw.")
+    if name is None:
+        if len(specs) == 1:
+            return specs[0]
+        raise LoopdbgError(f"{engine.file} has {len(specs)} loops ({paths}); choose one with "
+                           f"--loop.")
+    for s in specs:
+        if s.path == name:
+            return s
+    matches = [s for s in specs if s.path.rsplit("/", 1)[-1] == name or s.layer.name == name]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise LoopdbgError(f"{engine.file}: several loops are called '{name}' "
+                           f"({', '.join(s.path for s in matches)}); give the full path.")
+    raise LoopdbgError(f"{engine.file}: no loop named '{name}'; the loops are: {paths}.")
+
+
+def render(source: str, fmt: str) -> bytes:
+    """``source`` rendered by Graphviz's ``dot`` as ``fmt`` (svg or png)."""
+    import shutil
+    import subprocess
+
+    from loopdbg.errors import LoopdbgError
+    from loopdbg.layout.dot import DOT_TIMEOUT, INSTALL_HINT
+
+    exe = shutil.which("dot")
+    if exe is None:
+        raise LoopdbgError(f"Graphviz's 'dot' program was not found; {INSTALL_HINT}; or write "
+                           f"the DOT source with -o FILE.dot.")
+    try:
+        proc = subprocess.run([exe, f"-T{fmt}"], input=source.encode(), capture_output=True,
+                              timeout=DOT_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LoopdbgError(f"Graphviz's 'dot' could not draw the graph: {exc}.") from None
+    if proc.returncode != 0 or not proc.stdout:
+        msg = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise LoopdbgError(f"Graphviz's 'dot' failed: {msg[0] if msg else proc.returncode}.")
+    return proc.stdout
+
+
+def _write(path, data: bytes) -> None:
+    from loopdbg.errors import LoopdbgError
+
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise LoopdbgError(f"{path}: cannot write it: {exc.strerror or exc}.") from None
