@@ -1,0 +1,104 @@
+"""SVG snapshots of the main screens (pytest-textual-snapshot).
+
+Regenerate after an intended UI change with ``pytest tests/tui/test_snapshots.py --snapshot-update``
+and look at the SVGs in ``tests/tui/__snapshots__/test_snapshots/`` (or the HTML report pytest
+writes on a mismatch) before committing them.
+
+Deterministic by construction: fixed inputs from each model's inputs.npz, no clock in the header,
+and every key is pressed in ``run_before`` followed by a wait for the engine worker, so the
+screenshot never catches a half-finished command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytest_textual_snapshot")
+
+from loopdbg.debug.session import Session  # noqa: E402
+from loopdbg.tui.app import LoopdbgApp  # noqa: E402
+
+TESTS = Path(__file__).resolve().parents[1]
+SIZE = (160, 48)
+
+
+def make_app(case: str, breakpoints=(), **options) -> LoopdbgApp:
+    base = TESTS / "corpus" / case
+    if not base.is_dir():
+        base = TESTS / "data" / case
+    if not (base / "model.xml").exists():
+        pytest.skip(f"{case}: no model")
+    session = Session.open(base / "model.xml", base / "inputs.npz", **options)
+    for text in breakpoints:
+        session.breakpoints.add(text)
+    app = LoopdbgApp(session, title=f"{case}/model.xml")
+    app.NOTIFICATION_TIMEOUT = 600     # a toast must not expire on a slow machine before the shot
+    return app
+
+
+def keys(*pressed: str, tab: str | None = None):
+    """A run_before that waits for the autostart step, presses each key waiting for its command,
+    and optionally shows one tab of the bottom panel."""
+    async def run_before(pilot) -> None:
+        app = pilot.app
+
+        async def settle():
+            for _ in range(1000):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if not app.busy:
+                    return
+                await asyncio.sleep(0.01)
+            raise AssertionError("the app is still busy")
+
+        await settle()
+        for key in pressed:
+            await pilot.press(key)
+            await settle()
+        if tab is not None:
+            app.query_one("#tabs").active = tab
+            await pilot.pause()
+    return run_before
+
+
+def test_first_screen_loop_while_iter(snap_compare):
+    """The first stop (iteration 0) of a do-while Loop: graph, state, pseudo-code, back edges."""
+    assert snap_compare(make_app("loop_while_iter"), terminal_size=SIZE, run_before=keys())
+
+
+def test_breakpoint_hit(snap_compare):
+    """`c` with the breakpoint `i == 3`: the breakpoint stop, its notification, the table."""
+    app = make_app("loop_while_iter", breakpoints=["i == 3"])
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("c", tab="tab-bp"))
+
+
+def test_node_step(snap_compare):
+    """`n` then `s s`: node by node through iteration 2, the node just run highlighted."""
+    app = make_app("loop_while_iter")
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("n", "s", "s"))
+
+
+def test_ti_lstm_scan_outputs(snap_compare):
+    """A TensorIterator with an LSTMCell body after `n n`, on the scan-outputs tab (heat map)."""
+    app = make_app("ti_lstm_forward")
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("n", "n", tab="tab-scan"))
+
+
+def test_error_stop(snap_compare):
+    """A body kernel failing at iteration 2 is shown as an error stop."""
+    app = make_app("failing_loop")
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("c"))
+
+
+def test_help_screen(snap_compare):
+    app = make_app("loop_while_iter")
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("question_mark"))
+
+
+def test_small_terminal_80x24(snap_compare):
+    """The narrow layout at 80x24 after `n`."""
+    app = make_app("loop_while_iter")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=keys("n"))

@@ -1,0 +1,118 @@
+"""The core stays free of the UI: no core module imports textual or rich, and the CLI starts lazily.
+
+Every check runs in a fresh interpreter (a subprocess), because this test process has long since
+imported everything. Modules are found by walking each package, so a new core module is covered
+without editing this file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import loopdbg
+
+ROOT = Path(loopdbg.__file__).resolve().parent
+CORE = ["ir", "ops", "engine", "debug", "trace", "teach", "layout", "cli"]
+UI = ("textual", "rich")
+
+# Imports each module of one package in turn, and reports the first module after whose import a UI
+# package showed up in sys.modules.
+PROBE = r"""
+import importlib, json, pkgutil, sys
+package = sys.argv[1]
+ui = tuple(sys.argv[2].split(","))
+pkg = importlib.import_module(package)
+names = [package]
+if hasattr(pkg, "__path__"):
+    names += sorted(m.name for m in pkgutil.walk_packages(pkg.__path__, package + "."))
+report = {"modules": [], "leaks": {}}
+for name in names:
+    importlib.import_module(name)
+    report["modules"].append(name)
+    loaded = sorted(m for m in ui if m in sys.modules)
+    if loaded:
+        report["leaks"][name] = loaded
+        break
+print(json.dumps(report))
+"""
+
+
+def run_python(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT.parent, env={**os.environ, **(env or {})})
+
+
+def present(package: str) -> bool:
+    return (ROOT / package).is_dir() or (ROOT / f"{package}.py").is_file()
+
+
+@pytest.mark.parametrize("package", CORE)
+def test_core_package_imports_neither_textual_nor_rich(package):
+    if not present(package):
+        pytest.skip(f"loopdbg.{package} does not exist")
+    proc = run_python("-c", PROBE, f"loopdbg.{package}", ",".join(UI))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["modules"], "no module imported"
+    assert not report["leaks"], (
+        f"importing {next(iter(report['leaks']))} loads {report['leaks']} "
+        f"(after {len(report['modules'])} modules of loopdbg.{package})")
+
+
+def test_the_probe_sees_a_ui_import():
+    """The probe itself works: the UI package does import textual."""
+    proc = run_python("-c", PROBE, "loopdbg.tui.app", ",".join(UI))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "textual" in report["leaks"].get("loopdbg.tui.app", [])
+
+
+def imported_modules(stderr: str) -> set[str]:
+    """Module names from ``-X importtime`` output ('import time: self | cumulative | name')."""
+    out = set()
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":
+                out.add(name)
+    return out
+
+
+def test_version_does_not_import_numpy():
+    proc = run_python("-X", "importtime", "-m", "loopdbg", "--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"loopdbg {loopdbg.__version__}"
+    modules = imported_modules(proc.stderr)
+    assert "loopdbg.cli" in modules
+    heavy = sorted(m for m in modules if m.split(".")[0] in ("numpy", "lxml", "textual", "rich"))
+    assert not heavy, f"loopdbg --version imports {heavy}"
+
+
+def test_version_console_script_does_not_import_numpy():
+    script = shutil.which("loopdbg")
+    if script is None:
+        pytest.skip("the loopdbg console script is not installed")
+    proc = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"loopdbg {loopdbg.__version__}"
+    modules = imported_modules(proc.stderr)
+    assert "loopdbg.cli" in modules, "the console script runs another loopdbg"
+    assert not any(m.split(".")[0] == "numpy" for m in modules)
+
+
+def test_help_does_not_import_numpy():
+    """The CLI's docstring promises that --help starts fast too (sub-commands import lazily)."""
+    proc = run_python("-X", "importtime", "-m", "loopdbg", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: loopdbg")
+    modules = imported_modules(proc.stderr)
+    heavy = sorted(m for m in modules if m.split(".")[0] in ("numpy", "lxml", "textual", "rich"))
+    assert not heavy, f"loopdbg --help imports {heavy}"
