@@ -26,6 +26,8 @@ from loopdbg.engine import events as ev
 from loopdbg.trace import format as F
 from loopdbg.trace.writer import TraceWriter
 
+_RunFinished = ev.RunFinished
+
 
 def file_sha256(path) -> str | None:
     try:
@@ -86,56 +88,42 @@ def make_header(model=None, inputs: Mapping | None = None, options: Mapping | No
 
 
 class Recording:
-    """An iterator over the engine's events that writes each one to the trace first."""
+    """An iterator over the engine's events that writes each one to the trace first.
+
+    Iterating it runs a generator that holds no reference back to this object, so a plain
+    ``for e in recording(...)`` closes the file as soon as the loop's iterator is dropped.
+    """
 
     def __init__(self, events: Iterable, writer: TraceWriter):
         self._events = iter(events)
         self.writer = writer
-        self.final: ev.RunFinished | None = None
+        self._state = _State()
+        self._gen = _record(self._events, writer, self._state)
 
     @property
     def path(self) -> str:
         return self.writer.path
 
+    @property
+    def final(self) -> ev.RunFinished | None:
+        """The RunFinished event, once it went by."""
+        return self._state.final
+
     def __iter__(self) -> Iterator:
-        return self
+        return self._gen
 
     def __next__(self):
-        if self.writer.closed:
-            raise StopIteration
-        try:
-            event = next(self._events)
-            self.writer.write(event)
-        except StopIteration:
-            self._finish(F.COMPLETE if self.final is not None else F.STOPPED, None)
-            raise
-        except KeyboardInterrupt:
-            self._finish(F.INTERRUPTED, "interrupted (Ctrl+C)")
-            raise
-        except BaseException as exc:
-            self._finish(F.ERROR, str(exc) or type(exc).__name__)
-            raise
-        if type(event) is ev.RunFinished:
-            self.final = event
-        return event
+        return next(self._gen)
 
     def close(self, status: str | None = None, error: str | None = None) -> None:
         """Stop: close the event source and finish the file (status "stopped" unless told)."""
-        if self.writer.closed:
-            return
-        close = getattr(self._events, "close", None)
-        try:
-            if close is not None:
-                close()
-        finally:
-            self.writer.close(status or (F.COMPLETE if self.final is not None else F.STOPPED), error)
-
-    def _finish(self, status: str, error: str | None) -> None:
-        try:
+        if status is not None and not self.writer.closed:
+            _close_events(self._events)
             self.writer.close(status, error)
-        except F.TraceError:
-            if status == F.COMPLETE:
-                raise               # otherwise the original exception is the one to report
+        self._gen.close()
+        if not self.writer.closed:              # the generator had not started
+            _close_events(self._events)
+            self.writer.close(F.COMPLETE if self.final is not None else F.STOPPED)
 
     def __enter__(self) -> "Recording":
         return self
@@ -152,11 +140,47 @@ class Recording:
                 pass
         return False
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:       # noqa: BLE001 - nothing can be reported from a finalizer
-            pass
+
+class _State:
+    __slots__ = ("final",)
+
+    def __init__(self):
+        self.final = None
+
+
+def _record(events, writer: TraceWriter, state: _State):
+    """Write each event, then pass it on; finish the file however the iteration ends."""
+    try:
+        for event in events:
+            writer.write(event)             # looked up each time: the writer swaps it per loop
+            if type(event) is _RunFinished:
+                state.final = event
+            yield event
+    except GeneratorExit:                   # the consumer stopped early (close, or dropped us)
+        _close_events(events)
+        _finish(writer, F.COMPLETE if state.final is not None else F.STOPPED, None)
+        raise
+    except KeyboardInterrupt:
+        _finish(writer, F.INTERRUPTED, "interrupted (Ctrl+C)")
+        raise
+    except BaseException as exc:
+        _finish(writer, F.ERROR, str(exc) or type(exc).__name__)
+        raise
+    writer.close(F.COMPLETE if state.final is not None else F.STOPPED)
+
+
+def _finish(writer: TraceWriter, status: str, error: str | None) -> None:
+    """Close after an exception: that exception is the one to report, not a failed close."""
+    try:
+        writer.close(status, error)
+    except F.TraceError:
+        pass
+
+
+def _close_events(events) -> None:
+    close = getattr(events, "close", None)
+    if close is not None:
+        close()
 
 
 def recording(events: Iterable, path, *, model=None, inputs: Mapping | None = None,

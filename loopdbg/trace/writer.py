@@ -1,10 +1,16 @@
 """TraceWriter: turns engine events into frames and appends them to a trace file.
 
-The recording thread encodes every event into bytes (small arrays copied with ``tobytes``, big ones
-referenced, never copied: the engine never writes an array again after an event refers to it) and
-hands batches to a background thread (``sink.Sink``) at least every ``flush_interval`` seconds, so a
-killed process loses at most that much. ``close`` writes the END frame, the footer index and the
+The recording thread encodes every event into bytes: small arrays are copied with ``tobytes``,
+big ones (``format.BIG`` bytes and more) are referenced, never copied; the engine never writes an
+array again after an event refers to it. Small frames collect in a list that is written at least
+every ``flush_interval`` seconds (so a killed process loses at most that much) or every
+``batch_bytes``; frames with big arrays go to a background thread (``sink.Sink``) so that the
+disk writes while the model computes. ``close`` writes the END frame, the footer index and the
 locator; a writer that is never closed leaves a file the reader recovers by scanning.
+
+Speed: a scalar loop writes one small frame per iteration, so the cost per frame is what matters.
+After an execution's first iteration the writer compiles straight-line code for it (see
+``_compile``) and installs it as this writer's ``write``: one join, one checksum, two appends.
 """
 
 from __future__ import annotations
@@ -32,14 +38,15 @@ _asarray = np.asarray
 _IterationDone = ev.IterationDone
 _SYNC = F.SYNC
 _BIG = F.BIG
-_NO_EXECUTION = (None,) * 8
+_NO_EXECUTION = (None,) * 6
+_MAX_COMPILES = 8          # per loop execution: tensors whose shapes keep changing stay general
 
 
 class TraceWriter:
     """Append-only writer of one trace file (see the package docstring for the format).
 
     ``write(event)`` takes any engine event; ``close(status, error)`` finishes the file.
-    Use as a context manager to close it whatever happens.
+    Use it as a context manager to close it whatever happens.
     """
 
     def __init__(self, path, header: Mapping | None = None, *,
@@ -53,22 +60,23 @@ class TraceWriter:
             raise F.TraceError(f"cannot create the trace file {self.path}: "
                                f"{exc.strerror or exc}.") from None
         self._sink = Sink(self._raw, queue_bytes)
-        self._pend = bytearray()
-        self._pos = 0
+        self._pend: list = []                 # small frames not yet handed to the sink
+        self._pos = 0                         # file offset after the last frame encoded
+        self._flushed = 0                     # file offset up to which the sink has the bytes
         self._batch = batch_bytes
         self._interval = flush_interval
         self._last_flush = time.monotonic()
+        self._tick = self._tick_every = 128   # compiled code checks the time every so often
         self._closed = False
-        self._broken = False
         self.index = Index()
-        self._entries: dict = {}          # (group, name, dtype, shape) -> entry prefix bytes
-        self._names: dict = {}
-        self._cur = _NO_EXECUTION             # what the current loop execution's frames share
         self._nframes = 0
-        self._tick = 128
+        self._entries: dict = {}              # (group, name, dtype, shape) -> entry prefix
         self._schemas: dict = {}
+        self._cur = _NO_EXECUTION             # what the current loop execution's frames share
+        self._compiled = 0
         self.header = dict(header or {})
-        self._append(F.preamble())
+        self._pend.append(F.preamble())
+        self._pos = F.PREAMBLE.size
         self._frame(F.HEADER, F.json_bytes(self.header), ())
         if model_inputs:
             self.index.inputs = self._frame(
@@ -94,60 +102,8 @@ class TraceWriter:
         return self._closed
 
     def write(self, event) -> None:
-        """Append one engine event. The common case (another iteration of the same loop
-        execution, no trace-all) is inlined here: it runs once per iteration of every loop."""
-        if type(event) is _IterationDone and not self._closed:
-            cur = self._cur
-            if cur[0] is event.path and cur[1] is event.outer and cur[2] is event.spec \
-                    and cur[4] is not None and cur[3] and event.nodes is None:
-                _, _, _, offs, slots, pre, post, head_cache = cur
-                body_in, body_out = event.body_in, event.body_out
-                trip = event.trip_count
-                parts = [pre, _pack_iter(event.iteration, -1 if trip is None else trip,
-                                         event.cond, event.continues), post]
-                add = parts.append
-                big = None
-                for is_out, idx, c, group, name in slots:
-                    v = body_out[idx] if is_out else body_in[idx]
-                    if type(v) is not _ndarray:
-                        v = _asarray(v)
-                    if v.dtype is not c[0] or v.shape != c[1]:
-                        c[0], c[1], c[2] = v.dtype, v.shape, self._entry(group, name, v)
-                    add(c[2])
-                    if v.nbytes < _BIG:
-                        add(v.tobytes())
-                    else:
-                        big = True
-                        add(_big_view(v))
-                if big is None:
-                    body = b"".join(parts)
-                    blen = len(body)
-                    if head_cache[0] != blen:
-                        head = _pack_head(_SYNC, F.ITERATION, 0, 0, blen)
-                        head_cache[:] = [blen, head, _crc32(head)]
-                    pend = self._pend
-                    off = self._pos
-                    pend += head_cache[1]
-                    pend += body
-                    pend += _pack_crc(_crc32(body, head_cache[2]))
-                    self._pos = off + blen + 20
-                    self._nframes += 1
-                else:
-                    off = self._emit(F.ITERATION, b"".join(parts[1:3]), None, parts[3:], big,
-                                     parts[:1])
-                offs.append(off)
-                self._tick -= 1
-                if self._tick < 0 or len(self._pend) >= self._batch:
-                    self._maybe_flush()
-                return
-        self._write_other(event)
-
-    def _maybe_flush(self) -> None:
-        self._tick = 128
-        if len(self._pend) >= self._batch or time.monotonic() - self._last_flush >= self._interval:
-            self._flush()
-
-    def _write_other(self, event) -> None:
+        """Append one engine event (replaced per loop execution by compiled code, which falls
+        back here for anything but its own next iteration)."""
         if self._closed:
             raise F.TraceError(f"the trace {self.path} is closed; nothing more can be written.")
         if isinstance(event, ev.IterationDone):
@@ -174,11 +130,11 @@ class TraceWriter:
         """Write the END frame, the footer and the locator; close the file. Idempotent."""
         if self._closed:
             return
+        self._uncompile()
         self._closed = True
         failure = None
         try:
-            self._settle()
-            if not self._broken:
+            if self._settle():
                 end = {"status": status, "error": error, "frames": self._nframes + 2,
                        "iterations": self.iterations}
                 self.index.end = self._frame(F.END, F.json_bytes(end), ())
@@ -186,10 +142,10 @@ class TraceWriter:
                 meta, arrays = self.index.footer()
                 footer_off = self._pos
                 self._frame(F.FOOTER, F.json_bytes(meta), [(0, n, a) for n, a in arrays])
-                self._append(F.locator(footer_off, self._pos - footer_off))
+                self._pend.append(F.locator(footer_off, self._pos - footer_off))
             self._flush()
             self._sink.drain()
-        except OSError as exc:
+        except (OSError, F.TraceError) as exc:
             failure = exc
         finally:
             self._sink.close()
@@ -198,6 +154,8 @@ class TraceWriter:
             except OSError as exc:
                 failure = failure or exc
         if failure is not None:
+            if isinstance(failure, F.TraceError):
+                raise failure
             raise F.TraceError(f"writing the trace {self.path} failed: "
                                f"{getattr(failure, 'strerror', None) or failure}; the frames "
                                f"written before can still be read.") from None
@@ -226,21 +184,22 @@ class TraceWriter:
         self.index.path_info.setdefault(e.path, {"kind": e.kind, "layer_name": e.layer_name,
                                                  "layer_id": e.layer_id})
         self.index.start(e.path, e.outer, off, e.trip_count)
-        self._cur = _NO_EXECUTION
+        self._uncompile()
 
     def _loop_finished(self, e: ev.LoopFinished) -> None:
         meta = {"path": e.path, "outer": list(e.outer), "iterations": e.iterations,
                 "reason": e.reason, "error": e.error}
-        concats = set(self._schemas.get(e.path, {}).get("concats", ()))
+        concats = set((self._schemas.get(e.path) or {}).get("concats", ()))
         arrays = [(F.OUTPUTS, k, v) for k, v in e.outputs.items() if k not in concats]
         off = self._frame(F.LOOP_FINISH, F.json_bytes(meta), arrays)
         row = self.index.row(e.path, e.outer)
         if row is None:
             row = self.index.start(e.path, e.outer, -1, None)
         self.index.finish(row, off, e.iterations, e.reason, e.error)
-        self._cur = _NO_EXECUTION
+        self._uncompile()
 
     def _schema(self, path: str, spec) -> dict | None:
+        """The loop's static description, for readers that replay (roles of the Parameters)."""
         if path in self._schemas:
             return self._schemas[path]
         s = None
@@ -265,13 +224,11 @@ class TraceWriter:
         return s
 
     def _iteration(self, e) -> None:
+        """Any iteration the compiled code did not take: the first of an execution (with the
+        body inputs), trace-all (nodes), big arrays, new shapes, events without a spec."""
         cur = self._cur
         if cur[0] is not e.path or cur[1] is not e.outer or cur[2] is not e.spec:
             cur = self._execution(e)
-        self._iteration_general(e, cur)     # the next ones take the fast path in write()
-
-    def _iteration_general(self, e, cur) -> None:
-        """Any iteration: the first of an execution (body inputs too), trace-all, no spec."""
         offs = cur[3]
         arrays = [(F.BACK_EDGES, k, v) for k, v in e.back_edges.items()]
         arrays += [(F.SCAN_SLICES, k, v) for k, v in e.scan_slices.items()]
@@ -282,11 +239,13 @@ class TraceWriter:
             arrays += [(F.NODES, k, v) for k, v in e.nodes.items() if v is not None]
         trip = e.trip_count
         meta = _pack_iter(e.iteration, -1 if trip is None else trip, e.cond, e.continues) + \
-            cur[6][:-4]
+            cur[5]
         offs.append(self._frame(F.ITERATION, meta, arrays))
+        if cur[4] is not None and e.nodes is None and self._compiled < _MAX_COMPILES:
+            self._compile(e, cur)
 
     def _execution(self, e):
-        """Set up (and cache) what every iteration frame of this loop execution shares."""
+        """What every iteration frame of this loop execution shares."""
         path, outer, spec = e.path, e.outer, e.spec
         row = self.index.row(path, outer)
         if row is None:
@@ -294,23 +253,76 @@ class TraceWriter:
         offs = self.index.per_row[row]
         pb = path.encode()
         tail = struct.pack(f"<HH{len(outer)}q", len(outer), len(pb), *outer) + pb
-        slots = None
         try:
-            slots = ([(True, r, [None, None, None], F.BACK_EDGES, p)
-                      for p, r in spec.back_edge_view]
-                     + [(True, r, [None, None, None], F.SCAN_SLICES, n)
-                        for n, r in spec.concat_view]
-                     + [(False, q, [None, None, None], F.SLICED_INPUTS, n)
-                        for n, q in spec.sliced_view])
+            slots = ([(True, r, F.BACK_EDGES, p) for p, r in spec.back_edge_view]
+                     + [(True, r, F.SCAN_SLICES, n) for n, r in spec.concat_view]
+                     + [(False, q, F.SLICED_INPUTS, n) for n, q in spec.sliced_view])
         except AttributeError:
             slots = None
-        n = len(slots) if slots is not None else 0
-        pre = _pack_meta_len(F.ITER_FIXED.size + len(tail))
-        post = tail + _pack_count(n)
-        self._cur = (path, outer, spec, offs, slots, pre, post, [-1, b"", 0])
+        self._uncompile()
+        self._cur = (path, outer, spec, offs, slots, tail)
+        self._compiled = 0
         return self._cur
 
+    def _compile(self, e, cur) -> None:
+        """Install as ``self.write`` straight-line code that writes the next iterations of this
+        execution while their tensors keep ``e``'s dtypes and shapes; anything else goes to the
+        general ``TraceWriter.write``."""
+        path, outer, spec, offs, slots, tail = cur
+        self._compiled += 1
+        general = TraceWriter.write.__get__(self)
+        ns = {"SPEC": spec, "OUTER": outer, "ndarray": _ndarray, "asarray": _asarray,
+              "IterationDone": _IterationDone, "general": general, "join": b"".join,
+              "pack_iter": _pack_iter, "pack_crc": _pack_crc, "crc32": _crc32, "W": self,
+              "pend_append": self._pend.append, "offs_append": offs.append}
+        src = ["def write(e):",
+               "    if type(e) is not IterationDone or e.spec is not SPEC or e.outer is not OUTER"
+               " or e.nodes is not None:",
+               "        return general(e)",
+               "    o = e.body_out",
+               "    i = e.body_in"]
+        parts = []
+        size = F.META_LEN.size + F.ITER_FIXED.size + len(tail) + F.COUNT.size
+        for k, (is_out, idx, group, name) in enumerate(slots):
+            v = np.asarray((e.body_out if is_out else e.body_in)[idx])
+            if v.nbytes >= _BIG:
+                return
+            ns[f"D{k}"], ns[f"S{k}"] = v.dtype, v.shape
+            ns[f"P{k}"] = prefix = self._entry(group, name, v)
+            size += len(prefix) + v.nbytes
+            src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
+                    f"    if type(v{k}) is not ndarray:",
+                    f"        v{k} = asarray(v{k})",
+                    f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
+                    "        return general(e)"]
+            parts.append(f", P{k}, v{k}.tobytes()")
+        head = _pack_head(_SYNC, F.ITERATION, 0, 0, size)
+        ns["LEAD"] = head + _pack_meta_len(F.ITER_FIXED.size + len(tail))
+        ns["POST"] = tail + _pack_count(len(slots))
+        ns["SIZE"] = total = size + F.HEAD.size + F.CRC.size
+        self._tick_every = max(1, min(128, self._batch // total))
+        src += ["    t = e.trip_count",
+                "    frame = join((LEAD, pack_iter(e.iteration, -1 if t is None else t, e.cond,"
+                " e.continues), POST" + "".join(parts) + "))",
+                "    w = W",
+                "    off = w._pos",
+                "    pend_append(frame)",
+                "    pend_append(pack_crc(crc32(frame)))",
+                "    w._pos = off + SIZE",
+                "    w._nframes += 1",
+                "    offs_append(off)",
+                "    w._tick -= 1",
+                "    if w._tick < 0:",
+                "        w._maybe_flush()"]
+        code = compile("\n".join(src) + "\n", f"<loopdbg trace writer: {path}>", "exec")
+        exec(code, ns)  # noqa: S102 - generated above from slot positions; names are constants
+        self.write = ns["write"]
+
+    def _uncompile(self) -> None:
+        self.__dict__.pop("write", None)
+
     def _entry(self, group: int, name: str, v: np.ndarray) -> bytes:
+        """The bytes before an array's data in a frame: group, name, .npy length and header."""
         key = (group, name, v.dtype, v.shape)
         prefix = self._entries.get(key)
         if prefix is None:
@@ -325,9 +337,9 @@ class TraceWriter:
 
     # -- frames -----------------------------------------------------------------------------
     def _frame(self, kind: int, meta: bytes, arrays) -> int:
-        parts = []
-        big = None
-        n = 0
+        """Append a frame holding ``meta`` and ``arrays`` [(group, name, value)]; its offset."""
+        parts = [_pack_meta_len(len(meta)), meta, _pack_count(len(arrays))]
+        big = False
         for group, name, v in arrays:
             v = F.check_array(v, f"'{name}'")
             parts.append(self._entry(group, name, v))
@@ -336,26 +348,15 @@ class TraceWriter:
             else:
                 big = True
                 parts.append(_big_view(v))
-            n += 1
-        return self._emit(kind, meta, n, parts, big)
-
-    def _emit(self, kind: int, meta: bytes, n: int | None, parts: list, big, pre=None) -> int:
-        """Append a frame: ``meta`` then ``n`` arrays (``parts``: prefix, data, prefix, data...).
-        With ``n`` None, ``meta`` already ends with the array count and ``pre`` holds its length."""
         off = self._pos
-        lead = (_pack_meta_len(len(meta)), meta, _pack_count(n)) if n is not None else \
-            (pre[0], meta)
-        if big is None:
-            body = b"".join((*lead, *parts))
+        if not big:
+            body = b"".join(parts)
             head = _pack_head(_SYNC, kind, 0, 0, len(body))
-            crc = _crc32(body, _crc32(head))
-            self._pend += head
-            self._pend += body
-            self._pend += _pack_crc(crc)
-            self._pos = off + len(body) + 20
+            self._pend.append(head + body)
+            self._pend.append(_pack_crc(_crc32(body, _crc32(head))))
+            self._pos = off + len(body) + F.HEAD.size + F.CRC.size
         else:
-            chunks = []
-            small = list(lead)
+            chunks, small = [], []
             for p in parts:                         # join the small pieces between big arrays
                 if type(p) is bytes:
                     small.append(p)
@@ -374,19 +375,24 @@ class TraceWriter:
             self._flush()
             total = size + F.HEAD.size + F.CRC.size
             self._put(chunks, total)
-            self._pos = off + total
+            self._pos = self._flushed = off + total
         self._nframes += 1
         return off
 
-    def _append(self, raw: bytes) -> None:
-        self._pend += raw
-        self._pos += len(raw)
+    def _maybe_flush(self) -> None:
+        self._tick = self._tick_every
+        if self._pos - self._flushed >= self._batch or \
+                time.monotonic() - self._last_flush >= self._interval:
+            self._flush()
 
     def _flush(self) -> None:
         self._last_flush = time.monotonic()
-        if self._pend:
-            self._put(self._pend, len(self._pend), True)
-            self._pend = bytearray()
+        pend = self._pend
+        if pend:
+            data = b"".join(pend)
+            pend.clear()                 # the same list: compiled code appends to it
+            self._put(data, len(data), True)
+            self._flushed = self._pos
 
     def _put(self, item, nbytes: int, inline: bool = False) -> None:
         try:
@@ -395,21 +401,21 @@ class TraceWriter:
             raise F.TraceError(f"writing the trace {self.path} failed: {exc.strerror or exc}; "
                                f"the frames written before can still be read.") from None
 
-    def _settle(self) -> None:
-        """After an interruption mid-frame: drop a partial frame, or give up on the footer."""
-        if self._sink.last is self._pend:
-            self._pend = bytearray()
-        expected = self._pos - self._sink.accepted
-        if expected < 0 or expected > len(self._pend):
-            self._broken = True                     # the reader will scan: every frame is kept
-        elif expected < len(self._pend):
-            del self._pend[expected:]
+    def _settle(self) -> bool:
+        """Before the footer: is what was handed over plus what is pending exactly the frames
+        indexed? A Ctrl+C in the middle of a frame can leave half of one pending (dropped
+        here) or lose a batch (then no footer is written: the reader scans, keeping every
+        frame)."""
         if self._sink.error is not None:
-            self._broken = True
+            return False
+        expected = self._pos - self._sink.accepted
+        pending = sum(len(p) for p in self._pend)
+        while pending > expected and self._pend:
+            pending -= len(self._pend.pop())
+        return pending == expected
 
 
 def _big_view(v: np.ndarray) -> memoryview:
     if not v.flags.c_contiguous:
         v = np.ascontiguousarray(v)
     return memoryview(v).cast("B") if v.ndim else memoryview(v.reshape(1)).cast("B")
-
