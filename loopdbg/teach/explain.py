@@ -12,6 +12,7 @@ inputs the explanation says what the mode would be either way.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -23,17 +24,17 @@ from loopdbg.teach import modes
 from loopdbg.teach.pseudocode import (back_edge_text, outer_name, pseudocode, result_source,
                                       source_name, value_text)
 
-# How many iterations a run may take, in all, to find where each loop starts.
-RUN_BUDGET = 100_000
+# How many iterations each loop may run when explain runs the model on the given inputs.
+RUN_BUDGET = 10_000
 
 
 # ----------------------------------------------------------------------------------------------
 # Running to learn the input-dependent parts
 
 
-def loop_starts(engine, inputs: Mapping[str, np.ndarray], paths) -> tuple[dict, dict, str | None]:
-    """Run ``engine`` on ``inputs``; the first LoopStarted of each path, a summary of each
-    loop's executions (iterations, stop reasons) and the error that ended the run, if any."""
+def loop_starts(engine, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict, str | None]:
+    """Run ``engine`` on ``inputs``: the first LoopStarted of each loop path, each loop's
+    executions as ``LoopRun``s, and the error that ended the run, if any."""
     from loopdbg.engine import events as ev
     from loopdbg.errors import LoopdbgError
 
@@ -41,14 +42,25 @@ def loop_starts(engine, inputs: Mapping[str, np.ndarray], paths) -> tuple[dict, 
     runs: dict[str, list] = {}
     error = None
     try:
-        for event in engine.run(inputs, max_iterations=RUN_BUDGET):
-            if isinstance(event, ev.LoopStarted):
-                started.setdefault(event.path, event)
-            elif isinstance(event, ev.LoopFinished):
-                runs.setdefault(event.path, []).append(event)
+        with np.errstate(all="ignore"):
+            for event in engine.run(inputs, max_iterations=RUN_BUDGET):
+                if isinstance(event, ev.LoopStarted):
+                    started.setdefault(event.path, event)
+                elif isinstance(event, ev.LoopFinished):
+                    runs.setdefault(event.path, []).append(
+                        LoopRun(event.iterations, event.reason, event.reason_text))
     except LoopdbgError as exc:
         error = str(exc)
     return started, runs, error
+
+
+@dataclass(frozen=True)
+class LoopRun:
+    """One execution of a loop: how many iterations and why it stopped."""
+
+    iterations: int
+    reason: str
+    reason_text: str
 
 
 # ----------------------------------------------------------------------------------------------
@@ -72,7 +84,7 @@ def explain(engine, inputs: Mapping[str, np.ndarray] | None = None, loop: str | 
     runs: dict = {}
     error = None
     if inputs is not None:
-        started, runs, error = loop_starts(engine, inputs, [s.path for s in specs])
+        started, runs, error = loop_starts(engine, inputs)
     facts = {"model": engine.file, "inputs_given": inputs is not None,
              "loops": [loop_facts(s, started.get(s.path), runs.get(s.path),
                                   inputs_given=inputs is not None) for s in specs]}
@@ -297,6 +309,8 @@ def pitfalls(spec: LoopSpec, mode: modes.Mode, static: modes.Mode) -> list[dict]
                 f"sliced input '{f.name}' starts at {f.start} and ends at {f.end} with stride "
                 f"{f.stride}{where}: OpenVINO's CPU plugin always starts at an end of the axis "
                 f"and so slices differently from the specification (which loopdbg follows).")
+        if spec.kind == "Loop":
+            _slices_may_run_out(spec, f, static, length, add)
         if abs(f.stride) != f.part_size:
             add("stride_not_part_size",
                 f"sliced input '{f.name}' has stride {f.stride} and part_size {f.part_size}: "
@@ -307,6 +321,26 @@ def pitfalls(spec: LoopSpec, mode: modes.Mode, static: modes.Mode) -> list[dict]
     for text in spec.duplicates:
         add("duplicate_port_map", text)
     return found
+
+
+def _slices_may_run_out(spec: LoopSpec, f, static: modes.Mode, length: int | None, add) -> None:
+    """A Loop's trip count may ask for more slices than its sliced input has (rule 8)."""
+    trip = static.trip_count
+    if isinstance(trip, int) and length is not None:
+        s = f.start + length if f.start < 0 else f.start
+        e = f.end + length if f.end < 0 else f.end
+        n = (e - s + 1) // f.part_size if f.stride > 0 else (s - e + 1) // f.part_size
+        if trip <= max(n, 0):
+            return
+        bound = f"the trip count {trip} is more than its {max(n, 0)} slices"
+    elif isinstance(trip, int):
+        return                           # a fixed count on an undeclared length: cannot tell
+    else:
+        bound = ("nothing but the body condition bounds the iterations" if trip is None
+                 else f"the trip count comes from '{outer_name(spec, 0)}'")
+    add("slices_may_run_out",
+        f"sliced input '{f.name}': {bound}; an iteration without a slice left is an error in "
+        f"loopdbg (OpenVINO's reference silently repeats the last slice).")
 
 
 def _zero_iterations_possible(spec: LoopSpec, static: modes.Mode) -> str | None:
@@ -442,7 +476,9 @@ def _loop_text(loop: dict, inputs_given: bool) -> list[str]:
         for r in loop["runs"][:5]:
             n = r["iterations"]
             out.append(f"  {n} iteration{'s' if n != 1 else ''}, stopped because "
-                       f"{r['stopped_because']}")
+                       f"{r['stopped_because']}"
+                       + (f" (explain runs a loop {RUN_BUDGET} iterations at most)"
+                          if r["stopped"] == "iteration_cap" else ""))
         if len(loop["runs"]) > 5:
             total = sum(r["iterations"] for r in loop["runs"])
             out.append(f"  ... {len(loop['runs'])} executions, {total} iterations in all")

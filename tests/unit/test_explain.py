@@ -324,3 +324,28 @@ def test_infinite_loop_with_inputs_is_capped(capsys):
     assert main(["explain", str(xml), str(xml.with_name("inputs.npz"))]) == 0
     out = capsys.readouterr().out
     assert "mode: infinite" in out and "iteration cap" in out
+
+
+@pytest.mark.parametrize("trip, rows, flagged", [(4, 4, False), (5, 4, True), (-1, 4, True)])
+def test_pitfall_slices_may_run_out(trip, rows, flagged):
+    b = GraphBuilder("sl")
+    seq = b.parameter("seq", "f32", [rows, 2])
+    loop = b.loop("loop", trip=trip, cond=True)
+    x_t = loop.sliced_input(seq, "x_t", axis=0)
+    it = loop.current_iteration("i", "i64", [1])
+    if trip < 0:
+        loop.condition(loop.body.op("Less", [it, np.array([2], np.int64)], name="more"))
+    b.result(loop.output_concat(loop.body.op("Relu", [x_t], name="r"), axis=0, name="Y"))
+    assert ("slices_may_run_out" in _kinds(b.build())) == flagged
+
+
+def test_runs_with_inputs_are_summarised():
+    facts = _facts(DEMOS / "while_loop" / "model.xml")
+    assert facts["loops"][0]["runs"] == [
+        {"iterations": 7, "stopped": "condition",
+         "stopped_because": "the body condition became false"}]
+    facts = _facts(ROOT / "tests" / "data" / "failing_loop" / "model.xml") \
+        if (ROOT / "tests" / "data" / "failing_loop" / "inputs.npz").exists() else None
+    if facts is not None:
+        assert "run_error" in facts and "note: the run on the given inputs failed" in \
+            format_text(facts)
