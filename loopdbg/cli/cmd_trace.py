@@ -106,14 +106,14 @@ def info_text(t) -> str:
             r = runs[0]
             n = r.iterations if r.iterations is not None else r.recorded
             text = f"  {path}: {n} iteration{'s' if n != 1 else ''}, "
-            text += (f"stopped because {r.reason_text}" if r.reason else r.reason_text)
+            text += (f"stopped because {r.reason_text}" if r.reason else _unfinished(t))
             if r.iterations is not None and r.recorded != r.iterations:
                 text += f" ({r.recorded} recorded)"
             if r.error:
                 text += f": {r.error}"
         else:
             total = sum(r.recorded for r in runs)
-            reasons = sorted({r.reason_text for r in runs})
+            reasons = sorted({r.reason_text if r.reason else _unfinished(t) for r in runs})
             text = (f"  {path}: ran {len(runs)} times, {total} iterations in all, stopped "
                     f"because {' / '.join(reasons)}")
         lines.append(text)
@@ -131,6 +131,14 @@ def info_text(t) -> str:
     for p in t.problems:
         lines.append(f"problem: {p}")
     return "\n".join(lines)
+
+
+def _unfinished(t) -> str:
+    """Why a loop execution has no end in the trace."""
+    return {"interrupted": "the run was interrupted (Ctrl+C) before it finished",
+            "error": "the run failed before it finished",
+            "stopped": "the recording stopped before it finished"}.get(
+        t.status, "the trace ends before it finished")
 
 
 def _state(t) -> str:

@@ -3,7 +3,7 @@
 Recording::
 
     from loopdbg.trace import recording
-    with recording(engine.run(inputs, record_nodes=trace_all), "run.ldt", model=model,
+    with recording(engine.run(inputs, record_nodes=trace_all), "run.ltrace", model=model,
                    inputs=inputs, options={"trace_all": trace_all}) as rec:
         for event in rec:
             ...
@@ -11,7 +11,7 @@ Recording::
 Reading::
 
     from loopdbg.trace import TraceReader
-    with TraceReader("run.ldt") as t:
+    with TraceReader("run.ltrace") as t:
         t.loops()                                  # every loop execution, iterations, why it stopped
         f = t.frame("loop", 99_999)                # O(1): back_edges, scan_slices, sliced_inputs...
         t.frame("outer/inner", 3, outer=(2,))      # nested loops: the enclosing iterations

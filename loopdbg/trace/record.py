@@ -1,7 +1,7 @@
 """Recording a run: the trace header (model and inputs hashes, options) and the event-stream wrapper.
 
     from loopdbg.trace import recording
-    with recording(engine.run(inputs, record_nodes=trace_all), "run.ldt",
+    with recording(engine.run(inputs, record_nodes=trace_all), "run.ltrace",
                    model=model, inputs=inputs, options={"trace_all": trace_all}) as rec:
         for event in rec:          # every event is on its way to disk before you see it
             ...

@@ -277,3 +277,30 @@ def test_full_disk_is_an_error_not_a_traceback(tmp_path):
     inputs = load_npz(CORPUS / name / "inputs.npz")
     with pytest.raises(TraceError, match="No space left|failed"):
         record(Engine(model).run(inputs), "/dev/full", model=model, inputs=inputs)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_ctrl_c_during_loopdbg_run_trace_closes_the_file(tmp_path):
+    path = tmp_path / "endless.ltrace"
+    model = ROOT / "tests" / "data" / "endless_loop" / "model.xml"
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "loopdbg", "run", str(model), "--trace",
+                             str(path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (path.exists() and path.stat().st_size > 200_000):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"loopdbg run did not record: {proc.communicate()[1].decode()}")
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err.decode()
+    with TraceReader(path) as t:
+        assert not t.truncated and t.status == "interrupted"
+        assert t.verify() == []
+        n = t.loops()[0].recorded
+        assert n > 100 and t.frame(t.loops()[0].path, n - 1).iteration == n - 1
