@@ -207,8 +207,8 @@ class Breakpoints:
     def check(self, lookup: EventLookup, count: bool = True) -> Hit | None:
         """The first breakpoint that stops at this iteration, counting hits (bdb semantics)."""
         path = lookup.event.path
-        for bp in list(self.items.values()):
-            if not bp.enabled or not bp.applies_to(path):
+        for bp in tuple(self.items.values()):
+            if not bp.enabled or (bp.loop is not None or bp.paths is not None) and not bp.applies_to(path):
                 continue
             try:
                 hit = bp.condition.truth(lookup)

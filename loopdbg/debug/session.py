@@ -201,13 +201,14 @@ class Session:
 
     def _forward(self) -> ev.IterationDone | None:
         """Move one iteration forward (replaying history, else pulling); None at the end."""
-        nxt = self._pos + 1
+        nxt = self._position + 1
         if nxt < self._frontier:
             self._pos = nxt
-            return self._at(nxt)
+            return self._current
         event = self._pull()
-        if event is not None:
-            self._pos = self._frontier - 1
+        if event is not None:                 # at the frontier: no index arithmetic needed
+            self._position = self._frontier - 1
+            self._current = event
         return event
 
     def _peek(self) -> ev.IterationDone | None:
@@ -220,17 +221,24 @@ class Session:
     def _advance(self, want: Callable[[ev.IterationDone], bool], reason: str) -> Stop:
         self._node = None
         self._pause.clear()
-        check = bool(self.breakpoints.items) or self.on_nan
+        on_nan = self.on_nan
+        breakpoints = self.breakpoints if self.breakpoints.items else None
         lookup = self._lookup
+        forward = self._forward
         count = 0
         while True:
-            event = self._forward()
+            event = forward()
             if event is None:
                 return self._stop_at_end()
-            if check:
+            if on_nan:
                 stop = self._check(event, lookup)
                 if stop is not None:
                     return stop
+            elif breakpoints is not None:
+                lookup.event, lookup._nodes = event, None
+                hit = breakpoints.check(lookup)
+                if hit is not None:
+                    return self._make_stop(BREAKPOINT, hit.reason, event, hit=hit)
             if want(event):
                 return self._make_stop(STEP, reason, event)
             count += 1
