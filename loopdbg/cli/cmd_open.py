@@ -8,8 +8,9 @@ from loopdbg.cli import common
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("open", help="open the debugger on a model (the default command)",
-                       description="Open the loop debugger's terminal UI on MODEL with INPUTS.")
+    p = sub.add_parser("open", help="open the debugger on a model or a trace (the default command)",
+                       description="Open the loop debugger's terminal UI on MODEL with INPUTS, or "
+                                   "replay a recorded FILE.ltrace (any iteration, forward and back).")
     common.add_model_args(p)
     common.add_limit_args(p)
     p.add_argument("--on-nan", action="store_true",
@@ -29,13 +30,19 @@ def run(args) -> int:
         print("loopdbg: the debugger needs a terminal; use `loopdbg run` for a headless run.",
               file=sys.stderr)
         return 2
-    model, inputs, source = common.load_model_and_inputs(args)
-    session = Session(Engine(model), inputs, history=args.history,
-                      max_iterations=args.max_iterations,
-                      max_memory=args.max_memory or common.default_memory_budget(),
-                      on_nan=args.on_nan, source=source)
+    title = args.model
+    if str(args.model).endswith(".ltrace"):
+        from loopdbg.trace.replay import open_replay
+        session = open_replay(args.model, history=args.history, on_nan=args.on_nan)
+    else:
+        model, inputs, source = common.load_model_and_inputs(args)
+        title = model.path
+        session = Session(Engine(model), inputs, history=args.history,
+                          max_iterations=args.max_iterations,
+                          max_memory=args.max_memory or common.default_memory_budget(),
+                          on_nan=args.on_nan, source=source)
     for text in args.breaks:
         session.breakpoints.add(text)
     from loopdbg.tui.app import LoopdbgApp, model_title
-    LoopdbgApp(session, title=model_title(model.path)).run()
+    LoopdbgApp(session, title=model_title(title)).run()
     return 0

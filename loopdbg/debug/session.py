@@ -356,7 +356,7 @@ class Session:
             return self.breakpoints.check(lookup.bind(e), count=False) is not None
         pos = self._find_back(hit)
         if pos is None:
-            if self.oldest <= 0 and self._timeline:
+            if self.oldest <= 0 and self.newest >= 0:
                 self._pos = self.oldest
                 return self._make_stop(HISTORY, "no earlier breakpoint hit; at the first iteration",
                                        self._at(self._pos))
@@ -367,7 +367,7 @@ class Session:
 
     def first(self) -> Stop:
         """To the oldest iteration still in the history."""
-        if not self._timeline:
+        if self.newest < self.oldest:
             return self.stop
         self._pos = self.oldest
         self._node = None
@@ -375,7 +375,7 @@ class Session:
 
     def last(self) -> Stop:
         """To the newest iteration run so far."""
-        if not self._timeline:
+        if self.newest < self.oldest:
             return self.stop
         self._pos = self.newest
         self._node = None
