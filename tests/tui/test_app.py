@@ -254,7 +254,7 @@ async def test_space_pauses_a_running_continue():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("c")
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.2)
         assert app.busy, "continue on an endless loop should still be running"
         assert "running continue" in app.sub_title
         await pilot.press("n")                       # refused while busy: no second worker
@@ -278,7 +278,7 @@ async def test_b_shows_an_invalid_expression_in_the_prompt_then_adds_a_valid_one
         await settle(pilot)
         await pilot.press("b")                       # escape cancels
         assert isinstance(app.screen, Prompt)
-        await type_text(pilot, "i == 1")
+        app.screen.query_one(Input).value = "i == 1"
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, Prompt) and not sess.breakpoints.items
@@ -366,7 +366,7 @@ async def test_i_inspects_a_value_in_the_inspector_tab():
         await press(pilot, "n")                      # the inspector follows the iteration
         assert text_of(app.query_one("#inspect-view", Static)) != view
         await pilot.press("i")                       # an unknown name: the error in the tab
-        await type_text(pilot, "no_such_value")
+        app.screen.query_one(Input).value = "no_such_value"
         await pilot.press("enter")
         await pilot.pause()
         assert text_of(app.query_one("#inspect-view", Static)).startswith("no_such_value:")
