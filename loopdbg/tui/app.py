@@ -169,7 +169,8 @@ class LoopdbgApp(App):
             from loopdbg.teach.modes import loop_mode
             mode = loop_mode(event.spec, session.loop_started.get(event.path)).mode
         self.query_one(LoopState).show(stop, session, mode)
-        self.query_one(PseudoCode).show(stop)
+        self.query_one(PseudoCode).show(
+            stop, session.loop_started.get(event.path) if event is not None else None)
         self.query_one(GraphView).show(stop, session)
         history = self._loop_history(event)
         self.query_one(BackEdgeTable).show(stop, history)

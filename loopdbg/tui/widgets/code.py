@@ -25,14 +25,19 @@ class PseudoCode(Static):
 
     DEFAULT_CSS = "PseudoCode { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }"
 
-    def show(self, stop) -> None:
+    def show(self, stop, started=None) -> None:
         e = stop.event or (stop.node.event if stop.node else None)
         if e is None:
             self.update(Text("(no loop has started)", style="dim"))
             return
         phase = phase_of(stop)
+        node = stop.node.index if stop.node is not None else None
         text = Text(no_wrap=True, overflow="ellipsis")
-        for line in pseudocode(e.spec):
-            style = "reverse bold" if line.phase == phase else ""
-            text.append(line.render() + "\n", style=style)
+        body_line = -1
+        for line in pseudocode(e.spec, started=started, detail=True, by_mode=True):
+            if line.phase == "body":
+                body_line += 1          # detail mode: one body line per plan step, in order
+            current = (body_line == node) if node is not None and line.phase == "body" else (
+                line.phase == phase and node is None)
+            text.append(line.render() + "\n", style="reverse bold" if current else "")
         self.update(text)

@@ -20,7 +20,7 @@ class LoopState(Static):
         kind_style = {"breakpoint": "bold red", "nan": "bold red", "error": "bold red",
                       "end": "bold green"}.get(stop.kind, "bold cyan")
         t.append(headline(stop) + "\n", style=kind_style)
-        e = stop.event
+        e = stop.event if stop.node is None else stop.node.event
         if e is None:
             started = list(session.loop_started.values())
             t.append("no iteration has run yet\n", style="dim")
@@ -41,7 +41,13 @@ class LoopState(Static):
         t.append("trip_count        ", style="dim")
         t.append(f"{trip}\n")
         t.append("current_iteration ", style="dim")
-        t.append(f"{e.iteration}\n", style="bold yellow")
+        t.append(f"{e.iteration}", style="bold yellow")
+        if stop.node is not None:
+            t.append(f"  (running node by node: {stop.node.index + 1} of {stop.node.total})\n",
+                     style="green")
+            self.update(t)
+            return
+        t.append("\n")
         if spec.kind == "Loop":
             t.append("condition         ", style="dim")
             t.append("true" if e.cond else "false", style="bold green" if e.cond else "bold red")
