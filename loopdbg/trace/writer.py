@@ -24,6 +24,7 @@ import numpy as np
 
 from loopdbg.engine import events as ev
 from loopdbg.trace import format as F
+from loopdbg.trace.batch import FixedLayout
 from loopdbg.trace.index import Index
 from loopdbg.trace.sink import Sink
 
@@ -74,6 +75,7 @@ class TraceWriter:
         self._schemas: dict = {}
         self._cur = _NO_EXECUTION             # what the current loop execution's frames share
         self._compiled = 0
+        self._layout: FixedLayout | None = None   # batched iterations of the current execution
         self.header = dict(header or {})
         self._pend.append(F.preamble())
         self._pos = F.PREAMBLE.size
@@ -86,16 +88,20 @@ class TraceWriter:
     # -- public -----------------------------------------------------------------------------
     @property
     def frames(self) -> int:
-        return self._nframes
+        return self._nframes + self._batched()
 
     @property
     def iterations(self) -> int:
-        return sum(len(offs) for offs in self.index.per_row)
+        return sum(len(offs) for offs in self.index.per_row) + self._batched()
 
     @property
     def bytes_written(self) -> int:
-        """Bytes of frames encoded so far (on disk once the writer thread catches up)."""
-        return self._pos
+        """Bytes of frames recorded so far (on disk soon: at most ``flush_interval`` later)."""
+        layout = self._layout
+        return self._pos + (layout.n * layout.size if layout is not None else 0)
+
+    def _batched(self) -> int:
+        return self._layout.n if self._layout is not None else 0
 
     @property
     def closed(self) -> bool:
@@ -106,6 +112,7 @@ class TraceWriter:
         back here for anything but its own next iteration)."""
         if self._closed:
             raise F.TraceError(f"the trace {self.path} is closed; nothing more can be written.")
+        self._materialize()
         if isinstance(event, ev.IterationDone):
             self._iteration(event)
         elif isinstance(event, ev.LoopStarted):
@@ -238,8 +245,8 @@ class TraceWriter:
         if e.nodes is not None:
             arrays += [(F.NODES, k, v) for k, v in e.nodes.items() if v is not None]
         trip = e.trip_count
-        meta = _pack_iter(e.iteration, -1 if trip is None else trip, e.cond, e.continues) + \
-            cur[5]
+        meta = _pack_iter(e.iteration, -1 if trip is None else trip, bool(e.cond),
+                          bool(e.continues)) + cur[5]
         offs.append(self._frame(F.ITERATION, meta, arrays))
         if cur[4] is not None and e.nodes is None and self._compiled < _MAX_COMPILES:
             self._compile(e, cur)
@@ -267,21 +274,24 @@ class TraceWriter:
     def _compile(self, e, cur) -> None:
         """Install as ``self.write`` straight-line code that writes the next iterations of this
         execution while their tensors keep ``e``'s dtypes and shapes; anything else goes to the
-        general ``TraceWriter.write``."""
+        general ``TraceWriter.write``. Small frames are batched (``batch.FixedLayout``); others
+        are encoded one by one: one join, one checksum, two appends."""
         path, outer, spec, offs, slots, tail = cur
+        self._uncompile()
         self._compiled += 1
         general = TraceWriter.write.__get__(self)
         ns = {"SPEC": spec, "OUTER": outer, "ndarray": _ndarray, "asarray": _asarray,
               "IterationDone": _IterationDone, "general": general, "join": b"".join,
               "pack_iter": _pack_iter, "pack_crc": _pack_crc, "crc32": _crc32, "W": self,
-              "pend_append": self._pend.append, "offs_append": offs.append}
+              "pend_append": self._pend.append, "offs_append": offs.append,
+              "TRIP": e.trip_count}
         src = ["def write(e):",
                "    if type(e) is not IterationDone or e.spec is not SPEC or e.outer is not OUTER"
-               " or e.nodes is not None:",
+               " or e.nodes is not None",
                "        return general(e)",
                "    o = e.body_out",
                "    i = e.body_in"]
-        parts = []
+        parts, layout_slots = [], []
         size = F.META_LEN.size + F.ITER_FIXED.size + len(tail) + F.COUNT.size
         for k, (is_out, idx, group, name) in enumerate(slots):
             v = np.asarray((e.body_out if is_out else e.body_in)[idx])
@@ -290,6 +300,7 @@ class TraceWriter:
             ns[f"D{k}"], ns[f"S{k}"] = v.dtype, v.shape
             ns[f"P{k}"] = prefix = self._entry(group, name, v)
             size += len(prefix) + v.nbytes
+            layout_slots.append((prefix, v.nbytes))
             src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
                     f"    if type(v{k}) is not ndarray:",
                     f"        v{k} = asarray(v{k})",
@@ -297,28 +308,63 @@ class TraceWriter:
                     "        return general(e)"]
             parts.append(f", P{k}, v{k}.tobytes()")
         head = _pack_head(_SYNC, F.ITERATION, 0, 0, size)
-        ns["LEAD"] = head + _pack_meta_len(F.ITER_FIXED.size + len(tail))
-        ns["POST"] = tail + _pack_count(len(slots))
-        ns["SIZE"] = total = size + F.HEAD.size + F.CRC.size
-        self._tick_every = max(1, min(128, self._batch // total))
-        src += ["    t = e.trip_count",
-                "    frame = join((LEAD, pack_iter(e.iteration, -1 if t is None else t, e.cond,"
-                " e.continues), POST" + "".join(parts) + "))",
-                "    w = W",
-                "    off = w._pos",
-                "    pend_append(frame)",
-                "    pend_append(pack_crc(crc32(frame)))",
-                "    w._pos = off + SIZE",
-                "    w._nframes += 1",
-                "    offs_append(off)",
-                "    w._tick -= 1",
-                "    if w._tick < 0:",
-                "        w._maybe_flush()"]
+        lead = head + _pack_meta_len(F.ITER_FIXED.size + len(tail))
+        post = tail + _pack_count(len(slots))
+        total = size + F.HEAD.size + F.CRC.size
+        if FixedLayout.fits(total):
+            self._layout = layout = FixedLayout(self, lead, e.trip_count, post, layout_slots,
+                                                e.iteration + 1, offs)
+            ns.update(B=layout, data_append=layout.data.append,
+                      flags_append=layout.flags.append)
+            src[1] += " or e.iteration != B.next or e.trip_count != TRIP"
+            src += [f"    data_append(v{k}.tobytes())" for k in range(len(slots))]
+            src += ["    flags_append(e.cond)",
+                    "    flags_append(e.continues)",
+                    "    B.next += 1",
+                    "    n = B.n + 1",
+                    "    B.n = n",
+                    "    if n >= B.check_at:",
+                    "        W._batch_check()"]
+        else:
+            ns.update(LEAD=lead, POST=post, SIZE=total)
+            self._tick_every = max(1, min(128, self._batch // total))
+            src += ["    t = e.trip_count",
+                    "    frame = join((LEAD, pack_iter(e.iteration, -1 if t is None else t, "
+                    "bool(e.cond), bool(e.continues)), POST" + "".join(parts) + "))",
+                    "    w = W",
+                    "    off = w._pos",
+                    "    pend_append(frame)",
+                    "    pend_append(pack_crc(crc32(frame)))",
+                    "    w._pos = off + SIZE",
+                    "    w._nframes += 1",
+                    "    offs_append(off)",
+                    "    w._tick -= 1",
+                    "    if w._tick < 0:",
+                    "        w._maybe_flush()"]
+        src[1] += ":"
         code = compile("\n".join(src) + "\n", f"<loopdbg trace writer: {path}>", "exec")
         exec(code, ns)  # noqa: S102 - generated above from slot positions; names are constants
         self.write = ns["write"]
 
+    def _batch_check(self) -> None:
+        """Every few hundred batched iterations: encode them when the batch is full or it is
+        time to put them on disk."""
+        layout = self._layout
+        if layout.n >= layout.capacity:
+            layout.materialize()
+            self._maybe_flush()
+        elif time.monotonic() - self._last_flush >= self._interval:
+            self._flush()
+        else:
+            layout.check_at = layout.n + layout.step
+
+    def _materialize(self) -> None:
+        if self._layout is not None:
+            self._layout.materialize()
+
     def _uncompile(self) -> None:
+        self._materialize()
+        self._layout = None
         self.__dict__.pop("write", None)
 
     def _entry(self, group: int, name: str, v: np.ndarray) -> bytes:
@@ -386,6 +432,7 @@ class TraceWriter:
             self._flush()
 
     def _flush(self) -> None:
+        self._materialize()
         self._last_flush = time.monotonic()
         pend = self._pend
         if pend:

@@ -237,3 +237,42 @@ def test_live_events_stay_unchanged_and_are_passed_through(tmp_path):
             seen.append(type(e).__name__)
     assert seen[0] == "LoopStarted" and seen[-1] == "RunFinished"
     assert rec.writer.closed and rec.final is not None
+
+
+def _write_all(path, events, **options):
+    with TraceWriter(path, {"fixed": True}, **options) as w:
+        for e in events:
+            w.write(e)
+
+
+@pytest.mark.parametrize("case", ["scalar_while", "ti_gru", "loop_while_iter", "nested",
+                                  "wide_state", "cond_flags"])
+def test_batched_frames_are_the_bytes_of_one_by_one_frames(tmp_path, monkeypatch, case):
+    """Small frames of fixed layout are encoded in numpy batches with table-driven crc32s; the
+    file must be byte for byte what encoding each frame alone gives."""
+    if case == "scalar_while":
+        model, inputs = scalar_while(3000)
+        events = list(Engine(model).run(inputs))
+    elif case == "nested":
+        events = list(Engine(read_model(NESTED / "model.xml")).run(
+            load_npz(NESTED / "inputs.npz")))
+    elif case in ("ti_gru", "loop_while_iter"):
+        events = list(Engine(read_model(CORPUS / case / "model.xml")).run(
+            load_npz(CORPUS / case / "inputs.npz")))
+    else:
+        wide = case == "wide_state"          # 128 varying data bytes: crc32 row by row
+        spec = fake_spec(["s", "k"], ["s2", "k2"], [("s", 0), ("k", 1)])
+        events = [LoopStarted("w", 1, "w", "Loop", None, True, (), spec)]
+        for i in range(700):
+            s = np.full(32 if wide else 1, i * 0.5, np.float32)
+            k = np.array(i, np.int64)
+            events.append(IterationDone("w", i, None, np.bool_(i % 3 != 2), i < 699, spec,
+                                        (s, k), (s, k)))
+        events.append(LoopFinished("w", 700, "condition", {}))
+    _write_all(tmp_path / "batched.ldt", events, batch_bytes=16 << 10)
+    import loopdbg.trace.batch as batch
+    monkeypatch.setattr(batch.FixedLayout, "fits", staticmethod(lambda size: False))
+    _write_all(tmp_path / "single.ldt", events, batch_bytes=16 << 10)
+    assert (tmp_path / "batched.ldt").read_bytes() == (tmp_path / "single.ldt").read_bytes()
+    with TraceReader(tmp_path / "batched.ldt") as t:
+        assert t.verify() == []
