@@ -35,6 +35,18 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from loopdbg.errors import RunError
+
+    try:
+        return _run(args)
+    except RunError as exc:       # errors inside a loop name the loop, not the file: add it
+        file = getattr(args, "model_file", None) or args.model
+        if not str(exc).startswith(f"{file}:"):
+            exc.args = (f"{file}: {exc}",)
+        raise
+
+
+def _run(args) -> int:
     import numpy as np
 
     from loopdbg.engine import Engine
@@ -42,6 +54,7 @@ def run(args) -> int:
 
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     model, inputs, source = common.load_model_and_inputs(args, say=say)
+    args.model_file = model.path
     engine = Engine(model)
     budget = args.max_memory or common.default_memory_budget()
     if args.breaks or args.watch or args.on_nan:
