@@ -49,14 +49,23 @@ def main(argv: list[str] | None = None) -> int:
     if argv == ["--version"]:                 # the fast path: no sub-command modules loaded
         print(f"loopdbg {__version__}")
         return 0
-    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
-        argv.insert(0, "open")          # `loopdbg MODEL [INPUTS]` opens the debugger
+    if _opens_a_model(argv):
+        argv.insert(0, "open")          # `loopdbg [OPTIONS] MODEL [INPUTS]` opens the debugger
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
     return _call(args)
+
+
+def _opens_a_model(argv: list[str]) -> bool:
+    """Whether argv names no sub-command: its first word that is not an option is a file."""
+    if not argv or argv[0] in ("-h", "--help", "--version"):
+        return False
+    words = [a for a in argv if not a.startswith("-")]
+    return bool(words) and words[0] not in COMMANDS and (
+        not argv[0].startswith("-") or any(a.endswith((".xml", ".onnx", ".ltrace")) for a in words))
 
 
 def _call(args) -> int:

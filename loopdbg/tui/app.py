@@ -46,22 +46,23 @@ class LoopdbgApp(App):
 
     CSS_PATH = "app.tcss"
     TITLE = "loopdbg"
+    # In the order the footer shows them: the most needed first, so 80 columns keep help and quit.
     BINDINGS = [
         Binding("n", "command('next')", "next"),
         Binding("N", "command('back')", "back"),
         Binding("s", "command('step_node')", "step"),
-        Binding("f", "command('finish')", "finish"),
         Binding("c", "command('continue')", "continue"),
-        Binding("space", "pause", "pause"),
         Binding("b", "add_breakpoint", "break"),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
+        Binding("f", "command('finish')", "finish"),
+        Binding("space", "pause", "pause"),
         Binding("w", "add_watch", "watch"),
-        Binding("i", "inspect", "inspect", show=False),
+        Binding("i", "inspect", "inspect"),
+        Binding("r", "command('restart')", "restart"),
         Binding("R", "command('reverse')", "reverse-continue", show=False),
         Binding("g", "command('first')", "first", show=False),
         Binding("G", "command('last')", "last", show=False),
-        Binding("r", "command('restart')", "restart"),
-        Binding("question_mark", "help", "help"),
-        Binding("q", "quit", "quit"),
     ]
 
     def __init__(self, session: Session, *, title: str = "", autostart: bool = True):
@@ -142,11 +143,24 @@ class LoopdbgApp(App):
 
     @on(Busy)
     def _on_busy(self, message: Busy) -> None:
-        self.sub_title = f"{self.model_title} · running {message.command}… (space pauses)"
+        self._running = message.command
+        self._show_progress()
+        self._progress_timer = self.set_interval(0.3, self._show_progress)
+
+    def _show_progress(self) -> None:
+        """While a command runs: where the engine is (read from the session, never blocking)."""
+        if not self.busy:
+            return
+        e = self.session.current
+        where = f" · loop {e.path} iteration {e.iteration}" if e is not None else ""
+        self.sub_title = f"{self.model_title} · running {self._running}…{where} (space pauses)"
 
     @on(Stopped)
     def _on_stopped(self, message: Stopped) -> None:
         self.busy = False
+        if self._progress_timer is not None:
+            self._progress_timer.stop()
+            self._progress_timer = None
         self.sub_title = self.model_title
         stop = message.stop
         self.refresh_all(stop)
@@ -158,6 +172,8 @@ class LoopdbgApp(App):
         self._notices_shown = len(self.session.notices)
 
     _notices_shown = 0
+    _progress_timer = None
+    _running = ""
 
     # -- drawing ------------------------------------------------------------------------------
     def refresh_all(self, stop: Stop) -> None:
@@ -278,4 +294,11 @@ def run_app(session: Session, title: str = "") -> int:
 
 
 def model_title(path) -> str:
-    return Path(path).name if path else ""
+    """The model's path as the user would type it (relative to here when it is below here)."""
+    if not path:
+        return ""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)

@@ -118,7 +118,7 @@ async def test_opens_at_the_first_iteration_and_fills_every_panel():
         assert graph.virtual_size.height > 0
         assert any("body_x" in line for line in graph._lines)
         back = rows(app.query_one(BackEdgeTable))
-        assert [r[0] for r in back] == ["Result_5536 → body_x", "Result_5537 → body_count"]
+        assert [r[0] for r in back] == ["body_x ← Add_5526", "body_count ← Add_5530"]
         scans = rows(app.query_one(ScanTable))
         assert scans and scans[0][0] == "x_trace" and scans[0][2] == "(1,)"
 
@@ -129,7 +129,7 @@ async def test_without_autostart_nothing_has_run():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert sess.current is None
-        assert "no iteration has run yet" in state_text(app)
+        assert "loop loop ran 0 iterations: the execution condition was false" in state_text(app)
         assert "no loop has started" in text_of(app.query_one(PseudoCode))
         await press(pilot, "n")
         assert field(app, "current_iteration") == "0"
@@ -242,7 +242,7 @@ async def test_c_runs_to_the_end_and_r_restarts():
         assert app.last_stop.kind == "end"
         await press(pilot, "r")
         assert sess.current is None and app.last_stop.kind == "start"
-        assert "no iteration has run yet" in state_text(app)
+        assert "loop loop ran 0 iterations: the execution condition was false" in state_text(app)
         assert len(sess.breakpoints.watches) == 1   # kept across the restart
         await press(pilot, "n")
         assert sess.current.iteration == 0 and sess.stop.position == 0
@@ -457,12 +457,12 @@ async def test_a_loop_that_never_runs_says_so():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.last_stop.kind == "end" and sess.current is None
-        assert "no iteration has run yet" in state_text(app)
+        assert "loop loop ran 0 iterations: the execution condition was false" in state_text(app)
         for key in ("n", "N", "s", "G"):
             await press(pilot, key)
             assert app.last_stop.kind not in ("error", "step", "node"), key
             assert sess.current is None
-            assert "no iteration has run yet" in state_text(app)
+            assert "loop loop ran 0 iterations: the execution condition was false" in state_text(app)
 
 
 async def test_small_terminal_80x24_keeps_the_state_panel_and_footer():

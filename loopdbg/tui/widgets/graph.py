@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -57,6 +57,7 @@ class GraphView(ScrollView, can_focus=True):
         self._styles: list[list[str | None]] = []
         self._previous: dict[str, np.ndarray] = {}
         self._previous_key = None
+        self._focus_box = None
 
     def show(self, stop, session) -> None:
         event = stop.event or (stop.node.event if stop.node else None)
@@ -79,10 +80,15 @@ class GraphView(ScrollView, can_focus=True):
         self._previous, self._previous_key = values, key
         current = stop.node.layer.name if stop.node is not None else None
         texts = {name: short_value(v) for name, v in values.items()}
+        self._focus_box = None
         lines, styles = self._draw(spec, texts, changed, current)
         self._lines, self._styles = lines, styles
         self.virtual_size = Size(max((len(s) for s in lines), default=0), len(lines))
         self.refresh()
+        box = self._focus_box
+        if box is not None:               # node stepping: keep the node just executed in view
+            self.call_after_refresh(self.scroll_to_region, Region(box.x, box.y, box.w, box.h),
+                                    animate=False)
 
     def _values(self, event, stop) -> dict:
         if stop.node is not None:
@@ -103,8 +109,10 @@ class GraphView(ScrollView, can_focus=True):
             lines = [str(exc), ""] + _listing(spec, texts)
             return lines, [["note"] * len(lines[0])] + [[None] * len(s) for s in lines[1:]]
         values = {ids[n]: f"= {t}" for n, t in texts.items() if n in ids}
+        current_id = ids.get(current)
         canvas = render(layout, values, changed={ids[n] for n in changed if n in ids},
-                        current=ids.get(current))
+                        current=current_id)
+        self._focus_box = next((b for b in layout.boxes if b.id == current_id), None)
         return canvas.lines, canvas.styles
 
     def _set_text(self, lines: list[str]) -> None:

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from loopdbg.debug.report import headline
+from loopdbg.engine.events import STOP_TEXT
 
 
 class LoopState(Static):
@@ -22,10 +23,13 @@ class LoopState(Static):
         t.append(headline(stop) + "\n", style=kind_style)
         e = stop.event if stop.node is None else stop.node.event
         if e is None:
-            started = list(session.loop_started.values())
-            t.append("no iteration has run yet\n", style="dim")
-            if started:
-                t.append(f"loop {started[-1].path} started\n")
+            ended = [end for end in session.loop_ends.values() if end.iterations == 0]
+            if ended:
+                for end in ended:
+                    t.append(f"loop {end.path} ran 0 iterations: ", style="bold")
+                    t.append(f"{end.reason_text}\n", style="magenta")
+            else:
+                t.append("no iteration has run yet\n", style="dim")
             self.update(t)
             return
         spec = e.spec
@@ -48,13 +52,19 @@ class LoopState(Static):
             self.update(t)
             return
         t.append("\n")
+        if stop.kind == "error":
+            nxt = f"iteration {e.iteration + 1} failed (see the log)"
+        elif e.continues:
+            nxt = f"iteration {e.iteration + 1} runs next"
+        else:
+            nxt = "the loop ends: " + STOP_TEXT.get(e.stop_reason or "", "it is done")
         if spec.kind == "Loop":
             t.append("condition         ", style="dim")
             t.append("true" if e.cond else "false", style="bold green" if e.cond else "bold red")
-            t.append(f"  → {'iteration ' + str(e.iteration + 1) + ' runs next' if e.continues else 'the loop ends'}\n")
-        elif not e.continues:
+            t.append(f"  → {nxt}\n")
+        else:
             t.append("next              ", style="dim")
-            t.append("the loop ends (every slice used)\n")
+            t.append(f"{nxt}\n")
         if stop.loop_end is not None:
             t.append("loop ended        ", style="dim")
             t.append(f"{stop.loop_end.iterations} iterations: {stop.loop_end.reason_text}\n",

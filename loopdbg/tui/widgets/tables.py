@@ -6,6 +6,7 @@ import numpy as np
 from textual.widgets import DataTable
 
 from loopdbg.debug.report import fmt_value
+from loopdbg.teach.pseudocode import result_source
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -54,7 +55,7 @@ class BackEdgeTable(DataTable):
                     np.asarray(h.body_out[r]).dtype.kind in "biuf" else float("nan")
                     for h in history]
             lo, hi, mean = stats(value)
-            arrow = f"{spec.result_names[r]} → {p}"
+            arrow = f"{p} ← {result_source(spec, r)}"
             self.add_row(arrow, shape_text(value), str(np.asarray(value).dtype), lo, hi, mean,
                          sparkline(past), key=p)
 
