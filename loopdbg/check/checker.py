@@ -121,6 +121,8 @@ class CheckReport:
     notices: list[tuple] = field(default_factory=list)    # loopdbg's reports: (path, text, rule)
     notes: list[str] = field(default_factory=list)
     trace: str | None = None
+    loopdbg_outputs: dict = field(default_factory=dict, repr=False)   # by output name
+    openvino_outputs: dict = field(default_factory=dict, repr=False)  # by loopdbg's output name
 
     @property
     def outputs_agree(self) -> bool:
@@ -212,6 +214,10 @@ class _Check:
                 reader.close()
         report.notices = notices
         report.loops = self.loops
+        report.loopdbg_outputs = dict(ours or {})
+        if theirs is not None:
+            report.openvino_outputs = {n: v for n, v in zip(self.engine.output_names, theirs)
+                                       if v is not None}
         if ours is not None and theirs is not None:
             report.outputs = self._compare_outputs(ours, theirs)
         elif ours is None:
