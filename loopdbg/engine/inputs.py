@@ -83,7 +83,7 @@ def load_npz(path: str | Path) -> dict[str, np.ndarray]:
             raise InputError(f"{path} holds pickled Python objects, which loopdbg refuses to load; "
                              f"save plain numeric arrays with numpy.savez.") from None
         raise InputError(f"{path} could not be read as an .npz of arrays: {exc}.") from None
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
+    except (OSError, zipfile.BadZipFile, EOFError, MemoryError) as exc:
         raise InputError(f"{path} could not be read as an .npz of arrays: {exc}.") from None
 
 
