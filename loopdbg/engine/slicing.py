@@ -27,6 +27,9 @@ def chunks(x: np.ndarray, axis: int, start: int, end: int, stride: int, part_siz
     length = x.shape[axis]
     s = start + length if start < 0 else start
     e = end + length if end < 0 else end
+    if length and not (0 <= s < length and 0 <= e < length):   # else: zero chunks, silently
+        raise RunError(f"{what}: start={start} end={end} reach outside the axis of length "
+                       f"{length}.")
     lead = (slice(None),) * axis
     p = part_size
     if stride > 0:
