@@ -228,6 +228,10 @@ class _Check:
             if firsts:
                 depth = max(len(d.outer) + 1 for d in firsts)
                 report.divergence = min(firsts, key=lambda d: d.order_key(depth))
+            for lc in self.loops.values():
+                if lc.error:
+                    report.notes.append(f"loop '{lc.path}' was not checked per iteration: "
+                                        f"{lc.error}")
             if not self.loops and self.engine.loops:
                 report.notes.append("no loop body ran, so there was no iteration to compare")
         self._diagnose(report, runs, notices)

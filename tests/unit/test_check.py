@@ -176,6 +176,42 @@ def test_standalone_body_is_a_model_with_dynamic_parameters_and_every_node_as_ou
     assert len(back.graph.results) == len(targets)
 
 
+def _spec(model, path):
+    return Engine(model).loops[path]
+
+
+def test_bookkeeping_names_zero_iterations_iteration_count_and_reversed_concat():
+    from loopdbg.check import bookkeeping as bk
+    from loopdbg.check.compare import Comparison
+
+    spec = _spec(nested_model(), "outer")                # outputs: acc_final (last), all_seq
+    zero = bk.loop_findings(spec, [bk.LoopRun("outer", 0, "zero_trip_count")], [], 0)
+    assert [(f.aspect, f.rule) for f in zero] == [("zero-iteration outputs", 6)]
+    assert "initial value" in zero[0].text              # acc_final is fed by a back edge
+
+    shorter = Comparison("all_seq", (3, 4, 2), "float32", (2, 4, 2), "float32", ok=False,
+                         why="shape")
+    count = bk.loop_findings(spec, [bk.LoopRun("outer", 3, "trip_count")], [], 1, shorter)
+    assert [(f.aspect, f.rule) for f in count] == [("iteration count", 1)]
+    assert "3 along axis 0 in loopdbg, 2 in OpenVINO" in count[0].text
+
+    ti = _spec(ti_model(start=1), "ti")
+    notice = ("ti", "loop 'ti': sliced input 'x_t' uses start=1 ...", 10)
+    assert [(f.aspect, f.rule) for f in bk.loop_findings(ti, [], [notice])] == [("slicing", 10)]
+    assert bk.loop_findings(ti, [], []) == []           # canonical slicing: nothing to say
+
+
+def test_upstream_loops_start_with_the_loop_feeding_the_output():
+    from loopdbg.check import bookkeeping as bk
+
+    model = nested_model()
+    engine = Engine(model)
+    paths = {id(s.layer): p for p, s in engine.loops.items()}
+    g = model.graph
+    assert [bk.upstream_loops(g, rid, paths) for rid in g.results] == \
+        [[("outer", 0)], [("outer", 1)]]
+
+
 def test_check_without_openvino_says_how_to_install_it(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "openvino", None)      # import openvino -> ImportError
     code = main(["check", str(CORPUS / "ti_gru" / "model.xml"),
