@@ -67,6 +67,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     cond_param = spec.condition_param
     cap = ctx.max_iterations
     budget = ctx.max_memory
+    held = ctx.scan_bytes          # pieces the enclosing loop executions are collecting
     feed_counter = cur is not None and not spec.cur_fed_back
     block_base, block = 0, (_counter_block(spec, 0) if feed_counter else None)
     nodes = None
@@ -162,6 +163,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     if stop == ev.STOP_CAP:
         yield from _notice(ctx, path, f"{here} stopped after {i} iterations at the iteration cap "
                                  f"(--max-iterations {cap}); its outputs are what those produced.", 9)
+    ctx.scan_bytes = held          # this execution's pieces end here, joined into its outputs
     outputs = tuple(outs[o.result_pos] if o.kind == irm.LAST_VALUE
                     else spec.join_concat(o.concat_k, collected[o.concat_k])
                     for o in spec.outputs)
