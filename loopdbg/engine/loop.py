@@ -117,8 +117,8 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                     if ctx.scan_bytes > budget:
                         raise ResourceLimitError(
                             f"{here}: at iteration {i} the concatenated outputs hold "
-                            f"{ctx.scan_bytes / 2**20:.1f} MiB, past the memory budget of "
-                            f"{budget / 2**20:.1f} MiB (--max-memory).", loop_path=path, iteration=i)
+                            f"{_size(ctx.scan_bytes)}, past the memory budget of "
+                            f"{_size(budget)} (--max-memory).", loop_path=path, iteration=i)
             if cond_pos is not None:                          # rule 3: this iteration still counts
                 try:
                     cond = bool(outs[cond_pos])
@@ -302,6 +302,13 @@ def _fail(spec: LoopSpec, ctx: RunContext, i: int, outer, exc: Exception):
     finished = ev.LoopFinished(spec.path, i, ev.STOP_ERROR, {}, outer, error=str(exc))
     ctx.loops.append(finished)
     yield finished
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
 
 
 def _reason(exc: Exception) -> str:
