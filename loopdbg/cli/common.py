@@ -38,11 +38,12 @@ def memory_size(text: str) -> int:
     units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
     t = text.strip().upper().rstrip("B")
     try:
-        if t and t[-1] in units:
-            return int(float(t[:-1]) * units[t[-1]])
-        return int(t)
-    except ValueError:
+        size = int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"{text!r} is not a size like 512M or 4G") from None
+    if size < 1:        # 0 would silently fall back to the default budget
+        raise argparse.ArgumentTypeError(f"{text!r}: the budget must be at least 1 byte")
+    return size
 
 
 def default_memory_budget() -> int:
