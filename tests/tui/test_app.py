@@ -129,7 +129,7 @@ async def test_without_autostart_nothing_has_run():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert sess.current is None
-        assert "loop loop ran 0 iterations: the execution condition was false" in state_text(app)
+        assert "no iteration has run yet" in state_text(app)
         assert "no loop has started" in text_of(app.query_one(PseudoCode))
         await press(pilot, "n")
         assert field(app, "current_iteration") == "0"
@@ -242,7 +242,7 @@ async def test_c_runs_to_the_end_and_r_restarts():
         assert app.last_stop.kind == "end"
         await press(pilot, "r")
         assert sess.current is None and app.last_stop.kind == "start"
-        assert "loop loop ran 0 iterations: the execution condition was false" in state_text(app)
+        assert "no iteration has run yet" in state_text(app)
         assert len(sess.breakpoints.watches) == 1   # kept across the restart
         await press(pilot, "n")
         assert sess.current.iteration == 0 and sess.stop.position == 0
