@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
-from loopdbg.check.compare import Comparison, fmt_shape
+from loopdbg.check.compare import Comparison
 from loopdbg.engine.loopspec import LoopSpec, OutputForm
 from loopdbg.ir import model as irm
 from loopdbg.ir.model import Graph
@@ -147,7 +147,8 @@ def loop_findings(spec: LoopSpec, runs: Iterable[LoopRun], notices: Iterable[tup
                 found.append(Finding(path, SLICING, 10, text, out))
             else:
                 text = (f"sliced input '{f.name}' has start={f.start} end={f.end} "
-                        f"stride={f.stride}; loopdbg slices as the TensorIterator rule says, "
+                        f"stride={f.stride}; loopdbg slices as the TensorIterator rule (rule 10) "
+                        f"says, "
                         f"OpenVINO ignores start and end on a Loop and feeds the whole axis, "
                         f"one element after the other")
                 found.append(Finding(path, SLICING, 8, text, out))
@@ -209,6 +210,3 @@ def _differs_on_axis_only(c: Comparison, axis: int | None) -> bool:
     ax = axis + len(a) if axis < 0 else axis
     return all(x == y for k, (x, y) in enumerate(zip(a, b)) if k != ax)
 
-
-def shapes_text(c: Comparison) -> str:
-    return f"{fmt_shape(c.shape)} in loopdbg, {fmt_shape(c.other_shape)} in OpenVINO"

@@ -68,7 +68,7 @@ class Divergence:
         if t is None:
             return "OpenVINO could not run the body"
         if t.kind == NODE:
-            return f"node '{t.name}' ({t.layer.type})" if t.layer is not None else f"node '{t.name}'"
+            return f"node '{t.name}'" + (f" ({t.layer.type})" if t.layer is not None else "")
         src = f" (computed by '{t.layer.name}', {t.layer.type})" if t.layer is not None else ""
         return f"body Result '{t.name}'{src}"
 
@@ -435,6 +435,9 @@ class _Check:
                 if ups and not here:
                     here.append(bk.unexplained(ups[0][0], c.name, c))
                 findings += here
+        if report.openvino_error is not None and report.divergence is None:
+            for spec in self.engine.loops.values():
+                findings += bk.loop_findings(spec, runs, notices)
         report.findings = bk.merge(findings)
         report.confirmed = self.per_iteration and report.bodies_agree and \
             report.divergence is None

@@ -34,7 +34,7 @@ class Target:
     """One output of a standalone body: a body Result, or a node made an output."""
 
     kind: str                   # RESULT or NODE
-    name: str                   # the Result's name, or the node value's name (``layer`` / ``layer:k``)
+    name: str                   # the Result's name, or the node's value name (``layer[:k]``)
     index: int                  # position among the body Results, or in the plan's value list
     layer: Layer | None         # the layer that computes the value (None: a Parameter or Const)
     order: int                  # execution order of that layer (-1: a Parameter or Const)
@@ -63,8 +63,8 @@ def standalone_body(plan: GraphPlan, values: Sequence, *, all_nodes: bool = Fals
     for k, rid in enumerate(graph.results):
         src = graph.producer(rid, 0)
         producer = graph.layers.get(src[0]) if src else None
-        cooking = producer if producer is not None and producer.id in order else None
-        targets.append(Target(RESULT, graph.layers[rid].name, k, cooking,
+        computed_by = producer if producer is not None and producer.id in order else None
+        targets.append(Target(RESULT, graph.layers[rid].name, k, computed_by,
                               order.get(src[0], -1) if src else -1, src[1] if src else 0))
     if all_nodes:
         next_id = max(graph.layers, default=-1) + 1

@@ -166,7 +166,11 @@ def side_by_side(ours, theirs) -> list[str]:
 
 
 def _findings(r: CheckReport) -> list[str]:
-    if r.divergence is not None and r.divergence.inner is not None:
+    if r.openvino_error is not None and r.divergence is None:
+        head = ("OpenVINO failed where loopdbg did not" + (" and every body iteration agrees"
+                                                          if r.confirmed else "")
+                + "; what in the loops' bookkeeping may explain it:")
+    elif r.divergence is not None and r.divergence.inner is not None:
         head = (f"the value differs at the output of nested loop '{r.divergence.inner}', whose "
                 f"body agrees at every iteration: the difference lies in its bookkeeping:")
     elif r.confirmed:

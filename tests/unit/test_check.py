@@ -298,6 +298,24 @@ def test_ti_sliced_from_1_is_a_slicing_divergence_and_loopdbg_follows_the_spec(t
 
 
 @pytest.mark.oracle
+def test_a_loop_sliced_from_1_is_a_rule_8_slicing_divergence(tmp_path):
+    b = GraphBuilder("loop_start1")
+    x = b.parameter("x", "f32", [4, 2])
+    loop = b.loop("loop", trip=3)
+    x_t = loop.sliced_input(x, "x_t", axis=0, start=1)
+    acc = loop.merged_input(b.const("zero", np.zeros((1, 2), np.float32)), "acc")
+    acc_new = loop.body.op("Add", [acc, x_t], name="acc_new")
+    loop.back_edge(acc_new, acc)
+    b.result(loop.output_last(acc_new, name="acc_last"))
+    x_value = np.arange(8, dtype=np.float32).reshape(4, 2)
+    report = run_check(b.build(), {"x": x_value}, tmp_path, per_iteration=True)
+    assert report.exit_code == 1 and report.confirmed
+    assert [(f.path, f.aspect, f.rule) for f in report.findings] == [("loop", "slicing", 8)]
+    np.testing.assert_array_equal(report.loopdbg_outputs["acc_last"],
+                                  x_value[1:].sum(0, keepdims=True))
+
+
+@pytest.mark.oracle
 def test_without_per_iteration_the_slicing_rule_is_only_a_suspect(tmp_path):
     report = run_check(ti_model(start=1), TI_INPUTS, tmp_path)
     assert report.exit_code == 1 and not report.confirmed
