@@ -80,6 +80,9 @@ def _run(args) -> int:
         if recorder is not None:
             recorder.close("interrupted", "interrupted (Ctrl+C)")
             say(f"trace closed: {args.trace} holds what was computed")
+        state = progress.state()
+        if state and not args.quiet:
+            print(state)
         print(f"loopdbg: interrupted; {progress.summary()}.", file=sys.stderr)
         return 130
     finally:

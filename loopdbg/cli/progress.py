@@ -17,6 +17,7 @@ class Progress:
         self.last_draw = self.start
         self.count = 0
         self.current: tuple[str, int] | None = None
+        self.last = None                      # the last IterationDone, for its state on Ctrl+C
         self.drawn = False
 
     def update(self, event) -> None:
@@ -25,6 +26,7 @@ class Progress:
             return
         self.count += 1
         self.current = (event.path, iteration)
+        self.last = event
         if self.enabled and not self.count & 255:
             now = time.perf_counter()
             if now - self.last_draw >= self.interval:
@@ -44,6 +46,18 @@ class Progress:
             return "no iteration had finished"
         path, i = self.current
         return f"the last finished iteration was {i} of loop '{path}' ({self.count} in all)"
+
+    def state(self) -> str | None:
+        """The values the last finished iteration passes on (its back edges), one per line."""
+        if self.last is None or not self.last.spec.back_edges:
+            return None
+        from loopdbg.debug.report import fmt_value
+
+        values = self.last.back_edges
+        width = max(len(name) for name in values)
+        return "\n".join([f"state after iteration {self.last.iteration} of loop "
+                          f"'{self.last.path}':"] +
+                         [f"  {name:<{width}}  {fmt_value(v)}" for name, v in values.items()])
 
     def close(self) -> None:
         if self.drawn:
