@@ -241,6 +241,11 @@ def main(argv=None) -> int:
         trace_rows(w_engine, w_inputs, iters_while, t_while, big_state(iters_state), rows, repeat)
     except ImportError:
         pass
+    try:
+        from benchmark_ui import ui_rows
+        ui_rows(rows)
+    except ImportError:
+        pass
     startup(rows)
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'loopdbg':>14}  {'reference':>18}  {'ratio':>7}  {'target':>10}  ok")
