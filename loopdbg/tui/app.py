@@ -44,7 +44,7 @@ class LoopdbgApp(App):
     b breakpoint · w watch · i inspect · R reverse-continue · g/G first/last · r restart · q quit
     """
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")   # absolute: subclasses elsewhere find it too
     TITLE = "loopdbg"
     # In the order the footer shows them: the most needed first, so 80 columns keep help and quit.
     BINDINGS = [
