@@ -20,6 +20,7 @@ from loopdbg.trace import format as F
 MAX_FRAME = 4096            # bytes: bigger frames are encoded one by one
 MAX_TABLE_BYTES = 64        # varying bytes per frame up to which crc tables are used
 BATCH = 4096                # frames per materialization (at most)
+_tables: dict = {}          # (frame length, varying positions) -> crc tables
 
 
 class FixedLayout:
@@ -56,7 +57,14 @@ class FixedLayout:
         for off, _, nb in self.slices:
             varying.extend(range(off, off + nb))
         self.varying = np.array(varying, dtype=np.intp)
-        self.table = _crc_tables(body, self.varying) if len(varying) <= MAX_TABLE_BYTES else None
+        self.table = None
+        if len(varying) <= MAX_TABLE_BYTES:
+            key = (len(body), tuple(varying))
+            self.table = _tables.get(key)
+            if self.table is None:
+                if len(_tables) > 256:
+                    _tables.clear()
+                self.table = _tables[key] = _crc_tables(body, self.varying)
         self.template_crc = zlib.crc32(body)     # with zeros in every varying byte
         self.capacity = max(64, min(BATCH, writer._batch // self.size))   # frames per batch
         self.step = min(256, self.capacity)

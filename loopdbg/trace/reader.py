@@ -398,7 +398,13 @@ class TraceReader:
         if off < 0:
             raise F.TraceError(f"{self.path}: the start of loop '{path}'{_at(outer)} is not "
                                f"in the trace.")
-        return self._decode(off, f"the start frame of loop '{path}'{_at(outer)}").meta
+        meta = self._decode(off, f"the start frame of loop '{path}'{_at(outer)}").meta
+        if "schema" not in meta:                 # written with the loop's first execution only
+            first = self.index.rows(path)[0]
+            if first != row and int(self.index.ex_start[first]) >= 0:
+                meta["schema"] = self._decode(int(self.index.ex_start[first]),
+                                              f"the start frame of loop '{path}'").meta.get("schema")
+        return meta
 
     def loop_outputs(self, path: str, outer: tuple = ()) -> dict[str, np.ndarray] | None:
         """The last-value outputs of an execution (concatenated ones are its scan slices)."""

@@ -8,14 +8,14 @@ every ``flush_interval`` seconds (so a killed process loses at most that much) o
 disk writes while the model computes. ``close`` writes the END frame, the footer index and the
 locator; a writer that is never closed leaves a file the reader recovers by scanning.
 
-Speed: a scalar loop writes one small frame per iteration, so the cost per frame is what matters.
-After an execution's first iteration the writer compiles straight-line code for it (see
-``_compile``) and installs it as this writer's ``write``: one join, one checksum, two appends.
+Speed: a scalar loop writes one small frame per iteration, so the cost per frame is what matters;
+see ``fastpath`` for the code compiled per loop execution and installed as this writer's
+``write`` while that execution is current.
 """
 
 from __future__ import annotations
 
-import struct
+import json
 import time
 import zlib
 from typing import Mapping
@@ -24,7 +24,7 @@ import numpy as np
 
 from loopdbg.engine import events as ev
 from loopdbg.trace import format as F
-from loopdbg.trace.batch import FixedLayout
+from loopdbg.trace import fastpath
 from loopdbg.trace.index import Index
 from loopdbg.trace.sink import Sink
 
@@ -36,11 +36,8 @@ _pack_iter = F.ITER_FIXED.pack
 _crc32 = zlib.crc32
 _ndarray = np.ndarray
 _asarray = np.asarray
-_IterationDone = ev.IterationDone
 _SYNC = F.SYNC
 _BIG = F.BIG
-_NO_EXECUTION = (None,) * 6
-_MAX_COMPILES = 8          # per loop execution: tensors whose shapes keep changing stay general
 
 
 class TraceWriter:
@@ -73,9 +70,11 @@ class TraceWriter:
         self._nframes = 0
         self._entries: dict = {}              # (group, name, dtype, shape) -> entry prefix
         self._schemas: dict = {}
-        self._cur = _NO_EXECUTION             # what the current loop execution's frames share
-        self._compiled = 0
-        self._layout: FixedLayout | None = None   # batched iterations of the current execution
+        self._execs: dict = {}                # (path, outer) -> fastpath.Execution, running ones
+        self._cur: fastpath.Execution | None = None   # the one whose code is installed
+        self._slots: dict = {}                # id(spec) -> (spec, fastpath.slots_of(spec))
+        self._plans: dict = {}                # (id(spec), tail length) -> fastpath plan
+        self._lead_json: dict = {}            # path -> the start of its LOOP_START meta
         self.header = dict(header or {})
         self._pend.append(F.preamble())
         self._pos = F.PREAMBLE.size
@@ -100,8 +99,13 @@ class TraceWriter:
         layout = self._layout
         return self._pos + (layout.n * layout.size if layout is not None else 0)
 
+    @property
+    def _layout(self):
+        return self._cur.layout if self._cur is not None else None
+
     def _batched(self) -> int:
-        return self._layout.n if self._layout is not None else 0
+        layout = self._layout
+        return layout.n if layout is not None else 0
 
     @property
     def closed(self) -> bool:
@@ -112,6 +116,13 @@ class TraceWriter:
         back here for anything but its own next iteration)."""
         if self._closed:
             raise F.TraceError(f"the trace {self.path} is closed; nothing more can be written.")
+        if isinstance(event, ev.IterationDone):
+            ex = self._execs.get((event.path, event.outer))
+            if ex is not None and ex.fast is not None and ex.spec is event.spec:
+                if ex is not self._cur:
+                    self._activate(ex)
+                if ex.fast(event):
+                    return
         self._materialize()
         if isinstance(event, ev.IterationDone):
             self._iteration(event)
@@ -137,7 +148,8 @@ class TraceWriter:
         """Write the END frame, the footer and the locator; close the file. Idempotent."""
         if self._closed:
             return
-        self._uncompile()
+        self._activate(None)
+        self._execs.clear()
         self._closed = True
         failure = None
         try:
@@ -183,27 +195,38 @@ class TraceWriter:
 
     # -- events -----------------------------------------------------------------------------
     def _loop_started(self, e: ev.LoopStarted) -> None:
-        meta = {"path": e.path, "layer_id": e.layer_id, "layer_name": e.layer_name,
-                "kind": e.kind, "trip_count": e.trip_count,
-                "execution_condition": e.execution_condition, "outer": list(e.outer),
-                "schema": self._schema(e.path, e.spec)}
-        off = self._frame(F.LOOP_START, F.json_bytes(meta), ())
+        # JSON by hand: a nested loop starts (and finishes) once per outer iteration
+        lead = self._lead_json.get(e.path)
+        if lead is None:
+            lead = self._lead_json[e.path] = (
+                f'{{"path":{json.dumps(e.path)},"layer_id":{int(e.layer_id)},'
+                f'"layer_name":{json.dumps(e.layer_name)},"kind":{json.dumps(e.kind)},')
+        trip = "null" if e.trip_count is None else int(e.trip_count)
+        meta = (f'{lead}"trip_count":{trip},'
+                f'"execution_condition":{"true" if e.execution_condition else "false"},'
+                f'"outer":[{",".join(map(str, e.outer))}]')
+        if e.path not in self._schemas:         # once per loop
+            meta += ',"schema":' + json.dumps(self._schema(e.path, e.spec),
+                                              separators=(",", ":"), default=str)
+        off = self._frame(F.LOOP_START, (meta + "}").encode(), ())
         self.index.path_info.setdefault(e.path, {"kind": e.kind, "layer_name": e.layer_name,
                                                  "layer_id": e.layer_id})
         self.index.start(e.path, e.outer, off, e.trip_count)
-        self._uncompile()
 
     def _loop_finished(self, e: ev.LoopFinished) -> None:
-        meta = {"path": e.path, "outer": list(e.outer), "iterations": e.iterations,
-                "reason": e.reason, "error": e.error}
+        meta = (f'{{"path":{json.dumps(e.path)},"outer":[{",".join(map(str, e.outer))}],'
+                f'"iterations":{int(e.iterations)},"reason":{json.dumps(e.reason)},'
+                f'"error":{"null" if e.error is None else json.dumps(e.error)}}}').encode()
         concats = set((self._schemas.get(e.path) or {}).get("concats", ()))
         arrays = [(F.OUTPUTS, k, v) for k, v in e.outputs.items() if k not in concats]
-        off = self._frame(F.LOOP_FINISH, F.json_bytes(meta), arrays)
+        off = self._frame(F.LOOP_FINISH, meta, arrays)
         row = self.index.row(e.path, e.outer)
         if row is None:
             row = self.index.start(e.path, e.outer, -1, None)
         self.index.finish(row, off, e.iterations, e.reason, e.error)
-        self._uncompile()
+        ex = self._execs.pop((e.path, e.outer), None)
+        if ex is not None and ex is self._cur:
+            self._activate(None)
 
     def _schema(self, path: str, spec) -> dict | None:
         """The loop's static description, for readers that replay (roles of the Parameters)."""
@@ -233,10 +256,22 @@ class TraceWriter:
     def _iteration(self, e) -> None:
         """Any iteration the compiled code did not take: the first of an execution (with the
         body inputs), trace-all (nodes), big arrays, new shapes, events without a spec."""
-        cur = self._cur
-        if cur[0] is not e.path or cur[1] is not e.outer or cur[2] is not e.spec:
-            cur = self._execution(e)
-        offs = cur[3]
+        key = (e.path, e.outer)
+        ex = self._execs.get(key)
+        if ex is None or ex.spec is not e.spec:
+            row = self.index.row(e.path, e.outer)
+            if row is None:
+                row = self.index.start(e.path, e.outer, -1, e.trip_count)
+            cached = self._slots.get(id(e.spec))
+            if cached is None or cached[0] is not e.spec:
+                cached = self._slots[id(e.spec)] = (e.spec, fastpath.slots_of(e.spec))
+            slots = cached[1]
+            if len(self._execs) > 1024:            # events without LoopFinished
+                self._activate(None)
+                self._execs.clear()
+            ex = self._execs[key] = fastpath.Execution(e.path, e.outer, e.spec,
+                                                       self.index.per_row[row], slots)
+        offs = ex.offs
         arrays = [(F.BACK_EDGES, k, v) for k, v in e.back_edges.items()]
         arrays += [(F.SCAN_SLICES, k, v) for k, v in e.scan_slices.items()]
         arrays += [(F.SLICED_INPUTS, k, v) for k, v in e.sliced_inputs.items()]
@@ -246,105 +281,23 @@ class TraceWriter:
             arrays += [(F.NODES, k, v) for k, v in e.nodes.items() if v is not None]
         trip = e.trip_count
         meta = _pack_iter(e.iteration, -1 if trip is None else trip, bool(e.cond),
-                          bool(e.continues)) + cur[5]
+                          bool(e.continues)) + ex.tail
         offs.append(self._frame(F.ITERATION, meta, arrays))
-        if cur[4] is not None and e.nodes is None and self._compiled < _MAX_COMPILES:
-            self._compile(e, cur)
+        fastpath.plan(self, ex, e)
+        self._activate(ex if ex.write is not None else None)
 
-    def _execution(self, e):
-        """What every iteration frame of this loop execution shares."""
-        path, outer, spec = e.path, e.outer, e.spec
-        row = self.index.row(path, outer)
-        if row is None:
-            row = self.index.start(path, outer, -1, e.trip_count)
-        offs = self.index.per_row[row]
-        pb = path.encode()
-        tail = struct.pack(f"<HH{len(outer)}q", len(outer), len(pb), *outer) + pb
-        try:
-            slots = ([(True, r, F.BACK_EDGES, p) for p, r in spec.back_edge_view]
-                     + [(True, r, F.SCAN_SLICES, n) for n, r in spec.concat_view]
-                     + [(False, q, F.SLICED_INPUTS, n) for n, q in spec.sliced_view])
-        except AttributeError:
-            slots = None
-        self._uncompile()
-        self._cur = (path, outer, spec, offs, slots, tail)
-        self._compiled = 0
-        return self._cur
-
-    def _compile(self, e, cur) -> None:
-        """Install as ``self.write`` straight-line code that writes the next iterations of this
-        execution while their tensors keep ``e``'s dtypes and shapes; anything else goes to the
-        general ``TraceWriter.write``. Small frames are batched (``batch.FixedLayout``); others
-        are encoded one by one: one join, one checksum, two appends."""
-        path, outer, spec, offs, slots, tail = cur
-        self._uncompile()
-        self._compiled += 1
-        general = TraceWriter.write.__get__(self)
-        ns = {"SPEC": spec, "OUTER": outer, "ndarray": _ndarray, "asarray": _asarray,
-              "IterationDone": _IterationDone, "general": general, "join": b"".join,
-              "pack_iter": _pack_iter, "pack_crc": _pack_crc, "crc32": _crc32, "W": self,
-              "pend_append": self._pend.append, "offs_append": offs.append,
-              "TRIP": e.trip_count}
-        src = ["def write(e):",
-               "    if type(e) is not IterationDone or e.spec is not SPEC or e.outer is not OUTER"
-               " or e.nodes is not None",
-               "        return general(e)",
-               "    o = e.body_out",
-               "    i = e.body_in"]
-        parts, layout_slots = [], []
-        size = F.META_LEN.size + F.ITER_FIXED.size + len(tail) + F.COUNT.size
-        for k, (is_out, idx, group, name) in enumerate(slots):
-            v = np.asarray((e.body_out if is_out else e.body_in)[idx])
-            if v.nbytes >= _BIG:
-                return
-            ns[f"D{k}"], ns[f"S{k}"] = v.dtype, v.shape
-            ns[f"P{k}"] = prefix = self._entry(group, name, v)
-            size += len(prefix) + v.nbytes
-            layout_slots.append((prefix, v.nbytes))
-            src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
-                    f"    if type(v{k}) is not ndarray:",
-                    f"        v{k} = asarray(v{k})",
-                    f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
-                    "        return general(e)"]
-            parts.append(f", P{k}, v{k}.tobytes()")
-        head = _pack_head(_SYNC, F.ITERATION, 0, 0, size)
-        lead = head + _pack_meta_len(F.ITER_FIXED.size + len(tail))
-        post = tail + _pack_count(len(slots))
-        total = size + F.HEAD.size + F.CRC.size
-        if FixedLayout.fits(total):
-            self._layout = layout = FixedLayout(self, lead, e.trip_count, post, layout_slots,
-                                                e.iteration + 1, offs)
-            ns.update(B=layout, data_append=layout.data.append,
-                      flags_append=layout.flags.append)
-            src[1] += " or e.iteration != B.next or e.trip_count != TRIP"
-            src += [f"    data_append(v{k}.tobytes())" for k in range(len(slots))]
-            src += ["    flags_append(e.cond)",
-                    "    flags_append(e.continues)",
-                    "    B.next += 1",
-                    "    n = B.n + 1",
-                    "    B.n = n",
-                    "    if n >= B.check_at:",
-                    "        W._batch_check()"]
+    def _activate(self, ex) -> None:
+        """Make ``ex``'s compiled code this writer's ``write`` (None: the general one)."""
+        cur = self._cur
+        if cur is ex:
+            return
+        if cur is not None:
+            fastpath.demote(cur)                # its batched frames come before anything else
+        self._cur = ex
+        if ex is None or ex.write is None:
+            self.__dict__.pop("write", None)
         else:
-            ns.update(LEAD=lead, POST=post, SIZE=total)
-            self._tick_every = max(1, min(128, self._batch // total))
-            src += ["    t = e.trip_count",
-                    "    frame = join((LEAD, pack_iter(e.iteration, -1 if t is None else t, "
-                    "bool(e.cond), bool(e.continues)), POST" + "".join(parts) + "))",
-                    "    w = W",
-                    "    off = w._pos",
-                    "    pend_append(frame)",
-                    "    pend_append(pack_crc(crc32(frame)))",
-                    "    w._pos = off + SIZE",
-                    "    w._nframes += 1",
-                    "    offs_append(off)",
-                    "    w._tick -= 1",
-                    "    if w._tick < 0:",
-                    "        w._maybe_flush()"]
-        src[1] += ":"
-        code = compile("\n".join(src) + "\n", f"<loopdbg trace writer: {path}>", "exec")
-        exec(code, ns)  # noqa: S102 - generated above from slot positions; names are constants
-        self.write = ns["write"]
+            self.write = ex.write
 
     def _batch_check(self) -> None:
         """Every few hundred batched iterations: encode them when the batch is full or it is
@@ -359,13 +312,9 @@ class TraceWriter:
             layout.check_at = layout.n + layout.step
 
     def _materialize(self) -> None:
-        if self._layout is not None:
-            self._layout.materialize()
-
-    def _uncompile(self) -> None:
-        self._materialize()
-        self._layout = None
-        self.__dict__.pop("write", None)
+        layout = self._layout
+        if layout is not None:
+            layout.materialize()
 
     def _entry(self, group: int, name: str, v: np.ndarray) -> bytes:
         """The bytes before an array's data in a frame: group, name, .npy length and header."""
@@ -427,6 +376,10 @@ class TraceWriter:
 
     def _maybe_flush(self) -> None:
         self._tick = self._tick_every
+        ex = self._cur
+        if ex is not None and ex.promotable and len(ex.offs) >= fastpath.PROMOTE:
+            fastpath.promote(self, ex)          # a long run of small frames: batch them
+            self.write = ex.write
         if self._pos - self._flushed >= self._batch or \
                 time.monotonic() - self._last_flush >= self._interval:
             self._flush()

@@ -1,0 +1,181 @@
+"""Compiled writers for the iterations of one loop execution.
+
+A scalar loop writes one small frame per iteration, and the engine runs such an iteration in a
+few microseconds, so the writer's cost per frame decides whether recording doubles the run time.
+After the first iteration of an execution (written by the general code, with the body inputs),
+``plan`` generates straight-line code for the next ones: it checks that the event is the next
+iteration of this execution with tensors of the same dtypes and shapes, then encodes the frame
+with one join and one checksum (*single* mode). Once an execution has run ``PROMOTE`` iterations
+that way and its frames are small, ``promote`` switches it to *batch* mode (``batch.FixedLayout``),
+which only keeps the tensors' bytes per iteration. Code objects are cached per loop and tensor
+signature, so the many short executions of a nested loop compile nothing.
+
+Each mode gives two functions: ``fast(e) -> bool`` (False: not mine, nothing written) and
+``write(e)`` (the same, falling back to the general ``TraceWriter.write``), installed as the
+writer's ``write`` while the execution is current.
+"""
+
+from __future__ import annotations
+
+import struct
+import types
+import zlib
+
+import numpy as np
+
+from loopdbg.engine import events as ev
+from loopdbg.trace import format as F
+from loopdbg.trace.batch import FixedLayout
+
+PROMOTE = 128               # single-mode iterations before an execution may switch to batches
+MAX_PLANS = 8               # per execution: tensors whose shapes keep changing stay general
+
+_BIG = F.BIG
+_code_cache: dict = {}      # (slot positions, mode) -> (fast code, write code)
+
+
+class Execution:
+    """One run of one loop (key: path, outer) as the writer sees it."""
+
+    __slots__ = ("path", "outer", "spec", "offs", "slots", "tail", "fast", "write", "layout",
+                 "plans", "promotable", "static", "single")
+
+    def __init__(self, path: str, outer: tuple, spec, offs, slots):
+        self.path, self.outer, self.spec, self.offs, self.slots = path, outer, spec, offs, slots
+        pb = path.encode()
+        self.tail = struct.pack(f"<HH{len(outer)}q", len(outer), len(pb), *outer) + pb
+        self.fast = self.write = self.layout = self.static = self.single = None
+        self.plans = 0
+        self.promotable = False             # batch mode allowed (small frames, not interleaved)
+
+
+def slots_of(spec) -> list | None:
+    """(from body_out?, index, group, name) of every tensor an iteration frame holds."""
+    try:
+        return ([(True, r, F.BACK_EDGES, p) for p, r in spec.back_edge_view]
+                + [(True, r, F.SCAN_SLICES, n) for n, r in spec.concat_view]
+                + [(False, q, F.SLICED_INPUTS, n) for n, q in spec.sliced_view])
+    except AttributeError:
+        return None
+
+
+def plan(writer, ex: Execution, e) -> None:
+    """Compile single-mode code for the iterations after ``e`` (if its tensors allow)."""
+    ex.fast = ex.write = ex.layout = None
+    if ex.slots is None or e.nodes is not None or ex.plans >= MAX_PLANS:
+        return
+    ex.plans += 1
+    values = [np.asarray((e.body_out if is_out else e.body_in)[idx])
+              for is_out, idx, _, _ in ex.slots]
+    sig = tuple((v.dtype, v.shape) for v in values)
+    key = (id(ex.spec), len(ex.tail))
+    cached = writer._plans.get(key)          # the many executions of a nested loop share it
+    if cached is None or cached[0] is not ex.spec or cached[1] != sig:
+        if any(v.nbytes >= _BIG for v in values):
+            return
+        prefixes = [(writer._entry(group, name, v), v.nbytes)
+                    for (_, _, group, name), v in zip(ex.slots, values)]
+        size = (F.META_LEN.size + F.ITER_FIXED.size + len(ex.tail) + F.COUNT.size
+                + sum(len(p) + n for p, n in prefixes))
+        lead = F.HEAD.pack(F.SYNC, F.ITERATION, 0, 0, size) + \
+            F.META_LEN.pack(F.ITER_FIXED.size + len(ex.tail))
+        total = size + F.HEAD.size + F.CRC.size
+        base = _namespace(writer, ex, sig, prefixes)
+        base.update(LEAD=lead, SIZE=total, pend_append=writer._pend.append)
+        cached = writer._plans[key] = (ex.spec, sig, prefixes, lead, total, base)
+    _, sig, prefixes, lead, total, base = cached
+    post = ex.tail + F.COUNT.pack(len(ex.slots))
+    ex.static = (sig, prefixes, lead, post, total, e.trip_count)
+    ex.promotable = FixedLayout.fits(total)
+    ns = dict(base)
+    ns.update(OUTER=ex.outer, POST=post, offs_append=ex.offs.append)
+    writer._tick_every = max(1, min(128, writer._batch // total))
+    ex.fast, ex.write = ex.single = _functions(ex, "single", ns)
+
+
+def demote(ex: Execution) -> None:
+    """Another execution's frames come between this one's (an outer loop): batches would be cut
+    short at every switch, so go back to single mode for good."""
+    if ex.layout is not None:
+        ex.layout.materialize()
+        ex.layout = None
+        ex.fast, ex.write = ex.single
+    ex.promotable = False
+
+
+def promote(writer, ex: Execution) -> None:
+    """Switch a long-running execution with small frames to batch mode."""
+    sig, prefixes, lead, post, total, trip = ex.static
+    layout = FixedLayout(writer, lead, trip, post, prefixes, len(ex.offs), ex.offs)
+    ns = _namespace(writer, ex, sig, prefixes)
+    ns.update(OUTER=ex.outer, TRIP=trip, B=layout, data_append=layout.data.append,
+              flags_append=layout.flags.append)
+    ex.layout = layout
+    ex.fast, ex.write = _functions(ex, "batch", ns)
+    ex.promotable = False
+
+
+def _namespace(writer, ex: Execution, sig, prefixes) -> dict:
+    ns = {"SPEC": ex.spec, "W": writer, "general": type(writer).write.__get__(writer),
+          "IterationDone": ev.IterationDone, "ndarray": np.ndarray, "asarray": np.asarray,
+          "join": b"".join, "pack_iter": F.ITER_FIXED.pack, "pack_crc": F.CRC.pack,
+          "crc32": zlib.crc32}
+    for k, (dtype, shape) in enumerate(sig):
+        ns[f"D{k}"], ns[f"S{k}"] = dtype, shape
+        ns[f"P{k}"] = prefixes[k][0]
+    return ns
+
+
+def _functions(ex: Execution, mode: str, ns: dict):
+    key = (tuple((is_out, idx) for is_out, idx, _, _ in ex.slots), mode)
+    codes = _code_cache.get(key)
+    if codes is None:
+        codes = tuple(_compile(ex, mode, fallback) for fallback in ("return False",
+                                                                    "return general(e)"))
+        if len(_code_cache) > 512:
+            _code_cache.clear()
+        _code_cache[key] = codes
+    return types.FunctionType(codes[0], ns, "fast"), types.FunctionType(codes[1], ns, "write")
+
+
+def _compile(ex: Execution, mode: str, fallback: str):
+    n = len(ex.slots)
+    cond = ("type(e) is not IterationDone or e.spec is not SPEC or e.outer is not OUTER"
+            " or e.nodes is not None")
+    if mode == "batch":
+        cond += " or e.iteration != B.next or e.trip_count != TRIP"
+    src = ["def f(e):", f"    if {cond}:", f"        {fallback}",
+           "    o = e.body_out", "    i = e.body_in"]
+    for k, (is_out, idx, _, _) in enumerate(ex.slots):
+        src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
+                f"    if type(v{k}) is not ndarray:",
+                f"        v{k} = asarray(v{k})",
+                f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
+                f"        {fallback}"]
+    if mode == "batch":
+        src += [f"    data_append(v{k}.tobytes())" for k in range(n)]
+        src += ["    flags_append(e.cond)",
+                "    flags_append(e.continues)",
+                "    B.next += 1",
+                "    m = B.n + 1",
+                "    B.n = m",
+                "    if m >= B.check_at:",
+                "        W._batch_check()"]
+    else:
+        parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))
+        src += ["    t = e.trip_count",
+                "    frame = join((LEAD, pack_iter(e.iteration, -1 if t is None else t, "
+                f"bool(e.cond), bool(e.continues)), POST{parts}))",
+                "    w = W",
+                "    off = w._pos",
+                "    pend_append(frame)",
+                "    pend_append(pack_crc(crc32(frame)))",
+                "    w._pos = off + SIZE",
+                "    w._nframes += 1",
+                "    offs_append(off)",
+                "    w._tick -= 1",
+                "    if w._tick < 0:",
+                "        w._maybe_flush()"]
+    src.append("    return True")
+    module = compile("\n".join(src) + "\n", f"<loopdbg trace writer: {ex.path}>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
