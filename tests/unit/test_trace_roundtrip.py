@@ -41,6 +41,24 @@ def scalar_while(iters: int):
     return b.build(), {"x0": np.zeros(1, np.float32), "limit": np.array([iters - 1], np.int64)}
 
 
+def nested_while(outer_trips: int, inner_trips: int):
+    """An outer loop whose body runs an inner loop: y += 1, inner_trips times per outer pass."""
+    b = GraphBuilder("nest")
+    x0 = b.parameter("x0", "f32", [1])
+    outer = b.loop("outer", trip=outer_trips, cond=True)
+    x = outer.merged_input(x0, "x")
+    inner = outer.body.loop("inner", trip=inner_trips, cond=True)
+    y = inner.merged_input(x, "y")
+    y2 = inner.body.op("Add", [y, np.array([1.0], np.float32)], name="y_next")
+    inner.back_edge(y2, y)
+    inner.condition(inner.body.const("t", np.array(True)))
+    y_final = inner.output_last(y2, name="y_final")
+    outer.back_edge(y_final, x)
+    outer.condition(outer.body.const("t", np.array(True)))
+    b.result(outer.output_last(y_final, name="x_final"))
+    return b.build(), {"x0": np.zeros(1, np.float32)}
+
+
 def run_and_record(model, inputs, path, trace_all=False):
     engine = Engine(model)
     live = list(engine.run(inputs, record_nodes=trace_all))
@@ -118,6 +136,24 @@ def test_corpus_round_trip(tmp_path, name, trace_all):
             (CORPUS / name / "model.bin").read_bytes()).hexdigest()
         assert h["options"]["trace_all"] is trace_all
         assert t.end["status"] == "complete"
+
+
+@pytest.mark.parametrize("trips", [(4, 700), (300, 3)], ids=["long_inner", "short_inner"])
+def test_nested_loops_built_round_trip(tmp_path, trips):
+    """Long inner runs are batched, the outer loop's frames come between them; short inner
+    runs share compiled code. Every frame must still read back as the engine showed it."""
+    model, inputs = nested_while(*trips)
+    live, _ = run_and_record(model, inputs, tmp_path / "n.ldt")
+    with TraceReader(tmp_path / "n.ldt") as t:
+        assert t.verify() == []
+        its = [e for e in live if isinstance(e, IterationDone)]
+        for e in its:
+            assert_frame_is_event(t.frame(e.path, e.iteration, e.outer), e, False)
+        records = [r.meta for r in t.records() if r.kind == 4]      # file order = event order
+        assert [(f.path, f.outer, f.iteration) for f in records] == \
+            [(e.path, e.outer, e.iteration) for e in its]
+        assert t.loop_start("outer/inner", (trips[0] - 1,))["schema"]["back_edges"] == \
+            [["y", "y_next/result"]]
 
 
 def test_nested_loops_are_keyed_by_outer_iterations(tmp_path):
@@ -246,7 +282,7 @@ def _write_all(path, events, **options):
 
 
 @pytest.mark.parametrize("case", ["scalar_while", "ti_gru", "loop_while_iter", "nested",
-                                  "wide_state", "cond_flags"])
+                                  "nested_long", "nested_short", "wide_state", "cond_flags"])
 def test_batched_frames_are_the_bytes_of_one_by_one_frames(tmp_path, monkeypatch, case):
     """Small frames of fixed layout are encoded in numpy batches with table-driven crc32s; the
     file must be byte for byte what encoding each frame alone gives."""
@@ -256,6 +292,9 @@ def test_batched_frames_are_the_bytes_of_one_by_one_frames(tmp_path, monkeypatch
     elif case == "nested":
         events = list(Engine(read_model(NESTED / "model.xml")).run(
             load_npz(NESTED / "inputs.npz")))
+    elif case.startswith("nested_"):
+        model, inputs = nested_while(*((4, 700) if case == "nested_long" else (300, 3)))
+        events = list(Engine(model).run(inputs))
     elif case in ("ti_gru", "loop_while_iter"):
         events = list(Engine(read_model(CORPUS / case / "model.xml")).run(
             load_npz(CORPUS / case / "inputs.npz")))
