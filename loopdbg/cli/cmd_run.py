@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 
 from loopdbg.cli import common
 
@@ -72,9 +75,12 @@ def _run(args) -> int:
     progress = Progress(enabled=not args.quiet)
     final = None
     try:
-        for event in events:
-            progress.update(event)
-            final = event
+        with _interrupt_between_events() as pending:
+            for event in events:
+                progress.update(event)
+                final = event
+                if pending:               # Ctrl+C: stop where the trace and the summary agree
+                    raise KeyboardInterrupt
     except KeyboardInterrupt:
         progress.close()
         if recorder is not None:
@@ -97,6 +103,28 @@ def _run(args) -> int:
         np.savez(args.output, **final.outputs)
         say(f"outputs saved to {args.output}")
     return 0
+
+
+@contextlib.contextmanager
+def _interrupt_between_events():
+    """Hold a first Ctrl+C until the current event has been recorded and counted; a second one
+    interrupts at once (a long kernel). Python's default SIGINT handling is restored after."""
+    pending: list[int] = []
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield pending
+        return
+
+    def hold(signum, frame):
+        if pending:
+            raise KeyboardInterrupt
+        pending.append(signum)
+
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield pending
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def report(final) -> str:
