@@ -195,8 +195,8 @@ class LoopdbgApp(App):
         self.query_one(Inspector).show(stop)
         self.query_one(BreakpointTable).show(session.breakpoints)
         self.query_one(WatchTable).show(session.breakpoints, stop)
-        if event is not None:
-            self.query_one("#graph").border_title = " › ".join(event.path.split("/"))
+        graph = self.query_one(GraphView)
+        graph.border_title = graph.border_title_text or "body"
 
     def _loop_history(self, event, limit: int = 48) -> list:
         """Recent iterations of the current loop execution, oldest first, for sparklines."""

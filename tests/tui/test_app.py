@@ -482,3 +482,28 @@ async def test_small_terminal_80x24_keeps_the_state_panel_and_footer():
         assert tabs.region.height >= 5
         graph = app.query_one(GraphView)
         assert graph.region.width >= 30 and graph.region.height >= 5
+
+
+async def test_clicking_a_nested_loop_box_opens_its_body_and_escape_returns():
+    sess = session("nested_loop")
+    app = app_for(sess)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "n", "n", "n")           # stand in the outer loop
+        assert sess.current.path == "outer"
+        graph = app.query_one(GraphView)
+        layers = sess.current.spec.body.graph.layers
+        box = next(b for b in graph._layout.boxes if layers[b.id].type == "Loop")
+        graph.scroll_to(box.x, box.y, animate=False)
+        await pilot.pause()
+        x = box.x + 1 - int(graph.scroll_offset.x)
+        y = box.y + 1 - int(graph.scroll_offset.y)
+        await pilot.click(GraphView, offset=(x, y))
+        await pilot.pause()
+        assert graph.opened == "outer/inner"
+        assert "outer › inner" in str(graph.border_title)
+        assert any("inner" in line or "Add" in line for line in graph._lines)
+        graph.focus()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert graph.opened is None and str(graph.border_title).startswith("outer")

@@ -51,8 +51,15 @@ class GraphView(ScrollView, can_focus=True):
 
     DEFAULT_CSS = "GraphView { scrollbar-size: 1 1; }"
 
+    BINDINGS = [("escape", "close_nested", "back to the running loop")]
+    opened: str | None = None            # a nested loop's body opened by clicking its box
+    border_title_text = ""
+
     def __init__(self, **kw):
         super().__init__(**kw)
+        self._layout = None
+        self._spec = None
+        self._stop = self._session = None
         self._lines: list[str] = []
         self._styles: list[list[str | None]] = []
         self._previous: dict[str, np.ndarray] = {}
@@ -60,7 +67,14 @@ class GraphView(ScrollView, can_focus=True):
         self._focus_box = None
 
     def show(self, stop, session) -> None:
+        self._stop, self._session = stop, session
         event = stop.event or (stop.node.event if stop.node else None)
+        opened = session.engine.loops.get(self.opened) if self.opened else None
+        if opened is not None and (event is None or event.spec is not opened):
+            self.border_title_text = " › ".join(opened.path.split("/")) + "  (opened; Esc returns)"
+            self._draw_spec(opened, {}, set(), None)
+            return
+        self.opened = None
         if event is None:
             specs = list(session.engine.loops.values())
             if not specs:
@@ -71,6 +85,7 @@ class GraphView(ScrollView, can_focus=True):
             spec = event.spec
             values = self._values(event, stop)
         key = (spec.path, event.outer if event is not None else ())
+        self.border_title_text = " › ".join(spec.path.split("/"))
         changed = set()
         if key == self._previous_key:
             for name, v in values.items():
@@ -79,7 +94,11 @@ class GraphView(ScrollView, can_focus=True):
                     changed.add(name)
         self._previous, self._previous_key = values, key
         current = stop.node.layer.name if stop.node is not None else None
+        self._draw_spec(spec, values, changed, current)
+
+    def _draw_spec(self, spec, values, changed, current) -> None:
         texts = {name: short_value(v) for name, v in values.items()}
+        self._spec = spec
         self._focus_box = None
         lines, styles = self._draw(spec, texts, changed, current)
         self._lines, self._styles = lines, styles
@@ -109,11 +128,37 @@ class GraphView(ScrollView, can_focus=True):
             lines = [str(exc), ""] + _listing(spec, texts)
             return lines, [["note"] * len(lines[0])] + [[None] * len(s) for s in lines[1:]]
         values = {ids[n]: f"= {t}" for n, t in texts.items() if n in ids}
+        self._layout = layout
         current_id = ids.get(current)
         canvas = render(layout, values, changed={ids[n] for n in changed if n in ids},
                         current=current_id)
         self._focus_box = next((b for b in layout.boxes if b.id == current_id), None)
         return canvas.lines, canvas.styles
+
+    def on_click(self, event) -> None:
+        """Clicking a nested Loop/TensorIterator's box opens its body (Esc comes back)."""
+        if self._layout is None or self._spec is None or self._session is None:
+            return
+        x, y = event.x + int(self.scroll_offset.x), event.y + int(self.scroll_offset.y)
+        box = self._layout.box_at(x, y)
+        if box is None:
+            return
+        layer = self._spec.body.graph.layers.get(box.id)
+        if layer is not None and layer.type in ("Loop", "TensorIterator"):
+            path = f"{self._spec.path}/{layer.name}"
+            if path in self._session.engine.loops:
+                self.opened = path
+                self.show(self._stop, self._session)
+                self._announce()
+
+    def action_close_nested(self) -> None:
+        if self.opened is not None:
+            self.opened = None
+            self.show(self._stop, self._session)
+            self._announce()
+
+    def _announce(self) -> None:
+        self.border_title = self.border_title_text
 
     def _set_text(self, lines: list[str]) -> None:
         self._lines, self._styles = lines, [[None] * len(s) for s in lines]
