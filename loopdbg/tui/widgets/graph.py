@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
+from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -51,7 +52,7 @@ class GraphView(ScrollView, can_focus=True):
 
     DEFAULT_CSS = "GraphView { scrollbar-size: 1 1; }"
 
-    BINDINGS = [("escape", "close_nested", "back to the running loop")]
+    BINDINGS = [Binding("escape", "close_nested", "back to the running loop", show=False)]
     opened: str | None = None            # a nested loop's body opened by clicking its box
     border_title_text = ""
 
