@@ -56,15 +56,17 @@ def diff(a: str, b: str, rtol: float = 0.0, atol: float = 0.0) -> DiffResult:
     with TraceReader(a) as ra, TraceReader(b) as rb:
         notes = _notes(ra, rb)
         count = 0
-        ia = (r for r in ra.records() if r.kind in _COMPARED)
-        ib = (r for r in rb.records() if r.kind in _COMPARED)
+        ia = (f for f in ra.raw() if f[1] in _COMPARED)
+        ib = (f for f in rb.raw() if f[1] in _COMPARED)
         while True:
             x = next(ia, None)
             y = next(ib, None)
             if x is None and y is None:
                 return DiffResult(None, notes, count)
             count += 1
-            d = _compare(x, y, ra, rb, rtol, atol)
+            if x is not None and y is not None and x[2] == y[2]:
+                continue                    # the same bytes: nothing to decode
+            d = _compare(x and ra.decode(*x), y and rb.decode(*y), ra, rb, rtol, atol)
             if d is not None:
                 return DiffResult(d, notes, count)
 

@@ -17,10 +17,10 @@ is written one array at a time, so memory stays flat for any trace size.
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 import zipfile
-
-import numpy as np
 
 from loopdbg.trace import format as F
 from loopdbg.trace.reader import TraceReader
@@ -48,9 +48,12 @@ def export(trace: str, out: str, *, loops: list[str] | None = None, compress: bo
                                    f"this trace; its loops: {known}.")
         try:
             with zipfile.ZipFile(tmp, "w", compression=mode, allowZip64=True) as zf:
-                for key, arr in _arrays(reader, wanted, outputs):
-                    with zf.open(key + ".npy", "w", force_zip64=True) as f:
-                        np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+                for key, data, (a, b) in _arrays(reader, wanted, outputs):
+                    info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+                    info.compress_type = mode
+                    info.file_size = b - a
+                    with zf.open(info, "w", force_zip64=b - a > 1 << 30) as f:
+                        f.write(memoryview(data)[a:b])      # the trace's own .npy bytes
                     count += 1
             os.replace(tmp, out)
         except OSError as exc:
@@ -62,29 +65,38 @@ def export(trace: str, out: str, *, loops: list[str] | None = None, compress: bo
 
 
 def _arrays(reader: TraceReader, wanted, outputs: bool):
-    for rec in reader.records():
-        kind = rec.kind
+    """(key, frame bytes, (start, end) of the .npy) of every array to export, in file order."""
+    for _, kind, data in reader.raw():
+        if kind not in (F.ITERATION, F.LOOP_FINISH, F.INPUTS, F.RUN_FINISH):
+            continue
+        meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size, raw=True)
         if kind == F.ITERATION:
-            f = rec.meta
-            if wanted is not None and f.path not in wanted:
+            path, outer, iteration = _iteration_key(meta)
+            if wanted is not None and path not in wanted:
                 continue
-            base = f"{loop_key(f.path, f.outer)}/{f.iteration}"
+            base = f"{loop_key(path, outer)}/{iteration}"
             seen = set()
-            for group, name, arr in rec.arrays:
+            for group, name, span in arrays:
                 if group in _BARE and name not in seen:
                     seen.add(name)
-                    yield f"{base}/{name}", arr
+                    yield f"{base}/{name}", data, span
                 else:
-                    yield f"{base}/{F.GROUP_NAMES[group]}/{name}", arr
+                    yield f"{base}/{F.GROUP_NAMES[group]}/{name}", data, span
         elif kind == F.LOOP_FINISH:
-            m = rec.meta
+            m = json.loads(meta)
             if wanted is not None and m["path"] not in wanted:
                 continue
-            for _, name, arr in rec.arrays:
-                yield f"{loop_key(m['path'], tuple(m['outer']))}/outputs/{name}", arr
-        elif kind == F.INPUTS and outputs and wanted is None:
-            for _, name, arr in rec.arrays:
-                yield f"inputs/{name}", arr
-        elif kind == F.RUN_FINISH and outputs and wanted is None:
-            for _, name, arr in rec.arrays:
-                yield f"outputs/{name}", arr
+            for _, name, span in arrays:
+                yield f"{loop_key(m['path'], tuple(m['outer']))}/outputs/{name}", data, span
+        elif outputs and wanted is None:
+            prefix = "inputs" if kind == F.INPUTS else "outputs"
+            for _, name, span in arrays:
+                yield f"{prefix}/{name}", data, span
+
+
+def _iteration_key(meta: bytes) -> tuple[str, tuple, int]:
+    it, _, _, _, n_outer, plen = F.ITER_META.unpack_from(meta, 0)
+    pos = F.ITER_META.size
+    outer = struct.unpack_from(f"<{n_outer}q", meta, pos)
+    pos += 8 * n_outer
+    return meta[pos:pos + plen].decode(), outer, it

@@ -151,8 +151,9 @@ def parse_npy(buf, start: int, end: int) -> np.ndarray:
     return arr
 
 
-def parse_body(buf, start: int, end: int) -> tuple[bytes, list]:
-    """A frame body: (meta bytes, [(group, name, array), ...])."""
+def parse_body(buf, start: int, end: int, raw: bool = False) -> tuple[bytes, list]:
+    """A frame body: (meta bytes, [(group, name, array), ...]); with ``raw``, each array is
+    given as the (start, end) of its .npy bytes in ``buf`` instead."""
     mv = memoryview(buf)
     (mlen,) = META_LEN.unpack_from(buf, start)
     pos = start + 4
@@ -168,7 +169,7 @@ def parse_body(buf, start: int, end: int) -> tuple[bytes, list]:
         pos += nlen
         if pos + alen > end:
             raise ValueError("an array runs past the end of its frame")
-        arrays.append((group, name, parse_npy(buf, pos, pos + alen)))
+        arrays.append((group, name, (pos, pos + alen) if raw else parse_npy(buf, pos, pos + alen)))
         pos += alen
     if pos != end:
         raise ValueError("the frame has bytes after its last array")

@@ -458,10 +458,19 @@ class TraceReader:
 
     def records(self) -> Iterator[Record]:
         """Every good frame in file order, decoded (the header and footer are left out)."""
+        for off, kind, data in self.raw():
+            yield self.decode(off, kind, data)
+
+    def raw(self) -> Iterator[tuple[int, int, bytes]]:
+        """Every good frame in file order, undecoded: (offset, kind, frame bytes with head and
+        checksum). Two frames with the same bytes hold the same thing."""
         for off, kind, data in self._walk():
-            if kind == F.HEADER:
-                continue
-            yield self._decode_data(off, kind, data, f"the {F.KIND_NAMES.get(kind)} frame")
+            if kind != F.HEADER:
+                yield off, kind, data
+
+    def decode(self, off: int, kind: int, data: bytes) -> Record:
+        """The Record of a frame given by ``raw``."""
+        return self._decode_data(off, kind, data, f"the {F.KIND_NAMES.get(kind)} frame")
 
     def verify(self) -> list[str]:
         """Read every frame and check it; return the problems found (empty: all is well)."""
