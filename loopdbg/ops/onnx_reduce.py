@@ -1,0 +1,160 @@
+"""ONNX reductions (ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1/L2,
+ReduceLogSum(Exp), ReduceSumSquare) and Softmax, LogSoftmax, Hardmax.
+
+Reductions took ``axes`` as an attribute until ReduceSum-13 and the others' opset 18, then as an
+optional input with ``noop_with_empty_axes``: no axes means every axis, unless that flag says to
+return the input. Softmax before opset 13 flattens the input to 2-D at ``axis`` (default 1);
+from 13 it works along one axis (default -1).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from loopdbg.ir.model import Layer
+from loopdbg.ops.onnx_elementwise import a, ints_of, onnx_op, opset
+
+
+def _norm_axes(axes, rank: int) -> tuple[int, ...]:
+    out = []
+    for k in axes:
+        if not -rank <= k < rank:
+            raise ValueError(f"axis {k} is out of range for rank {rank}")
+        out.append(k + rank if k < 0 else k)
+    return tuple(sorted(set(out)))
+
+
+def _reduction(fn: Callable, keep_type: bool = True) -> Callable:
+    def factory(layer: Layer):
+        keepdims = bool(a(layer, "keepdims", 1))
+        noop = bool(a(layer, "noop_with_empty_axes", 0))
+        attr_axes = a(layer, "axes")
+
+        def run(x, axes):
+            if axes is None or len(axes) == 0:
+                if noop:
+                    return x
+                ax = tuple(range(x.ndim))
+            else:
+                ax = _norm_axes(axes, x.ndim)
+            with np.errstate(all="ignore"):
+                out = np.asarray(fn(x, ax, keepdims))
+            return out.astype(x.dtype) if keep_type and out.dtype != x.dtype else out
+
+        def by_attr(x):
+            return run(x, attr_axes)
+
+        def by_input(x, axes=None):
+            return run(x, None if axes is None else ints_of(axes))
+
+        return by_input, by_attr
+
+    return factory
+
+
+def _register(name: str, fn: Callable, input_since: int) -> None:
+    make = _reduction(fn)
+
+    def factory(layer: Layer):
+        by_input, by_attr = make(layer)
+        return by_input if opset(layer) >= input_since else by_attr
+
+    onnx_op(name, 1, input_since)(factory)
+
+
+def _mean(x, ax, keep):
+    if x.dtype.kind in "iu":            # onnxruntime: the integer sum divided, truncated
+        n = int(np.prod([x.shape[k] for k in ax])) if ax else 1
+        s = np.sum(x, axis=ax, keepdims=keep, dtype=np.int64)
+        return (s / max(n, 1)).astype(np.int64)
+    return np.mean(x, axis=ax, keepdims=keep)
+
+
+def _extreme(fn, empty):
+    def reduce(x, ax, keep):
+        if x.size == 0:
+            shape = tuple(1 if k in ax else d for k, d in enumerate(x.shape)) if keep else \
+                tuple(d for k, d in enumerate(x.shape) if k not in ax)
+            fill = empty(x.dtype)
+            return np.full(shape, fill, dtype=x.dtype)
+        return fn(x, axis=ax, keepdims=keep)
+
+    return reduce
+
+
+def _lowest(dt):
+    return -np.inf if dt.kind == "f" else (np.iinfo(dt).min if dt.kind in "iu" else False)
+
+
+def _highest(dt):
+    return np.inf if dt.kind == "f" else (np.iinfo(dt).max if dt.kind in "iu" else True)
+
+
+_register("ReduceSum", lambda x, ax, k: np.sum(x, axis=ax, keepdims=k), 13)
+_register("ReduceMean", _mean, 18)
+_register("ReduceMax", _extreme(np.max, _lowest), 18)
+_register("ReduceMin", _extreme(np.min, _highest), 18)
+_register("ReduceProd", lambda x, ax, k: np.prod(x, axis=ax, keepdims=k), 18)
+_register("ReduceL1", lambda x, ax, k: np.sum(np.abs(x), axis=ax, keepdims=k), 18)
+_register("ReduceL2", lambda x, ax, k: np.sqrt(np.sum(np.square(x), axis=ax, keepdims=k)), 18)
+_register("ReduceSumSquare", lambda x, ax, k: np.sum(np.square(x), axis=ax, keepdims=k), 18)
+_register("ReduceLogSum", lambda x, ax, k: np.log(np.sum(x, axis=ax, keepdims=k)), 18)
+
+
+def _log_sum_exp(x, ax, keep):
+    m = np.max(x, axis=ax, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(x - m), axis=ax, keepdims=True)) + m
+    return out if keep else np.squeeze(out, axis=ax)
+
+
+_register("ReduceLogSumExp", _log_sum_exp, 18)
+
+
+# ---- Softmax, LogSoftmax, Hardmax -------------------------------------------------------------
+
+
+def _softmax(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _hardmax(x, axis):
+    idx = np.expand_dims(np.argmax(x, axis=axis), axis)
+    out = np.zeros_like(x)
+    np.put_along_axis(out, idx, 1, axis=axis)
+    return out
+
+
+def _along_axis(fn: Callable) -> Callable:
+    def factory(layer: Layer):
+        old = opset(layer) < 13
+        axis = int(a(layer, "axis", 1 if old else -1))
+
+        def kernel(x):
+            if x.ndim == 0:
+                return fn(x.reshape(1), 0).reshape(())
+            ax = axis + x.ndim if axis < 0 else axis
+            if not 0 <= ax < x.ndim:
+                raise ValueError(f"axis {axis} is out of range for rank {x.ndim}")
+            with np.errstate(all="ignore"):
+                if old:                      # coerced to 2-D: [prod(dims[:axis]), prod(dims[axis:])]
+                    flat = x.reshape(int(np.prod(x.shape[:ax])), -1) if x.size else x
+                    return fn(flat, 1).reshape(x.shape) if x.size else x
+                return fn(x, ax)
+
+        return kernel
+
+    return factory
+
+
+onnx_op("Softmax", 1, 13)(_along_axis(_softmax))
+onnx_op("LogSoftmax", 1, 13)(_along_axis(_log_softmax))
+onnx_op("Hardmax", 1, 13)(_along_axis(_hardmax))

@@ -1,0 +1,338 @@
+"""ONNX kernels that move or re-describe data: Shape, Size, Reshape, Squeeze, Unsqueeze, Concat,
+Gather, Slice, Expand, Range, Transpose, Flatten, Tile, Split, ConstantOfShape, and friends.
+
+Where an operator's axes, shape or bounds moved from an attribute to an input, the kernel is
+registered at both opset versions (Squeeze/Unsqueeze 1 and 13, Slice 1 and 10, Reshape 1 and 5,
+Split 1, 13 and 18). Negative axes count from the end; Slice clamps its bounds as ONNX says.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from loopdbg.ir.model import Layer
+from loopdbg.ops.onnx_elementwise import a, ints_of, n_outputs, onnx_op, opset
+
+
+def _axis(axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+# ---- Shape, Size, ConstantOfShape ------------------------------------------------------------
+
+
+@onnx_op("Shape", 1, 15)
+def _shape(layer: Layer):
+    start, end = a(layer, "start", 0), a(layer, "end")
+
+    def shape(x):
+        dims = np.shape(x)
+        return np.array(dims[start:end] if (start or end is not None) else dims, dtype=np.int64)
+
+    return shape
+
+
+onnx_op("Size", 1)(lambda layer: lambda x: np.array(np.size(x), dtype=np.int64))
+
+
+@onnx_op("ConstantOfShape", 9)
+def _constant_of_shape(layer: Layer):
+    value = a(layer, "value")
+    fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[0]
+
+    def constant_of_shape(shape):
+        return np.full(tuple(ints_of(shape)), fill, dtype=np.asarray(fill).dtype)
+
+    return constant_of_shape
+
+
+# ---- Reshape, Flatten, Squeeze, Unsqueeze ----------------------------------------------------
+
+
+def reshape_to(x: np.ndarray, target: list[int], allowzero: bool) -> np.ndarray:
+    out = list(target)
+    if not allowzero:
+        for i, d in enumerate(out):
+            if d == 0:
+                if i >= x.ndim:
+                    raise ValueError(f"shape {target} copies dimension {i} of an input of rank "
+                                     f"{x.ndim}")
+                out[i] = x.shape[i]
+    if out.count(-1) > 1:
+        raise ValueError(f"shape {target} has more than one -1")
+    if -1 in out:
+        known = math.prod(d for d in out if d != -1)
+        if known == 0 or x.size % known:
+            if x.size == 0 and known == 0:
+                out[out.index(-1)] = 0
+            else:
+                raise ValueError(f"cannot reshape {x.shape} into {target}")
+        else:
+            out[out.index(-1)] = x.size // known
+    return x.reshape(out)
+
+
+@onnx_op("Reshape", 1, 5)
+def _reshape(layer: Layer):
+    if opset(layer) < 5:
+        target = ints_of(a(layer, "shape", []))
+        return lambda x: reshape_to(x, target, False)
+    allowzero = bool(a(layer, "allowzero", 0))
+    return lambda x, shape: reshape_to(x, ints_of(shape), allowzero)
+
+
+@onnx_op("Flatten", 1)
+def _flatten(layer: Layer):
+    axis = int(a(layer, "axis", 1))
+
+    def flatten(x):
+        ax = axis + x.ndim if axis < 0 else axis
+        if not 0 <= ax <= x.ndim:
+            raise ValueError(f"axis {axis} is out of range for rank {x.ndim}")
+        return x.reshape(math.prod(x.shape[:ax]), math.prod(x.shape[ax:]))
+
+    return flatten
+
+
+def squeeze(x: np.ndarray, axes) -> np.ndarray:
+    if axes is None or len(axes) == 0:
+        return np.squeeze(x)
+    norm = tuple(sorted({_axis(int(k), x.ndim) for k in axes}))
+    for k in norm:
+        if x.shape[k] != 1:
+            raise ValueError(f"cannot squeeze axis {k} of shape {x.shape}: its size is not 1")
+    return np.squeeze(x, axis=norm)
+
+
+def unsqueeze(x: np.ndarray, axes) -> np.ndarray:
+    rank = x.ndim + len(axes)
+    norm = sorted(_axis(int(k), rank) for k in axes)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"axes {list(axes)} repeat an axis")
+    shape = list(x.shape)
+    for k in norm:
+        shape.insert(k, 1)
+    return x.reshape(shape)
+
+
+@onnx_op("Squeeze", 1, 13)
+def _squeeze(layer: Layer):
+    if opset(layer) < 13:
+        axes = a(layer, "axes")
+        return lambda x: squeeze(x, axes)
+    return lambda x, axes=None: squeeze(x, None if axes is None else ints_of(axes))
+
+
+@onnx_op("Unsqueeze", 1, 13)
+def _unsqueeze(layer: Layer):
+    if opset(layer) < 13:
+        axes = list(a(layer, "axes", []))
+        return lambda x: unsqueeze(x, axes)
+    return lambda x, axes: unsqueeze(x, ints_of(axes))
+
+
+# ---- Concat, Split, Transpose, Tile, Expand --------------------------------------------------
+
+
+@onnx_op("Concat", 1, 4)
+def _concat(layer: Layer):
+    axis = int(a(layer, "axis", 1))
+
+    def concat(*xs):
+        xs = [x for x in xs if x is not None]
+        return np.concatenate(xs, axis=_axis(axis, np.ndim(xs[0])))
+
+    return concat
+
+
+def _split_sizes(length: int, split, count: int, num_outputs=None) -> list[int]:
+    if split is not None and len(split):
+        sizes = [int(s) for s in split]
+        if sum(sizes) != length:
+            raise ValueError(f"split sizes {sizes} do not add up to the axis length {length}")
+        return sizes
+    if num_outputs is not None:           # Split-18: the last chunk may be smaller
+        size = -(-length // int(num_outputs))
+        sizes = [size] * (length // size) + ([length % size] if length % size else [])
+        return sizes
+    if length % count:
+        raise ValueError(f"axis length {length} does not split into {count} equal parts")
+    return [length // count] * count
+
+
+@onnx_op("Split", 1, 13, outputs=n_outputs)
+def _split(layer: Layer):
+    axis = int(a(layer, "axis", 0))
+    count = n_outputs(layer)
+    attr_split = a(layer, "split")
+    num = a(layer, "num_outputs")
+    new = opset(layer) >= 13 or opset(layer) == 1
+
+    def split(x, sizes=None):
+        ax = _axis(axis, x.ndim)
+        wanted = ints_of(sizes) if (new and sizes is not None) else attr_split
+        parts = _split_sizes(x.shape[ax], wanted, count, num)
+        bounds = np.cumsum(parts)[:-1]
+        return tuple(np.split(x, bounds, axis=ax))
+
+    return split
+
+
+@onnx_op("Transpose", 1)
+def _transpose(layer: Layer):
+    perm = a(layer, "perm")
+
+    def transpose(x):
+        return np.transpose(x, perm if perm else None)
+
+    return transpose
+
+
+@onnx_op("Tile", 6)
+def _tile(layer: Layer):
+    return lambda x, repeats: np.tile(x, ints_of(repeats))
+
+
+@onnx_op("Expand", 8)
+def _expand(layer: Layer):
+    def expand(x, shape):
+        target = np.broadcast_shapes(np.shape(x), tuple(ints_of(shape)))
+        return np.array(np.broadcast_to(x, target))
+
+    return expand
+
+
+# ---- Gather, Slice ---------------------------------------------------------------------------
+
+
+@onnx_op("Gather", 1)
+def _gather(layer: Layer):
+    axis = int(a(layer, "axis", 0))
+
+    def gather(x, indices):
+        ax = _axis(axis, x.ndim)
+        idx = np.asarray(indices).astype(np.int64)
+        n = x.shape[ax]
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise ValueError(f"indices {idx.tolist()} are out of range for an axis of length {n}")
+        return np.take(x, idx, axis=ax)
+
+    return gather
+
+
+@onnx_op("GatherElements", 11)
+def _gather_elements(layer: Layer):
+    axis = int(a(layer, "axis", 0))
+
+    def gather_elements(x, indices):
+        ax = _axis(axis, x.ndim)
+        idx = np.asarray(indices).astype(np.int64)
+        idx = np.where(idx < 0, idx + x.shape[ax], idx)
+        return np.take_along_axis(x, idx, axis=ax)
+
+    return gather_elements
+
+
+def slice_(x: np.ndarray, starts, ends, axes=None, steps=None) -> np.ndarray:
+    starts, ends = ints_of(starts), ints_of(ends)
+    axes = list(range(len(starts))) if axes is None else ints_of(axes)
+    steps = [1] * len(starts) if steps is None else ints_of(steps)
+    index = [slice(None)] * x.ndim
+    for st, en, ax, step in zip(starts, ends, axes, steps):
+        ax = _axis(ax, x.ndim)
+        if step == 0:
+            raise ValueError("Slice step cannot be 0")
+        dim = x.shape[ax]
+        if st < 0:
+            st += dim
+        if en < 0:
+            en += dim
+        if step > 0:
+            st, en = min(max(st, 0), dim), min(max(en, 0), dim)
+            index[ax] = slice(st, en, step)
+        else:
+            st, en = min(max(st, 0), dim - 1), min(max(en, -1), dim - 1)
+            index[ax] = slice(st, None if en < 0 else en, step)
+    return x[tuple(index)]
+
+
+@onnx_op("Slice", 1, 10)
+def _slice(layer: Layer):
+    if opset(layer) < 10:
+        starts, ends, axes = a(layer, "starts"), a(layer, "ends"), a(layer, "axes")
+        return lambda x: slice_(x, starts, ends, axes)
+    return slice_
+
+
+# ---- Range, CumSum, NonZero, ArgMax/ArgMin ---------------------------------------------------
+
+
+@onnx_op("Range", 11)
+def _range(layer: Layer):
+    def range_(start, limit, delta):
+        dtype = np.asarray(start).dtype
+        s, lim, d = (np.asarray(v).reshape(()).item() for v in (start, limit, delta))
+        if d == 0:
+            raise ValueError("Range delta cannot be 0")
+        n = max(int(math.ceil((lim - s) / d)), 0)
+        if dtype.kind in "iu":
+            return (s + np.arange(n, dtype=np.int64) * d).astype(dtype)
+        return (np.asarray(s, dtype) + np.arange(n).astype(dtype) * np.asarray(d, dtype))
+
+    return range_
+
+
+@onnx_op("CumSum", 11)
+def _cumsum(layer: Layer):
+    exclusive, reverse = bool(a(layer, "exclusive", 0)), bool(a(layer, "reverse", 0))
+
+    def cumsum(x, axis):
+        ax = _axis(int(np.asarray(axis).reshape(-1)[0]), x.ndim)
+        y = np.flip(x, ax) if reverse else x
+        out = np.cumsum(y, axis=ax, dtype=x.dtype)
+        if exclusive:
+            out = np.concatenate([np.zeros_like(np.take(out, [0], axis=ax)),
+                                  np.take(out, range(out.shape[ax] - 1), axis=ax)], axis=ax)
+        return np.flip(out, ax) if reverse else out
+
+    return cumsum
+
+
+onnx_op("NonZero", 9)(lambda layer: lambda x: np.array(np.nonzero(x), dtype=np.int64).reshape(
+    np.ndim(x), -1))
+
+
+def _arg(fn, layer: Layer):
+    axis = int(a(layer, "axis", 0))
+    keep = bool(a(layer, "keepdims", 1))
+    last = bool(a(layer, "select_last_index", 0))
+
+    def arg(x):
+        ax = _axis(axis, x.ndim)
+        if last:
+            out = x.shape[ax] - 1 - fn(np.flip(x, ax), axis=ax)
+        else:
+            out = fn(x, axis=ax)
+        out = np.asarray(out, dtype=np.int64)
+        return np.expand_dims(out, ax) if keep else out
+
+    return arg
+
+
+onnx_op("ArgMax", 1)(lambda layer: _arg(np.argmax, layer))
+onnx_op("ArgMin", 1)(lambda layer: _arg(np.argmin, layer))
+
+
+@onnx_op("Dropout", 1, outputs=n_outputs)
+def _dropout(layer: Layer):
+    """Inference: the input unchanged (and an all-true mask when the model asks for it)."""
+    two = n_outputs(layer) > 1
+
+    def dropout(x, *_):
+        return (x, np.ones(np.shape(x), dtype=bool)) if two else x
+
+    return dropout
