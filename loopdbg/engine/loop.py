@@ -103,13 +103,14 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 shape = piece.shape
                 if first_shapes[k] is None:
                     first_shapes[k] = shape
-                elif shape != first_shapes[k] and not _agree_off_axis(
-                        shape, first_shapes[k], spec.concats[k].axis):
+                elif shape != first_shapes[k] and (spec.onnx or not _agree_off_axis(
+                        shape, first_shapes[k], spec.concats[k].axis)):
                     raise RunError(
                         f"{here}: iteration {i} produced a value of shape {shape} for concatenated "
                         f"output '{spec.concats[k].name}', but iteration 0 produced "
-                        f"{first_shapes[k]}; the pieces of a concatenation must agree in every "
-                        f"dimension but the axis.",
+                        f"{first_shapes[k]}; " + ("ONNX stacks scan outputs, so every iteration "
+                        "must give the same shape." if spec.onnx else "the pieces of a "
+                        "concatenation must agree in every dimension but the axis."),
                         loop_path=path, iteration=i)
                 collected[k].append(piece)
                 if budget is not None:
@@ -185,7 +186,11 @@ def _chunks(spec: LoopSpec, f, args) -> list:
     x = _external(spec, args, f.ext)
     what = f"{spec.where}{spec.layer.describe()}: sliced input '{f.name}'"
     try:
-        return chunks(x, f.axis, f.start, f.end, f.stride, f.part_size, what=what)
+        pieces = chunks(x, f.axis, f.start, f.end, f.stride, f.part_size, what=what)
+        if spec.onnx:                                  # ONNX Scan: the slice loses the axis
+            axis = f.axis + np.ndim(x) if f.axis < 0 else f.axis
+            pieces = [np.squeeze(p, axis) for p in pieces]
+        return pieces
     except RunError as exc:
         exc.loop_path = spec.path
         raise
@@ -208,7 +213,7 @@ def _trip_and_condition(spec: LoopSpec, args) -> tuple[int | None, bool]:
             raise RunError(f"{spec.where}{spec.layer.describe()}: the trip count must be i32 or "
                            f"i64, but it is {arr.dtype}.", loop_path=spec.path)
         t = int(_single(arr, "trip count", spec))
-        trip = t if t >= 0 else None
+        trip = t if t >= 0 else (0 if spec.onnx else None)   # ONNX: negative M runs none
     cond = True
     if len(args) > 1 and args[1] is not None:
         cond = bool(_single(args[1], "execution condition", spec))

@@ -56,6 +56,9 @@ class LoopSpec:
         if sub is None:
             raise ModelError(f"{where}{layer.describe()} has no <body>.")
         self.sub = sub
+        # ONNX Loop/Scan read from .onnx (loop_semantics.md §7): a negative trip count runs zero
+        # iterations, sliced inputs lose the sliced axis and scan outputs are stacked on a new one.
+        self.onnx = str(layer.data.get("onnx_semantics", "")).lower() == "true"
         self.param_names = body.param_names
         self.result_names = body.result_names
         self.param_index = {n: k for k, n in enumerate(self.param_names)}
@@ -208,6 +211,8 @@ class LoopSpec:
             return self.empty_concat(form)
         if form.stride < 0:
             pieces = pieces[::-1]
+        if self.onnx:
+            return self._stack(form, pieces)
         first = np.asarray(pieces[0])
         if first.ndim == 0:
             return np.stack(pieces)
@@ -217,6 +222,15 @@ class LoopSpec:
                            f"has axis {form.axis}, out of range for values of rank {first.ndim}.",
                            loop_path=self.path)
         return np.concatenate(pieces, axis=axis)
+
+    def _stack(self, form: OutputForm, pieces) -> np.ndarray:
+        """ONNX scan outputs: the per-iteration values stacked along a new axis ``form.axis``."""
+        rank = np.ndim(pieces[0])
+        if not -(rank + 1) <= form.axis <= rank:
+            raise RunError(f"{self.where}{self.layer.describe()}: scan output '{form.name}' has "
+                           f"axis {form.axis}, out of range for values of rank {rank}.",
+                           loop_path=self.path)
+        return np.stack(pieces, axis=form.axis)
 
     def declared(self, result_pos: int) -> tuple[tuple[int, ...], np.dtype]:
         """The declared shape (dynamic dims as 0) and dtype of a body Result's input."""
@@ -235,6 +249,9 @@ class LoopSpec:
 
     def empty_concat(self, form: OutputForm) -> np.ndarray:
         dims, dtype = self.declared(form.result_pos)
+        if self.onnx:                 # stacked: a new axis of length 0
+            axis = form.axis + len(dims) + 1 if form.axis < 0 else form.axis
+            return np.zeros(dims[:axis] + (0,) + dims[axis:], dtype)
         if not dims:
             return np.zeros((0,), dtype)
         axis = form.axis + len(dims) if form.axis < 0 else form.axis
