@@ -17,7 +17,11 @@ Reading::
         t.frame("outer/inner", 3, outer=(2,))      # nested loops: the enclosing iterations
         for f in t.frames("loop"): ...             # in order
         t.body_inputs("loop", 7)                   # what the body was fed (for replay)
-        t.outputs(), t.model_inputs(), t.notices(), t.truncated, t.status
+        t.outputs(), t.model_inputs(), t.notices(), t.truncated, t.status, t.problems
+        t.verify()                                 # read every frame, check every checksum
+        for off, kind, data in t.raw(): ...        # every frame in file order, undecoded
+
+Tools: ``diff.diff(a, b, rtol, atol)`` (first divergence), ``export.export(trace, out)`` (.npz).
 
 The file format (version 1.0)
 =============================
@@ -43,8 +47,9 @@ Frame kinds and their meta (JSON, UTF-8, unless said otherwise):
                     "options": {"trace_all", "max_iterations", ...}}
     2 INPUTS       {} + the model inputs (group 6)
     3 LOOP_START   {"path", "layer_id", "layer_name", "kind", "trip_count", "execution_condition",
-                    "outer", "schema": {"params", "results", "roles", "back_edges", "concats",
-                    "sliced", "current_iteration", "condition_param"}}
+                    "outer", and in the loop's first execution only "schema": {"params",
+                    "results", "roles", "back_edges", "concats", "sliced", "current_iteration",
+                    "condition_param"}}
     4 ITERATION    binary meta: i64 iteration, i64 trip count (-1: none), u8 cond, u8 continues,
                    u16 n, u16 path length, n x i64 outer iterations, path (UTF-8);
                    arrays: back edges (group 0, by body Parameter), what each concatenated output
