@@ -57,8 +57,5 @@ class IfSpec:
         except RunError:
             raise
         except Exception as exc:
-            layer = plan.locate(exc)
-            at = layer.describe() if layer is not None else "the branch"
-            raise RunError(f"{self.where}{self.layer.describe()}: {at} failed: {exc}.",
-                           layer=layer.name if layer else None) from None
+            raise plan.failure(exc, f"{self.where}{self.layer.describe()}: ", "the branch") from None
         return tuple(outs[p] for p in picks)

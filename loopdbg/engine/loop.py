@@ -154,10 +154,8 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
         yield from _fail(spec, ctx, i, outer, exc)
         raise
     except Exception as exc:  # a kernel failed: name the loop, the iteration and the layer
-        layer = body.locate(exc)
-        at = layer.describe() if layer is not None else "the body"
-        err = RunError(f"{here}, iteration {i}: {at} failed: {_reason(exc)}.",
-                       loop_path=path, iteration=i, layer=layer.name if layer else None)
+        err = body.failure(exc, f"{here}, iteration {i}: ", "the body", loop_path=path,
+                           iteration=i)
         yield from _fail(spec, ctx, i, outer, err)
         raise err from None
 
@@ -314,8 +312,3 @@ def _size(n: int) -> str:
         if abs(n) < 1024 or unit == "GiB":
             return f"{n} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc).strip().rstrip(".") or type(exc).__name__
-    return text.splitlines()[0]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from loopdbg.errors import ModelError
+from loopdbg.errors import ModelError, RunError
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.registry import make_kernel
 
@@ -176,6 +176,15 @@ class GraphPlan:
                     found = self.steps[k].layer
             tb = tb.tb_next
         return found
+
+    def failure(self, exc: BaseException, prefix: str, whole: str, **where) -> RunError:
+        """The one-sentence error for a kernel that raised ``exc`` while this plan ran."""
+        layer = self.locate(exc)
+        at = layer.describe() if layer is not None else whole
+        text = str(exc).strip()
+        reason = text.splitlines()[0].rstrip(".") if text else type(exc).__name__
+        return RunError(f"{prefix}{at} failed: {reason}.", layer=layer.name if layer else None,
+                        **where)
 
     def interpret(self, ctx, param_values) -> Iterator[tuple[Layer, tuple]]:
         """Run the plan one layer at a time, yielding ``(layer, outputs)`` after each.

@@ -23,7 +23,7 @@ from loopdbg.engine.inputs import match_inputs, output_names
 from loopdbg.engine.loop import run_loop
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.engine.plan import GraphPlan
-from loopdbg.errors import LoopdbgError, ModelError, RunError
+from loopdbg.errors import LoopdbgError, ModelError
 from loopdbg.ir.model import Layer, Model
 
 
@@ -86,11 +86,7 @@ class Engine:
         except LoopdbgError:
             raise
         except Exception as exc:
-            layer = plan.locate(exc)
-            at = layer.describe() if layer is not None else "the model"
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise RunError(f"{self.file}: {at} failed: {text.rstrip('.')}.",
-                           layer=layer.name if layer else None) from None
+            raise plan.failure(exc, f"{self.file}: ", "the model") from None
         outputs = {name: np.asarray(v) for name, v in zip(self.output_names, outs)}
         yield ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
 
