@@ -41,10 +41,21 @@ class Outcome:
     err: str
 
 
+_PARSER = []
+
+
 @pytest.fixture
-def cli(capsys):
-    """``cli("run", model, inputs)``: loopdbg's main() in-process, with its exit code and output."""
+def cli(capsys, monkeypatch):
+    """``cli("run", model, inputs)``: loopdbg's main() in-process, with its exit code and output.
+
+    The argument parser is built once per session (building it is most of the cost of a call).
+    """
+    import loopdbg.cli
     from loopdbg.cli import main
+
+    if not _PARSER:
+        _PARSER.append(loopdbg.cli.build_parser())
+    monkeypatch.setattr(loopdbg.cli, "build_parser", lambda: _PARSER[0])
 
     def call(*argv) -> Outcome:
         capsys.readouterr()
