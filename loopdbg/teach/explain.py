@@ -147,6 +147,8 @@ def _possible_modes(spec: LoopSpec, static: modes.Mode) -> dict[str, str]:
     else:
         unlimited = modes.WHILE
     name = outer_name(spec, 0)
+    if getattr(spec, "onnx", False):           # ONNX: a negative M runs no iteration
+        unlimited = limited
     return {f"{name} >= 0": limited, f"{name} < 0": unlimited}
 
 
@@ -224,6 +226,8 @@ def _input_facts(spec: LoopSpec) -> list[dict]:
     if spec.condition_param is not None:
         by_pos[spec.condition_param] = {"name": spec.param_names[spec.condition_param],
                                         "role": "execution_condition"}
+        if getattr(spec, "onnx", False):
+            by_pos[spec.condition_param]["onnx"] = True
     return [by_pos[p] for p in sorted(by_pos)]
 
 
@@ -234,6 +238,8 @@ def _output_facts(spec: LoopSpec) -> list[dict]:
         if o.kind == irm.CONCAT:
             fact.update(kind="concat", axis=o.axis,
                         order="reversed" if o.stride < 0 else "iteration order")
+            if getattr(spec, "onnx", False):
+                fact["stacked"] = True          # ONNX: on a new axis, not an existing one
         else:
             fact.update(kind="last_value", fed_back=spec.merged_source(o.result_pos) is not None)
         facts.append(fact)
@@ -535,12 +541,15 @@ def _input_line(i: dict) -> str:
         if "back_edge" in i:
             text += f"; also fed back: {i['back_edge']}"
         return text
+    if i.get("onnx"):
+        return "the loop condition: the execution condition, then each iteration's body condition"
     return "the execution condition (draft Loop-5 form)"
 
 
 def _output_line(o: dict, zero_possible: bool) -> str:
     if o["kind"] == "concat":
-        return f"{o['from']} of every iteration, concatenated on axis {o['axis']} ({o['order']})"
+        how = "stacked on a new axis" if o.get("stacked") else "concatenated on axis"
+        return f"{o['from']} of every iteration, {how} {o['axis']} ({o['order']})"
     text = f"last value of {o['from']}"
     if zero_possible:
         text += (" (fed back: the initial value if no iteration runs)" if o["fed_back"]

@@ -42,7 +42,7 @@ def _constant(graph, layer_id: int, port: int, depth: int = 0):
         return None
     if layer.type == "Constant":
         return np.asarray(layer.value)
-    if layer.type in ("Convert", "Identity", "Squeeze", "Unsqueeze", "Reshape"):
+    if layer.type in ("Convert", "Identity", "Squeeze", "Unsqueeze", "Reshape", "onnx.Identity"):
         inner = _constant(graph, layer.id, 0, depth + 1)
         if inner is None:
             return None
@@ -78,7 +78,12 @@ def body_condition(spec: LoopSpec):
     if value is not None and value.size == 1:
         return bool(value.reshape(()))
     src = body.producer(rid, 0)
+    while src is not None and body.layers[src[0]].type == "onnx.Identity":
+        src = body.producer(src[0], 0)
     if src is not None and body.layers[src[0]].type == "Parameter":
+        if getattr(spec, "onnx", False) and spec.condition_param is not None and \
+                spec.body.param_ids.index(src[0]) == spec.condition_param:
+            return True                 # ONNX's cond_out = cond_in: true whenever the body runs
         pos = spec.body.param_ids.index(src[0])
         for p, ext in spec.invariant:              # a body Parameter fed by a constant true
             if p == pos:
@@ -93,6 +98,9 @@ def loop_mode(spec: LoopSpec, started=None) -> Mode:
     if spec.kind != "Loop":
         return Mode(TI, None, True, True)
     trip = _input_kind(spec, 0)
+    if getattr(spec, "onnx", False) and isinstance(trip, (int, np.integer)) and \
+            not isinstance(trip, bool) and trip < 0:
+        trip = 0                        # ONNX: a negative M runs no iteration
     cond_in = _input_kind(spec, 1)
     depends = False
     if trip in ("input", "computed"):

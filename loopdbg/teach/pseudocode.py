@@ -112,6 +112,8 @@ def slice_text(spec: LoopSpec, f, i: str) -> str:
             top, hi = f"{_start_text(f.start)} - {term}", f"{hi_base} - {term}"
         lo = top if p == 1 else f"{top} - {p - 1}"
     lead = ":, " * f.axis
+    if getattr(spec, "onnx", False):          # ONNX Scan: the slice loses the scanned axis
+        return f"{f.name} = {outer_name(spec, f.ext)}[{lead}{lo}];"
     return f"{f.name} = {outer_name(spec, f.ext)}[{lead}{lo} : {hi}];"
 
 
@@ -140,7 +142,8 @@ def body_statements(spec: LoopSpec) -> list[str]:
         n_out = max(len(step.outs), 1)
         outs = [layer.name] + [f"{layer.name}:{k}" for k in range(1, n_out)]
         lhs = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
-        text = f"{lhs} = {layer.type}({', '.join(args)});"
+        op = layer.ir_type if layer.type.startswith("onnx.") and layer.ir_type else layer.type
+        text = f"{lhs} = {op}({', '.join(args)});"
         if step.nested:
             text += f"  // a nested {layer.type}, explained on its own"
         lines.append(text)
@@ -166,8 +169,9 @@ def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | No
         carried = [back_edge_text(spec, p, r) for p, r in spec.back_edges if p == pos]
         note = f"  // merged: {carried[0]} after each iteration" if carried else "  // merged"
         lines.append(Line("init", f"{names[pos]} = {outer_name(spec, ext)};{note}"))
+    joined = "stacked on a new axis" if getattr(spec, "onnx", False) else "concatenated on axis"
     for o in spec.concats:
-        lines.append(Line("init", f"{o.name} = [];  // concatenated on axis {o.axis}"
+        lines.append(Line("init", f"{o.name} = [];  // {joined} {o.axis}"
                                   + (", in reverse order" if o.stride < 0 else "")))
     i = names[spec.current_iteration] if spec.current_iteration is not None else "i"
     closing = "}"
@@ -196,7 +200,8 @@ def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | No
         else:
             tests = ([f"{i} < {trip}"] if trip is not None else []) + (
                 ["cond"] if needs_cond else [])
-            comment = (f"  // {trip} < 0 means no limit" if mode.depends_on_inputs
+            means = "runs no iteration (ONNX)" if getattr(spec, "onnx", False) else "means no limit"
+            comment = (f"  // {trip} < 0 {means}" if mode.depends_on_inputs
                        and not trip.lstrip("-").isdigit() else "")
             lines.append(Line("test", f"for ({i} = 0; {' && '.join(tests)}; {i}++) {{{comment}"))
     for f in spec.sliced:
@@ -224,7 +229,8 @@ def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | No
     lines.append(Line("test", closing))
     for o in spec.outputs:
         if o.kind == irm.CONCAT:
-            lines.append(Line("output", f"{o.name} = concat({o.name}, axis={o.axis});"))
+            join = "stack" if getattr(spec, "onnx", False) else "concat"
+            lines.append(Line("output", f"{o.name} = {join}({o.name}, axis={o.axis});"))
         else:
             lines.append(Line("output", f"{o.name} = {result_source(spec, o.result_pos)};"
                                         "  // its value in the last iteration"))

@@ -117,3 +117,23 @@ def test_the_terminal_ui_opens_an_onnx_model_and_steps_through_it():
             assert sess.current.iteration == 1
 
     asyncio.run(asyncio.wait_for(drive(), timeout=60))
+
+
+def test_explain_writes_onnx_semantics_in_the_pseudo_code(capsys, tmp_path):
+    import onnx
+
+    import _onnx_models as om
+
+    m, _, _ = om.scan_with_axes_and_directions()
+    path = tmp_path / "scan.onnx"
+    onnx.save(m, str(path))
+    assert main(["explain", str(path)]) in (0, None)
+    scan = capsys.readouterr().out
+    assert "col = x[:, L-1 - i];" in scan                  # the slice loses the scanned axis
+    assert "s_out = Add(s_in, col);" in scan               # ONNX op types, not onnx.Add
+    assert "seen_all = stack(seen_all, axis=1);" in scan
+    assert "stacked on a new axis 1" in scan
+    assert main(["explain", str(ONNX)]) in (0, None)
+    loop = capsys.readouterr().out
+    assert "keepgoing_in   the loop condition" in loop
+    assert "my_local = Add(a, b_in);" in loop
