@@ -126,21 +126,31 @@ def _check(spec: InputSpec, raw, source: str) -> np.ndarray:
     return arr
 
 
+RANDOM_LIMIT = 1 << 26            # elements of random data per input (512 MiB as float64)
+
+
 def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, ...]] | None = None
                   ) -> dict[str, np.ndarray]:
     """Seeded random data for every input; dynamic dims become 1 unless ``shapes`` says otherwise."""
     rng = np.random.default_rng(seed)
     shapes = dict(shapes or {})
     out = {}
+    where = f"{model.path}: " if model.path else ""
     for spec in input_specs(model):
         if spec.name in shapes:
             shape = tuple(shapes.pop(spec.name))
         elif spec.shape is None:
-            raise InputError(f"input '{spec.name}' has a dynamic rank; give its shape with "
-                             f"--shape {spec.name}=D1,D2,...")
+            raise InputError(f"{where}input '{spec.name}' has a dynamic rank, so loopdbg cannot "
+                             f"make up random data for it; give the inputs in an .npz (`loopdbg "
+                             f"inputs MODEL --shape {spec.name}=D1,D2,... -o inputs.npz`).")
         else:
             shape = tuple(1 if d < 0 else d for d in spec.shape)
         dtype = spec.dtype or np.dtype(np.float32)
+        count = int(np.prod(shape, dtype=object))
+        if count > RANDOM_LIMIT:      # a hostile or mistaken shape must not exhaust memory
+            raise InputError(f"{where}input '{spec.name}' has shape {shape}, {count} elements: "
+                             f"too many to make up random data for (at most {RANDOM_LIMIT}); "
+                             f"give the inputs in an .npz.")
         if dtype.kind == "b":
             out[spec.name] = rng.random(shape) < 0.5
         elif dtype.kind in "iu":
