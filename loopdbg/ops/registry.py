@@ -102,7 +102,9 @@ def make_kernel(layer: Layer, where: str = "") -> tuple[Kernel, int]:
             vs = ", ".join(f"opset{v}" for v in known[layer.type])
             detail = f"loopdbg supports {layer.type} in {vs}"
         else:
-            detail = "supported operations: " + ", ".join(known)
+            onnx = layer.type.startswith("onnx.")      # list the kernels of the model's format
+            detail = "supported operations: " + ", ".join(
+                t for t in known if t.startswith("onnx.") == onnx)
         raise UnsupportedOperation(
             f"{where}{layer.describe()} has type {layer.type} version {layer.version!r}, "
             f"which loopdbg cannot run; {detail}.")
