@@ -455,6 +455,19 @@ def test_inputs_that_do_not_match(base, tmp_path, cli, case):
     assert_refused(cli("run", base[0], inputs), str(inputs), *fragments)
 
 
+def test_no_inputs_and_a_huge_declared_shape_is_refused_not_allocated(base, tmp_path, cli):
+    """Random inputs for `seq` declared with 2**31 rows would take 16 GiB: refused up front."""
+    xml = variant(base, tmp_path, sets("//layer[@name='seq']/data", shape="2147483648,2"))
+    assert_refused(cli("run", xml, "-q"), str(xml), "input 'seq'", "(2147483648, 2)",
+                   "too many to make up random data")
+
+
+def test_no_inputs_and_a_dynamic_rank(base, tmp_path, cli):
+    xml = variant(base, tmp_path, sets("//layer[@name='seq']/data", shape="..."))
+    assert_refused(cli("run", xml, "-q"), str(xml), "input 'seq' has a dynamic rank",
+                   "--shape seq=")
+
+
 def test_inputs_holding_pickled_objects_are_refused_without_unpickling(base, tmp_path, cli):
     marker = tmp_path / "unpickled"
     inputs = tmp_path / "evil.npz"
