@@ -71,11 +71,22 @@ def test_the_spec_example_reads_into_a_loop_with_onnx_names():
                      "b_in": irm.MERGED, "a": irm.INVARIANT}
 
 
-def test_the_corpus_onnx_model_matches_onnxruntimes_outputs():
+ONNX_CORPUS = sorted(p.parent.name for p in CORPUS.parent.glob("*/model.onnx")
+                     if (p.parent / "onnxruntime_expected.npz").exists())
+
+
+@pytest.mark.parametrize("case", ONNX_CORPUS)
+def test_every_corpus_onnx_model_matches_onnxruntimes_outputs(case):
+    base = CORPUS.parent / case
+    final = Engine(read_model(base / "model.onnx")).run_to_end(load_npz(base / "inputs.npz"))
+    assert_outputs(final.outputs, load_npz(base / "onnxruntime_expected.npz"))
+
+
+def test_the_spec_example_stops_after_two_iterations_on_its_condition():
     engine = Engine(read_model(CORPUS / "model.onnx"))
     final = engine.run_to_end(load_npz(CORPUS / "inputs.npz"))
-    assert_outputs(final.outputs, load_npz(CORPUS / "onnxruntime_expected.npz"))
     assert [(f.path, f.iterations, f.reason) for f in final.loops] == [("loop", 2, "condition")]
+    assert "onnx_loop_spec_example" in ONNX_CORPUS
 
 
 def test_parameters_carry_shape_and_element_type_with_symbolic_dims_as_question_marks():
