@@ -174,7 +174,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
 
 # -- setting up -------------------------------------------------------------------------------
 def _external(spec: LoopSpec, args: tuple, ext: int):
-    if ext >= len(args) or args[ext] is None:
+    if not 0 <= ext < len(args) or args[ext] is None:     # -1 would read the last input
         raise RunError(f"{spec.where}{spec.layer.describe()}: the port map reads input {ext}, "
                        f"which is not connected.", loop_path=spec.path)
     return args[ext]
