@@ -249,6 +249,12 @@ LOOP_CASES = {
     "port_map input beyond the layer's inputs": (
         sets(f"{PORT_MAP}/input[2]", external_port_id=9),
         [LOOP, "maps external input 9 but the layer has only 4 inputs"]),
+    "sliced input with a negative external_port_id": (
+        sets(f"{PORT_MAP}/input[1]", external_port_id=-5),
+        [LOOP, "the port map reads input -5, which is not connected"]),
+    "merged input with external_port_id -1": (
+        sets(f"{PORT_MAP}/input[2]", external_port_id=-1),
+        [LOOP, "the port map reads input -1, which is not connected"]),
     "port_map non-integer axis": (sets(f"{PORT_MAP}/input[1]", axis="first"),
                                   [LOOP, "non-integer axis 'first'"]),
     "negative sliced input axis": (sets(f"{PORT_MAP}/input[1]", axis=-1),
