@@ -50,7 +50,7 @@ class TraceWriter:
     def __init__(self, path, header: Mapping | None = None, *,
                  model_inputs: Mapping[str, np.ndarray] | None = None,
                  flush_interval: float = 0.25, batch_bytes: int = 1 << 20,
-                 queue_bytes: int = 32 << 20):
+                 queue_bytes: int = 8 << 20):
         self.path = str(path)
         try:
             self._raw = open(self.path, "wb", buffering=0)
