@@ -102,7 +102,7 @@ def format_stop(stop: Stop, session=None) -> str:
             so_far = e.partial(name)
             parts.append((f"{name} so far", so_far))
             parts.append((f"{name} last slice", e.scan_slices[name]))
-        _section(lines, "concatenated", parts)
+        _section(lines, "stacked (ONNX scan outputs)" if spec.onnx else "concatenated", parts)
         _section(lines, "sliced inputs", list(e.sliced_inputs.items()))
     if stop.watches:
         rows = []

@@ -75,5 +75,6 @@ class ScanTable(DataTable):
         for o in e.spec.concats:
             so_far = e.partial(o.name)
             direction = " (reversed)" if o.stride < 0 else ""
-            self.add_row(o.name, f"{o.axis}{direction}", shape_text(so_far),
+            how = f"new axis {o.axis} (stacked)" if e.spec.onnx else f"{o.axis}"
+            self.add_row(o.name, f"{how}{direction}", shape_text(so_far),
                          fmt_value(e.scan_slices[o.name], width=50), key=o.name)
