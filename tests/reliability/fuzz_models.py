@@ -57,8 +57,8 @@ class Case:
     cond: str                      # Loop: "none", "iter", "counter_i", "counter_f"
     limit: int                     # Loop: the bound the condition compares with
     cur: tuple[str, tuple] | None  # Loop: current_iteration (i32/i64, [] or [1]), or none
-    outputs: list[tuple]           # ("last", k) | ("scan", k, axis, reverse) | ("slice", j, reverse)
-                                   # | ("derived",)
+    outputs: list[tuple]           # ("last", k) | ("scan", k, axis, reverse)
+                                   # | ("slice", j, reverse) | ("derived",)
     inner: Inner | None
     seed: int = 0
     zero_possible: bool = field(default=False)
@@ -70,13 +70,15 @@ def cases(draw, max_depth: int = 1) -> Case:
     width = draw(st.integers(1, 3))
     n = draw(st.integers(1, 4))
     n_slices = draw(st.integers(1 if kind == "TensorIterator" else 0, 2))
-    slices = [Slice(draw(st.sampled_from(["rows", "cols", "mid"])), draw(st.sampled_from([1, 1, 2])),
-                    draw(st.booleans())) for _ in range(n_slices)]
+    slices = [Slice(draw(st.sampled_from(["rows", "cols", "mid"])),
+                    draw(st.sampled_from([1, 1, 2])), draw(st.booleans()))
+              for _ in range(n_slices)]
     states = [(draw(st.sampled_from(BINARY)), draw(st.sampled_from(UNARY)),
                draw(st.sampled_from([0.5, 1.0, -0.5, 0.0])))
               for _ in range(draw(st.integers(1, 2)))]
     invariant = draw(st.booleans())
-    trip, trip_param, exec_cond, exec_param, cond, limit, cur = -1, None, True, None, "none", 0, None
+    trip, trip_param, exec_cond, exec_param = -1, None, True, None
+    cond, limit, cur = "none", 0, None
     if kind == "Loop":
         cond = draw(st.sampled_from(["none", "iter", "counter_i", "counter_f"]))
         bound = n if slices else 6            # never more iterations than slices

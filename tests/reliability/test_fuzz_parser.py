@@ -90,7 +90,9 @@ def mutate(rng: random.Random, xml: bytes, weights: bytes) -> tuple[bytes, bytes
         except etree.XMLSyntaxError:
             continue                      # already broken by a byte mutation: keep it as it is
         nodes = [el for el in root.iter() if isinstance(el.tag, str)]
-        el = rng.choice(nodes)
+        loopish = [el for el in nodes if el.getparent() is not None and
+                   el.getparent().tag in ("port_map", "back_edges")]
+        el = rng.choice(loopish if loopish and rng.random() < 0.4 else nodes)
         where = f"<{el.tag}> line {el.sourceline}"
         if kind in ("attr", "drop_attr") and el.attrib:
             key = rng.choice(sorted(el.attrib))
@@ -232,15 +234,8 @@ def test_mutated_models_run_or_fail_clearly(shard, tmp_path):
     report = "\n\n".join(f"case {r['case']} ({r['source']}: {r['mutation']}; "
                          f"loopdbg {' '.join(r['argv'])}):\n{why}" for r, why in bad[:5])
     assert not bad, f"{len(bad)} of {len(results)} cases failed:\n{report}"
-
-
-def test_the_mutations_reach_every_outcome(tmp_path):
-    """A sample of the cases both runs and fails (the mutations are neither all fatal nor no-ops)."""
-    results = run_shard(0, tmp_path) if CASES < 40 else None
-    if results is None:
-        pytest.skip("covered by the shards")
-    codes = {r["code"] for r in results}
-    assert 0 in codes and 2 in codes
+    if len(results) >= 40:        # the mutations are neither all fatal nor all harmless
+        assert {0, 2} <= {r["code"] for r in results}
 
 
 def test_mutate_is_deterministic():

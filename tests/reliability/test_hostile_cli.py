@@ -430,7 +430,8 @@ SEQ = np.zeros((4, 2), np.float32)
 ACC = np.zeros((1, 2), np.float32)
 
 INPUT_CASES = {
-    "missing input": (dict(seq=SEQ), ["has no input 'acc0'", "the model expects seq float32 (4, 2)"]),
+    "missing input": (dict(seq=SEQ), ["has no input 'acc0'",
+                                      "the model expects seq float32 (4, 2)"]),
     "no inputs at all": (dict(), ["has no input 'seq'"]),
     "extra input": (dict(seq=SEQ, acc0=ACC, bogus=ACC), ["does not take: bogus"]),
     "wrong shape": (dict(seq=np.zeros((4, 3), np.float32), acc0=ACC),
