@@ -1,18 +1,17 @@
-"""Shared pieces of the reliability tests: the CLI run in-process, a hang guard, small models."""
+"""Fixtures of the reliability tests: the CLI run in-process and a hang guard (helpers and
+small models are in relhelpers.py)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
+
+from relhelpers import Outcome  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -32,13 +31,6 @@ def no_hang():
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
-
-
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
 
 
 _PARSER = []
@@ -67,75 +59,3 @@ def cli(capsys, monkeypatch):
         return Outcome(code, captured.out, captured.err)
 
     return call
-
-
-def subprocess_env() -> dict:
-    return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                PYTHONUNBUFFERED="1")
-
-
-def assert_refused(outcome: Outcome, *fragments: str) -> str:
-    """Non-zero exit, stderr exactly one line ``loopdbg: ...`` naming every fragment."""
-    err = outcome.err
-    assert outcome.code not in (0, None), (outcome.code, err)
-    assert "Traceback" not in err and "Traceback" not in outcome.out, err
-    lines = err.strip("\n").split("\n")
-    assert len(lines) == 1, err
-    line = lines[0]
-    assert line.startswith("loopdbg: "), line
-    for fragment in fragments:
-        assert str(fragment) in line, f"{fragment!r} not in {line!r}"
-    return line
-
-
-# -- small models, built with loopdbg's own builder ----------------------------------------------
-
-def accumulate_loop(folder: Path, trip: int = 3) -> tuple[Path, Path]:
-    """A Loop summing the rows of ``seq`` into ``acc`` (sliced, merged, current_iteration, scan).
-
-    Body layer ids: 0 x_t, 1 acc, 2 iter, 3 acc_new (Add), 4 its Result, 5 Const 5, 6 keep (Less),
-    7 its Result (the execution condition).
-    """
-    from loopdbg.ir.builder import GraphBuilder
-    from loopdbg.ir.xml_writer import write_ir
-
-    b = GraphBuilder("accumulate")
-    seq = b.parameter("seq", "f32", [4, 2])
-    acc0 = b.parameter("acc0", "f32", [1, 2])
-    loop = b.loop("loop", trip=trip, cond=True)
-    x_t = loop.sliced_input(seq, "x_t", axis=0)
-    acc = loop.merged_input(acc0, "acc")
-    it = loop.current_iteration("iter")
-    acc_new = loop.body.op("Add", [acc, x_t], name="acc_new")
-    loop.back_edge(acc_new, acc)
-    loop.condition(loop.body.op("Less", [it, np.array([5], np.int64)], name="keep"))
-    b.result(loop.output_last(acc_new, name="acc_final"))
-    b.result(loop.output_concat(acc_new, axis=0, name="acc_seq"))
-    folder.mkdir(parents=True, exist_ok=True)
-    xml, _ = write_ir(b.build(), folder / "model.xml")
-    inputs = folder / "in.npz"
-    np.savez(inputs, seq=np.arange(8, dtype=np.float32).reshape(4, 2),
-             acc0=np.zeros((1, 2), np.float32))
-    return xml, inputs
-
-
-def endless_loop(folder: Path, *, scan: bool = False, width: int = 4) -> tuple[Path, Path]:
-    """trip -1 and a constant-true body condition: only a cap, a budget or Ctrl+C stops it."""
-    from loopdbg.ir.builder import GraphBuilder
-    from loopdbg.ir.xml_writer import write_ir
-
-    b = GraphBuilder("endless")
-    x0 = b.parameter("x0", "f32", [1, width])
-    loop = b.loop("spin", trip=-1, cond=True)
-    x = loop.merged_input(x0, "x")
-    x2 = loop.body.op("Add", [x, np.ones((1, width), np.float32)], name="x_next")
-    loop.back_edge(x2, x)
-    loop.condition(loop.body.const("true", np.array(True)))
-    b.result(loop.output_last(x2, name="x_final"))
-    if scan:
-        b.result(loop.output_concat(x2, axis=0, name="x_seq"))
-    folder.mkdir(parents=True, exist_ok=True)
-    xml, _ = write_ir(b.build(), folder / "model.xml")
-    inputs = folder / "in.npz"
-    np.savez(inputs, x0=np.zeros((1, width), np.float32))
-    return xml, inputs

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, subprocess_env
+from relhelpers import ROOT, subprocess_env
 
 CASES = int(os.environ.get("LOOPDBG_PARSER_FUZZ_CASES", "240"))
 SEED = int(os.environ.get("LOOPDBG_PARSER_FUZZ_SEED", "0"))

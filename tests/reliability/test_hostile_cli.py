@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
-from conftest import accumulate_loop, assert_refused, subprocess_env
+from relhelpers import accumulate_loop, assert_refused, subprocess_env
 
 LOOP = "layer 4 'loop' (Loop)"
 
@@ -542,7 +542,7 @@ def test_npz_with_a_member_crc_error(base, tmp_path, cli):
 
 
 def test_kernel_error_names_the_file_loop_iteration_and_layer(cli):
-    from conftest import ROOT
+    from relhelpers import ROOT
     data = ROOT / "tests" / "data" / "failing_loop"
     assert_refused(cli("run", data / "model.xml", data / "inputs.npz"), "model.xml",
                    "loop 'grow'", "iteration 2", "layer 8 'widen' (Add)", "failed")
@@ -618,7 +618,7 @@ def test_back_edge_into_current_iteration_that_changes_dtype(base, tmp_path, cli
 
 def test_runtime_errors_with_breakpoints_and_traces_too(tmp_path, cli):
     """The same one line from `run --break` (the debugger session) and `run --trace`."""
-    from conftest import ROOT
+    from relhelpers import ROOT
     data = ROOT / "tests" / "data" / "failing_loop"
     fragments = ("loop 'grow'", "iteration 2", "layer 8 'widen' (Add)")
     assert_refused(cli("run", data / "model.xml", data / "inputs.npz", "--break", "i == 99"),
@@ -645,7 +645,7 @@ def test_other_commands_refuse_the_same_files(base, tmp_path, cli, command):
 
 @pytest.mark.parametrize("what", ["not xml", "missing bin", "pickled inputs", "kernel error"])
 def test_a_real_process_exits_non_zero_with_one_line(base, tmp_path, what):
-    from conftest import ROOT
+    from relhelpers import ROOT
     xml, inputs = base
     if what == "not xml":
         xml = variant(base, tmp_path, raw=b"{}")

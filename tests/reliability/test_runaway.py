@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import assert_refused, endless_loop, subprocess_env
+from relhelpers import assert_refused, endless_loop, subprocess_env
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="pty / signals")
 

@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import ROOT, endless_loop, subprocess_env
+from relhelpers import ROOT, endless_loop, subprocess_env
 from loopdbg.trace import TraceReader
 from loopdbg.trace import format as F
 
