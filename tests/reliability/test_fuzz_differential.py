@@ -13,9 +13,10 @@ says: floats at rtol = atol = 1e-5, integers and booleans exactly, identical sha
 Restriction — only configurations where OpenVINO's CPU plugin follows the specification are
 drawn (decisions.md and loop_semantics.md name the others); the fuzzer never generates:
 
-* TensorIterator slicing or concatenation other than the two canonical forms, (start 0, end -1,
-  stride part_size) and (start -1, end 0, stride -part_size); always |stride| == part_size, and
-  every sliced input of a TensorIterator gives the same number of iterations;
+* slicing (Loop or TensorIterator) or TensorIterator concatenation other than the two canonical
+  forms, (start 0, end -1, stride part_size) and (start -1, end 0, stride -part_size) (CPU slices
+  from an end of the axis whatever start says); always |stride| == part_size, and every sliced
+  input of a TensorIterator gives the same number of iterations;
 * a Loop running more iterations than its sliced inputs have slices (trip count and body
   condition are drawn so that the run ends by the last slice);
 * a Loop concatenated output with stride < 0 (CPU reverses it; Loop-5 does not define it), or a
