@@ -14,10 +14,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from relhelpers import Outcome  # noqa: E402
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "no_alarm: the test bounds its own time (long fuzz runs)")
+
+
 @pytest.fixture(autouse=True)
-def no_hang():
-    """Fail (instead of hanging CI) when one test takes more than 120 s (Unix only)."""
-    if not hasattr(signal, "SIGALRM"):
+def no_hang(request):
+    """Fail (instead of hanging CI) when one test takes more than 120 s (Unix only).
+
+    Fuzz tests, whose length grows with the number of examples asked for, are marked
+    ``no_alarm`` and bound each example instead.
+    """
+    if not hasattr(signal, "SIGALRM") or request.node.get_closest_marker("no_alarm"):
         yield
         return
 

@@ -40,7 +40,9 @@ CI runs ``LOOPDBG_FUZZ_EXAMPLES`` examples (default 25); a long run is one comma
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 
 import numpy as np
 import pytest
@@ -84,6 +86,7 @@ def assert_same(got: dict, want: list, where: str) -> None:
             np.testing.assert_array_equal(have, expected, err_msg=f"{where}: {name}")
 
 
+@pytest.mark.no_alarm
 @settings(max_examples=EXAMPLES, deadline=None, print_blob=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
@@ -91,8 +94,29 @@ def assert_same(got: dict, want: list, where: str) -> None:
 def test_loopdbg_agrees_with_openvino_cpu(case, tmp_path_factory):
     model, inputs = build(case)
     xml, _ = write_ir(model, tmp_path_factory.mktemp("fuzz") / "model.xml")
-    got = Engine(read_model(xml)).run_to_end(inputs).outputs
-    assert_same(got, run_openvino(xml, inputs), f"{xml} ({case})")
+    with example_time_limit(60):
+        got = Engine(read_model(xml)).run_to_end(inputs).outputs
+        want = run_openvino(xml, inputs)
+    assert_same(got, want, f"{xml} ({case})")
+
+
+@contextlib.contextmanager
+def example_time_limit(seconds: int):
+    """A hang in one example fails it (Unix only), however many examples the run has."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def hung(signum, frame):
+        raise TimeoutError(f"the example took more than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def test_the_generator_reaches_every_feature():

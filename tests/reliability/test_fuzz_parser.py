@@ -227,6 +227,7 @@ def problem(r: dict) -> str | None:
     return None
 
 
+@pytest.mark.no_alarm             # each case has its alarm, each worker a time limit
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_mutated_models_run_or_fail_clearly(shard, tmp_path):
     results = run_shard(shard, tmp_path)
