@@ -19,6 +19,9 @@ def add_parser(sub) -> None:
                    help="start with this breakpoint (repeatable)")
     p.add_argument("--history", type=common.positive_int, default=1000, metavar="N",
                    help="iterations kept in memory for stepping back (default 1000)")
+    p.add_argument("--trace", metavar="FILE.ltrace",
+                   help="record the run to a trace file as it goes (replay it later with "
+                        "`loopdbg FILE.ltrace`)")
     p.set_defaults(handler=run)
 
 
@@ -37,12 +40,24 @@ def run(args) -> int:
     else:
         model, inputs, source = common.load_model_and_inputs(args)
         title = model.path
+        record = None
+        if args.trace:
+            from loopdbg.trace.record import recording
+
+            def record(events):
+                return recording(events, args.trace, model=model, inputs=inputs, source=source,
+                                 options={"max_iterations": args.max_iterations})
         session = Session(Engine(model), inputs, history=args.history,
                           max_iterations=args.max_iterations,
                           max_memory=args.max_memory or common.default_memory_budget(),
-                          on_nan=args.on_nan, source=source)
+                          on_nan=args.on_nan, source=source, record=record)
     for text in args.breaks:
         session.breakpoints.add(text)
     from loopdbg.tui.app import LoopdbgApp, model_title
-    LoopdbgApp(session, title=model_title(title)).run()
+    try:
+        LoopdbgApp(session, title=model_title(title)).run()
+    finally:
+        session.close()
+    if getattr(args, "trace", None):
+        print(f"trace written to {args.trace}", file=sys.stderr)
     return 0

@@ -62,7 +62,10 @@ class Session:
 
     def __init__(self, engine: Engine, inputs: Mapping[str, Any], *, history: int = 1000,
                  max_iterations: int | None = None, max_memory: int | None = None,
-                 on_nan: bool = False, source: str = "inputs"):
+                 on_nan: bool = False, source: str = "inputs",
+                 record: Callable[[Any], Any] | None = None):
+        """``record`` wraps the engine's event stream on every (re)start, e.g. to write a trace:
+        ``record=lambda events: recording(events, "run.ltrace", ...)``."""
         if history < 1:
             raise ValueError("history must hold at least one iteration")
         self.engine = engine
@@ -72,6 +75,8 @@ class Session:
         self.max_memory = max_memory
         self.on_nan = on_nan
         self.source = source
+        self.record = record
+        self._recording = None
         self.breakpoints = Breakpoints(known_names=self._names())
         self._lookup = EventLookup(previous=self._previous)
         self._pause = threading.Event()
@@ -107,6 +112,9 @@ class Session:
         """Start the run again from the beginning (breakpoints and watches are kept)."""
         self._gen = self.engine.run(self.inputs, max_iterations=self.max_iterations,
                                     max_memory=self.max_memory, source=self.source)
+        if self.record is not None:
+            self.close()
+            self._recording = self._gen = iter(self.record(self._gen))
         self._timeline: deque[ev.IterationDone] = deque(maxlen=self.history_size)
         self._prev: dict[int, ev.IterationDone] = {}   # id(event) -> previous iteration of its loop
         self._last: dict[str, ev.IterationDone] = {}   # loop path -> its newest iteration
@@ -131,6 +139,12 @@ class Session:
         # ahead, which pushes the current one out of the timeline while the session stands at it.
         self._position = pos
         self._current = self._at(pos) if pos >= 0 else None
+
+    def close(self) -> None:
+        """Finish what the session records (a trace is closed with what was computed)."""
+        rec, self._recording = self._recording, None
+        if rec is not None and hasattr(rec, "close"):
+            rec.close()
 
     @property
     def current(self) -> ev.IterationDone | None:
