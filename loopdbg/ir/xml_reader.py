@@ -507,6 +507,7 @@ def _read_loop(el, layer: Layer, ctx: _Context) -> Layer:
     body = _read_graph(body_el, ctx.inside(label), f"{layer.name}/body")
     inputs, outputs = _read_port_map(_child(el, "port_map"), layer, body, ctx, "port_map")
     back_edges = _read_back_edges(_child(el, "back_edges"), layer, body, ctx)
+    _check_fed_inputs(inputs, back_edges, layer, body, ctx)
     if not body.parameters and not body.results:
         raise ctx.fail(label, "has a body with no Parameter and no Result")
     if layer.type == "Loop" and not any(m.purpose == "execution_condition" for m in outputs):
@@ -515,6 +516,21 @@ def _read_loop(el, layer: Layer, ctx: _Context) -> Layer:
     sub = SubGraph(role="body", graph=body, inputs=inputs, outputs=outputs,
                    back_edges=back_edges)
     return replace(layer, subgraphs=(sub,))
+
+
+def _check_fed_inputs(inputs: tuple[InputMapping, ...], back_edges: tuple[BackEdge, ...],
+                      layer: Layer, body: Graph, ctx: _Context) -> None:
+    """A sliced or merged input reads an outer input, so its external id must not be negative
+    (only the special entries, current_iteration and condition, have none)."""
+    targets = {be.to_layer for be in back_edges}
+    for m in inputs:
+        if m.external_port_id < 0 and m.purpose is None and (
+                m.axis is not None or m.internal_layer_id in targets):
+            role = "sliced" if m.axis is not None else "merged"
+            target = body.layers[m.internal_layer_id].describe()
+            raise ctx.fail(layer.describe(), f"feeds body {target} as a {role} input from "
+                                             f"external port {m.external_port_id}, which does "
+                                             f"not exist")
 
 
 def _check_output_count(layer: Layer, outputs: tuple[OutputMapping, ...], ctx: _Context) -> None:
