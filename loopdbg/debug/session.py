@@ -114,7 +114,10 @@ class Session:
                                     max_memory=self.max_memory, source=self.source)
         if self.record is not None:
             self.close()
-            self._recording = self._gen = iter(self.record(self._gen))
+            self._recording = self.record(self._gen)
+            self._gen = iter(self._recording)
+        # What the session can show before its in-memory history: what it records (a trace).
+        self._older = getattr(self._recording, "event_at", None)
         self._timeline: deque[ev.IterationDone] = deque(maxlen=self.history_size)
         self._prev: dict[int, ev.IterationDone] = {}   # id(event) -> previous iteration of its loop
         self._last: dict[str, ev.IterationDone] = {}   # loop path -> its newest iteration
@@ -162,14 +165,19 @@ class Session:
 
     @property
     def oldest(self) -> int:
-        return self._frontier - len(self._timeline)
+        return 0 if self._older is not None else self._frontier - len(self._timeline)
 
     @property
     def newest(self) -> int:
         return self._frontier - 1
 
     def _at(self, pos: int) -> ev.IterationDone:
-        return self._timeline[pos - self.oldest]
+        k = pos - (self._frontier - len(self._timeline))
+        if k >= 0:
+            return self._timeline[k]
+        if self._older is None:
+            raise IndexError(pos)
+        return self._older(pos, self.engine)
 
     def request_pause(self) -> None:
         """Ask a running ``continue_`` (in another thread) to stop at the next iteration."""

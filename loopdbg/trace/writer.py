@@ -384,6 +384,12 @@ class TraceWriter:
                 time.monotonic() - self._last_flush >= self._interval:
             self._flush()
 
+    def sync(self) -> None:
+        """Put every frame written so far on disk (a reader scanning the file then sees them)."""
+        if not self._closed:
+            self._flush()
+            self._sink.drain()
+
     def _flush(self) -> None:
         self._materialize()
         self._last_flush = time.monotonic()

@@ -31,3 +31,31 @@ def test_a_session_run_to_the_end_leaves_a_complete_trace(tmp_path):
     s.close()
     with TraceReader(trace) as t:
         assert not t.truncated and len(list(t.frames("loop"))) == 7
+
+
+def test_stepping_back_past_the_history_reads_the_trace_being_recorded(tmp_path):
+    trace = tmp_path / "s.ltrace"
+    inputs = load_npz(CASE / "inputs.npz")
+    s = Session.open(CASE / "model.xml", inputs, history=2,
+                     record=lambda events: recording(events, trace, inputs=inputs))
+    live = Session.open(CASE / "model.xml", inputs)
+    s.run_to(5)
+    live.run_to(5)
+    from loopdbg.debug import format_stop
+    for k in (4, 3, 2, 1, 0):
+        a, b = s.back(), live.back()
+        assert a.event.iteration == k
+        assert format_stop(a, s) == format_stop(b, live)
+    assert s.first().event.iteration == 0
+    assert s.next().event.iteration == 1         # forward again through the trace, then live
+    assert s.run_to(6).event.iteration == 6
+    s.close()
+
+
+def test_without_a_trace_the_history_edge_says_how_to_go_further(tmp_path):
+    inputs = load_npz(CASE / "inputs.npz")
+    s = Session.open(CASE / "model.xml", inputs, history=2)
+    s.run_to(5)
+    s.back()
+    stop = s.back()
+    assert "record a trace" in stop.reason
