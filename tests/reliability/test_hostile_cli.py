@@ -251,10 +251,10 @@ LOOP_CASES = {
         [LOOP, "maps external input 9 but the layer has only 4 inputs"]),
     "sliced input with a negative external_port_id": (
         sets(f"{PORT_MAP}/input[1]", external_port_id=-5),
-        [LOOP, "the port map reads input -5, which is not connected"]),
+        [LOOP, "feeds body layer 0 'x_t' (Parameter) as a sliced input from external port -5"]),
     "merged input with external_port_id -1": (
         sets(f"{PORT_MAP}/input[2]", external_port_id=-1),
-        [LOOP, "the port map reads input -1, which is not connected"]),
+        [LOOP, "feeds body layer 1 'acc' (Parameter) as a merged input from external port -1"]),
     "port_map non-integer axis": (sets(f"{PORT_MAP}/input[1]", axis="first"),
                                   [LOOP, "non-integer axis 'first'"]),
     "negative sliced input axis": (sets(f"{PORT_MAP}/input[1]", axis=-1),
@@ -636,11 +636,14 @@ def test_runtime_errors_with_breakpoints_and_traces_too(tmp_path, cli):
 
 
 @pytest.mark.parametrize("command", ["explain", "graph", "inputs"])
-def test_other_commands_refuse_the_same_files(base, tmp_path, cli, command):
-    xml = variant(base, tmp_path, sets(f"{PORT_MAP}/input[1]", internal_layer_id=99))
+@pytest.mark.parametrize("damage, fragment", [
+    (sets(f"{PORT_MAP}/input[1]", internal_layer_id=99), "names body layer 99"),
+    (sets(f"{PORT_MAP}/input[1]", external_port_id=-2), "from external port -2"),
+])
+def test_other_commands_refuse_the_same_files(base, tmp_path, cli, command, damage, fragment):
+    xml = variant(base, tmp_path, damage)
     extra = {"graph": ["-o", tmp_path / "g.dot"], "inputs": ["-o", tmp_path / "i.npz"]}
-    assert_refused(cli(command, xml, *extra.get(command, [])), str(xml), LOOP,
-                   "names body layer 99")
+    assert_refused(cli(command, xml, *extra.get(command, [])), str(xml), LOOP, fragment)
 
 
 @pytest.mark.parametrize("what", ["not xml", "missing bin", "pickled inputs", "kernel error"])
