@@ -3,10 +3,11 @@
 Each case takes a corpus model (tests/corpus/*, tests/data/*), applies seeded mutations — an
 attribute's value changed or removed, an element removed, duplicated, moved or renamed, a <dim>
 rewritten, the XML truncated or a byte flipped, the .bin truncated, extended or flipped — and runs
-``loopdbg run`` (in-process ``loopdbg.cli.main``, with random inputs or the model's own) and
-sometimes ``loopdbg explain`` on the result. The outcome must be exit 0, or a non-zero exit with
-exactly one stderr line ``loopdbg: ...``; an exception escaping ``main`` (a traceback) or a case
-that runs past its time limit (a hang) fails the test with the case's mutation and its files.
+``loopdbg run`` (in-process ``loopdbg.cli.main``, with random inputs or the model's own), or
+sometimes ``loopdbg explain`` or ``loopdbg graph -o body.dot``, on the result. The outcome must
+be exit 0, or a non-zero exit with exactly one stderr line ``loopdbg: ...``; an exception
+escaping ``main`` (a traceback) or a case that runs past its time limit (a hang) fails the test
+with the case's mutation and its files.
 
 Cases run in worker processes (one per shard) with an address-space limit, so a mutated shape
 that asks numpy for terabytes fails with MemoryError instead of swapping the machine; each case
@@ -170,8 +171,11 @@ WORKER = textwrap.dedent("""
                 "--max-memory", "256M"]
         if rng.random() < 0.5:
             argv.insert(2, str(src / "inputs.npz"))
-        if rng.random() < 0.2:
+        face = rng.random()
+        if face < 0.15:
             argv = ["explain", str(case / "model.xml")]
+        elif face < 0.25:
+            argv = ["graph", str(case / "model.xml"), "-o", str(case / "body.dot")]
         print(json.dumps({"start": i}), flush=True)
         out, err = io.StringIO(), io.StringIO()
         start = time.monotonic()
