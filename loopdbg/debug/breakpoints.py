@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from loopdbg.debug.expr import RESERVED, Expression, ExprError, Lookup
+from loopdbg.debug.expr import RESERVED, Expression, ExprError, Lookup, _truth
 
 
 class EventLookup(Lookup):
@@ -204,6 +204,15 @@ class Breakpoints:
     def active(self) -> list[Breakpoint]:
         return [bp for bp in self.items.values() if bp.enabled]
 
+    def quick_conditions(self) -> list | None:
+        """``(condition, loops it applies to or None)`` pairs, when a plainly false result from each
+        that applies means "no stop" (every breakpoint enabled and not scoped with ``loop``);
+        else None and ``check`` decides every time."""
+        items = list(self.items.values())
+        if not items or any(not bp.enabled or bp.loop is not None for bp in items):
+            return None
+        return [(bp.condition._fn, bp.paths) for bp in items]
+
     def check(self, lookup: EventLookup, count: bool = True) -> Hit | None:
         """The first breakpoint that stops at this iteration, counting hits (bdb semantics)."""
         path = lookup.event.path
@@ -211,7 +220,8 @@ class Breakpoints:
             if not bp.enabled or (bp.loop is not None or bp.paths is not None) and not bp.applies_to(path):
                 continue
             try:
-                hit = bp.condition.truth(lookup)
+                r = bp.condition._fn(lookup)
+                hit = r if r is True or r is False else _truth(r)
             except Exception as exc:  # noqa: BLE001 - a failing condition stops and says why
                 return Hit(bp, _error_text(exc))
             if not hit:

@@ -261,6 +261,10 @@ class Expression:
         rest = [self._compile(c) for c in node.comparators]
         if len(ops) == 1:
             op, right = ops[0], rest[0]
+            const = node.comparators[0]
+            if isinstance(const, ast.Constant):       # `i == 7`: one call less per evaluation
+                value = const.value
+                return lambda env: op(first(env), value)
             return lambda env: op(first(env), right(env))
 
         def chain(env):

@@ -20,11 +20,16 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
 from loopdbg.engine import events as ev
 from loopdbg.engine.runner import Engine
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.model import LAST_VALUE
+
+_FALSE = np.False_
+_NO_HIT = object()
 
 STEP, BREAKPOINT, NAN, END, ERROR, PAUSED, NODE, HISTORY, START = (
     "step", "breakpoint", "nan", "end", "error", "paused", "node", "history", "start")
@@ -119,8 +124,6 @@ class Session:
         # What the session can show before its in-memory history: what it records (a trace).
         self._older = getattr(self._recording, "event_at", None)
         self._timeline: deque[ev.IterationDone] = deque(maxlen=self.history_size)
-        self._prev: dict[int, ev.IterationDone] = {}   # id(event) -> previous iteration of its loop
-        self._last: dict[str, ev.IterationDone] = {}   # loop path -> its newest iteration
         self._frontier = 0              # iterations pulled from the engine so far
         self._pos = -1                  # timeline index of the current stop (-1: before the start)
         self.finished: ev.RunFinished | None = None
@@ -155,8 +158,23 @@ class Session:
         return self._current
 
     def _previous(self, event: ev.IterationDone) -> ev.IterationDone | None:
-        """The previous iteration of ``event``'s loop execution, if still held (for ``changed``)."""
-        return self._prev.get(id(event))
+        """The previous iteration of ``event``'s loop execution, if still held (for ``changed``).
+
+        Found by looking back from the newest iteration: ``changed()`` asks about the newest one
+        or one near it, so this stays cheap, and the hot path keeps no extra bookkeeping.
+        """
+        if event.iteration == 0:
+            return None
+        timeline = self._timeline
+        k = len(timeline) - 1
+        while k >= 0 and timeline[k] is not event:
+            k -= 1
+        path, outer, want = event.path, event.outer, event.iteration - 1
+        for j in range(k - 1, -1, -1):
+            e = timeline[j]
+            if e.path == path and e.outer == outer:
+                return e if e.iteration == want else None
+        return None
 
     @property
     def done(self) -> bool:
@@ -190,29 +208,14 @@ class Session:
         if gen is None:
             return None
         try:
+            iteration_done = ev.IterationDone
             for event in gen:
                 kind = type(event)
-                if kind is ev.IterationDone:
-                    timeline = self._timeline
-                    if len(timeline) == timeline.maxlen:
-                        self._prev.pop(id(timeline[0]), None)
-                    last = self._last.get(event.path)
-                    if (last is not None and last.outer == event.outer
-                            and last.iteration == event.iteration - 1):
-                        self._prev[id(event)] = last
-                    self._last[event.path] = event
-                    timeline.append(event)
+                if kind is iteration_done:
+                    self._timeline.append(event)
                     self._frontier += 1
                     return event
-                if kind is ev.LoopFinished:
-                    self.loop_ends[event.path] = event
-                elif kind is ev.LoopStarted:
-                    self.loop_started[event.path] = event
-                    self.loop_ends.pop(event.path, None)
-                elif kind is ev.Notice:
-                    self.notices.append(event)
-                elif kind is ev.RunFinished:
-                    self.finished = event
+                self._note(event)
         except LoopdbgError as exc:
             self.error = exc
         except KeyboardInterrupt:
@@ -220,6 +223,29 @@ class Session:
             raise
         self._gen = None
         return None
+
+    def _note(self, event) -> None:
+        """Keep what the events other than iterations say (loop starts and ends, notices, end)."""
+        kind = type(event)
+        if kind is ev.LoopFinished:
+            self.loop_ends[event.path] = event
+        elif kind is ev.LoopStarted:
+            self.loop_started[event.path] = event
+            self.loop_ends.pop(event.path, None)
+        elif kind is ev.Notice:
+            self.notices.append(event)
+        elif kind is ev.RunFinished:
+            self.finished = event
+
+    def _pull_failed(self) -> None:
+        """The engine raised while ``_advance`` pulled: record a LoopdbgError, re-raise others."""
+        import sys
+        exc = sys.exc_info()[1]
+        self._gen = None
+        if isinstance(exc, LoopdbgError):
+            self.error = exc
+            return None
+        raise exc
 
     def _forward(self) -> ev.IterationDone | None:
         """Move one iteration forward (replaying history, else pulling); None at the end."""
@@ -247,17 +273,62 @@ class Session:
         breakpoints = self.breakpoints if self.breakpoints.items else None
         lookup = self._lookup
         forward = self._forward
+        timeline = self._timeline
+        iteration_done = ev.IterationDone
+        quick = breakpoints.quick_conditions() if breakpoints is not None else None
         count = 0
         while True:
-            event = forward()
-            if event is None:
-                return self._stop_at_end()
+            gen = self._gen
+            if self._position + 1 >= self._frontier and gen is not None:
+                # At the frontier: take the engine's next event here, without _forward/_pull
+                # (the per-iteration cost of a breakpoint is a target of the benchmark).
+                try:
+                    event = next(gen)
+                except StopIteration:
+                    event = None
+                    self._gen = None
+                except BaseException:
+                    event = self._pull_failed()
+                if event is None:
+                    return self._stop_at_end()
+                if type(event) is not iteration_done:
+                    self._note(event)
+                    continue
+                timeline.append(event)
+                self._frontier += 1
+                self._position = self._frontier - 1
+                self._current = event
+            else:
+                event = forward()
+                if event is None:
+                    return self._stop_at_end()
             if on_nan:
                 stop = self._check(event, lookup)
                 if stop is not None:
                     return stop
             elif breakpoints is not None:
                 lookup.event, lookup._nodes = event, None
+                if quick is not None:            # most iterations: every condition is plainly false
+                    for fn, paths in quick:
+                        if paths is not None and event.path not in paths:
+                            continue
+                        try:
+                            r = fn(lookup)
+                        except Exception:        # noqa: BLE001 - check() reports it
+                            r = None
+                            break
+                        if r is not False and r is not _FALSE:
+                            break
+                    else:
+                        r = _NO_HIT
+                    if r is _NO_HIT:
+                        if want(event):
+                            return self._make_stop(STEP, reason, event)
+                        count += 1
+                        if not count & 63 and self._pause.is_set():
+                            self._pause.clear()
+                            return self._make_stop(PAUSED, "paused", event)
+                        continue
                 hit = breakpoints.check(lookup)
                 if hit is not None:
                     return self._make_stop(BREAKPOINT, hit.reason, event, hit=hit)

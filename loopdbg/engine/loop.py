@@ -7,6 +7,7 @@ compiled body, collects scan pieces, checks the condition and applies the back e
 
 from __future__ import annotations
 
+import sys
 from typing import Generator
 
 import numpy as np
@@ -72,15 +73,17 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     block_base, block = 0, (_counter_block(spec, 0) if feed_counter else None)
     nodes = None
     cond = True
+    n_slices = min((len(pieces) for _, pieces in sliced), default=sys.maxsize)
     i = 0
     try:
         while True:
-            for pos, pieces in sliced:                       # rule 8 / rule 10
-                if i >= len(pieces):
-                    raise RunError(
-                        f"{here} needs a slice for iteration {i} of sliced input "
-                        f"'{spec.param_names[pos]}', but it has only {len(pieces)} slices.",
-                        loop_path=path, iteration=i)
+            if i >= n_slices:                                 # rule 8 / rule 10
+                pos, pieces = min(sliced, key=lambda sp: len(sp[1]))
+                raise RunError(
+                    f"{here} needs a slice for iteration {i} of sliced input "
+                    f"'{spec.param_names[pos]}', but it has only {len(pieces)} slices.",
+                    loop_path=path, iteration=i)
+            for pos, pieces in sliced:
                 params[pos] = pieces[i]
             if feed_counter:                                  # rule 4
                 j = i - block_base
@@ -137,7 +140,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
             else:
                 stop = None
             yield ev.IterationDone(path, i - 1, trip, cond, stop is None, spec, body_in, outs,
-                                   collected, outer, nodes, stop_reason=stop)
+                                   collected, outer, nodes, stop)
             if stop is not None:
                 break
             for p, r, dt in back_edges:                       # rule 5: all at once
