@@ -235,7 +235,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="small sizes: check the script, not the targets")
     args = p.parse_args(argv)
     q = args.quick
-    repeat = 1 if q else 7
+    repeat = 1 if q else 11
     rows: list[tuple] = []
     steps_lstm, iters_while, steps_rnn, iters_state = (
         (200, 5000, 500, 20) if q else (2000, 100_000, 5000, 200))
