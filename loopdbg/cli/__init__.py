@@ -34,11 +34,20 @@ def _modules():
                 raise
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``loopdbg: ...``) like every other error."""
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("loopdbg").strip()
+        where = f"{command}: " if command else ""
+        self.exit(2, f"loopdbg: {where}{message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="loopdbg", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="loopdbg", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"loopdbg {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for _, module in _modules():
         module.add_parser(sub)
     return parser

@@ -54,6 +54,10 @@ def register(type_: str, *versions: str, outputs: int | Callable[[Layer], int] =
     return deco
 
 
+# The newest OpenVINO opset (2026.4 ships opset17): a layer claiming a later one is not OpenVINO's.
+LATEST_OPENVINO_OPSET = 17
+
+
 def opset_number(version: str) -> int:
     m = re.fullmatch(r"opset(\d+)", version or "")
     if m:
@@ -79,6 +83,8 @@ def lookup(type_: str, version: str) -> KernelSpec | None:
     try:
         n = opset_number(version)
     except ValueError:
+        return None
+    if n > LATEST_OPENVINO_OPSET and not type_.startswith("onnx.") and version.startswith("opset"):
         return None
     usable = [v for v in versions if v <= n]
     return versions[max(usable)] if usable else None

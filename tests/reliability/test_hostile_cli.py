@@ -668,3 +668,25 @@ def test_a_real_process_exits_non_zero_with_one_line(base, tmp_path, what):
     assert len(lines) == 1 and lines[0].startswith("loopdbg: "), proc.stderr
     assert str(inputs if what == "pickled inputs" else xml) in lines[0], lines[0]
     assert not (tmp_path / "marker").exists()
+
+
+def test_a_bad_option_value_is_one_line_too(capsys):
+    import pytest as _pytest
+    from loopdbg.cli import main as _main
+    with _pytest.raises(SystemExit) as exit_info:
+        _main(["run", "model.xml", "--max-iterations", "abc"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("loopdbg: run: argument --max-iterations")
+
+
+def test_an_opset_newer_than_openvino_has_is_refused(tmp_path, capsys):
+    from loopdbg.cli import main as _main
+    src = Path(__file__).resolve().parents[1] / "corpus" / "loop_while_iter"
+    xml = (src / "model.xml").read_text().replace('type="Add" version="opset1"',
+                                                  'type="Add" version="opset99"', 1)
+    (tmp_path / "model.xml").write_text(xml)
+    (tmp_path / "model.bin").write_bytes((src / "model.bin").read_bytes())
+    assert _main(["run", str(tmp_path / "model.xml"), "-q"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "opset99" in err[0] and "Add" in err[0]
