@@ -33,7 +33,12 @@ In the breakpoints tab: `t`/`enter` enables or disables, `e` edits, `d` deletes.
 Names: `i` (the iteration that just finished), `cond` (the body condition it produced: false means
 the loop ends), `trip_count`, `loop`, every body Parameter, Result and node by name, and
 `t["any name"]`. Numbers, comparisons, `and`/`or`/`not`, arithmetic, indexing and slicing, `.shape`,
-and `any all isnan isinf isfinite abs min max mean sum norm shape size changed(x)`.
+and `any all isnan isinf isfinite abs min max mean sum norm shape size changed(x)` (the
+reductions also as methods: `isnan(h).any()`).
+
+## The graph
+Click a nested loop's box to open its body; `Esc` (with the graph focused) comes back. Arrow keys
+pan the graph when it has the focus.
 """
 
 
