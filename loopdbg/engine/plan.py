@@ -154,7 +154,29 @@ class GraphPlan:
         code = compile(src_run + "\n" + src_all, self.filename, "exec")
         exec(code, ns)  # noqa: S102 - the source is generated above from layer ids only
         self.source = src_run
+        if self.is_generator:
+            self.run_events = self._compile_events(lines, results, ns)
         return ns["run"], ns["run_all"]
+
+    def _compile_events(self, lines: list[str], results: str, ns: dict):
+        """The top graph as the whole event stream: the notices said before the run, the run,
+        and ``finish(outputs)`` last, in one generator. A consumer's ``next`` then resumes this
+        frame and the loop's only, instead of a wrapper generator around ``run`` as well (one
+        frame less per iteration event)."""
+        params = lines[0][len("def run(ctx"):]
+        out = [f"def run_events(ctx, finish, fail{params}", "    yield from ctx.notices", "    try:"]
+        self.events_line_to_step: dict[int, int] = {}
+        for line_no, k in self.line_to_step.items():
+            self.events_line_to_step[len(out) + 1] = k
+            out.append("    " + lines[line_no - 1])
+        out += ["    except LoopdbgError_:", "        raise",
+                "    except Exception as exc:", "        raise fail(exc) from None",
+                f"    yield finish(({results}))", ""]
+        from loopdbg.errors import LoopdbgError
+        ns["LoopdbgError_"] = LoopdbgError
+        self.events_filename = self.filename + " events"
+        exec(compile("\n".join(out), self.events_filename, "exec"), ns)  # noqa: S102
+        return ns["run_events"]
 
     def _value_names(self) -> list[str]:
         """Names of what ``run_all`` returns: Parameters, then each layer's outputs."""
@@ -169,9 +191,12 @@ class GraphPlan:
         """The layer whose kernel raised ``exc`` (innermost frame of this plan's code)."""
         tb = exc.__traceback__
         found = None
+        maps = {self.filename: self.line_to_step,
+                getattr(self, "events_filename", None): getattr(self, "events_line_to_step", {})}
         while tb is not None:
-            if tb.tb_frame.f_code.co_filename == self.filename:
-                k = self.line_to_step.get(tb.tb_lineno)
+            lines = maps.get(tb.tb_frame.f_code.co_filename)
+            if lines is not None:
+                k = lines.get(tb.tb_lineno)
                 if k is not None:
                     found = self.steps[k].layer
             tb = tb.tb_next

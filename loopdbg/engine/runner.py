@@ -73,6 +73,17 @@ class Engine:
                          record_nodes=record_nodes)
         for text in self.model.warnings:
             ctx.notice("", text, None)
+        plan = self.plan
+        if plan.is_generator:
+            names = self.output_names
+
+            def finish(outs):
+                outputs = {name: np.asarray(v) for name, v in zip(names, outs)}
+                return ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
+
+            def fail(exc):
+                return plan.failure(exc, f"{self.file}: ", "the model")
+            return plan.run_events(ctx, finish, fail, *values)
         return self._events(ctx, values)
 
     def _events(self, ctx: RunContext, values: list) -> Iterator[ev.Event]:
