@@ -74,6 +74,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     nodes = None
     cond = True
     n_slices = min((len(pieces) for _, pieces in sliced), default=sys.maxsize)
+    limit = min(trip if trip is not None else sys.maxsize, cap if cap is not None else sys.maxsize)
     i = 0
     try:
         while True:
@@ -104,9 +105,11 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
             for k, r in concat_pos:                           # rule 7
                 piece = outs[r]
                 shape = piece.shape
-                if first_shapes[k] is None:
+                if shape == first_shapes[k]:                  # the usual case: one comparison
+                    pass
+                elif first_shapes[k] is None:
                     first_shapes[k] = shape
-                elif shape != first_shapes[k] and (spec.onnx or not _agree_off_axis(
+                elif (spec.onnx or not _agree_off_axis(
                         shape, first_shapes[k], spec.concats[k].axis)):
                     raise RunError(
                         f"{here}: iteration {i} produced a value of shape {shape} for concatenated "
@@ -131,14 +134,14 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                                    f"{np.shape(outs[cond_pos])}; it must hold one element.",
                                    loop_path=path, iteration=i) from None
             i += 1
-            if not cond:
+            if cond and i < limit:                            # the usual case: one comparison
+                stop = None
+            elif not cond:
                 stop = ev.STOP_CONDITION
             elif trip is not None and i >= trip:
                 stop = ev.STOP_TRIP_COUNT if is_loop else ev.STOP_SLICES
-            elif cap is not None and i >= cap:
-                stop = ev.STOP_CAP
             else:
-                stop = None
+                stop = ev.STOP_CAP
             yield ev.IterationDone(path, i - 1, trip, cond, stop is None, spec, body_in, outs,
                                    collected, outer, nodes, stop)
             if stop is not None:
