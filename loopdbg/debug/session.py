@@ -460,19 +460,18 @@ class Session:
 
     def first(self) -> Stop:
         """To the oldest iteration still in the history."""
-        if self.newest < self.oldest:
-            return self.stop
-        self._pos = self.oldest
-        self._node = None
-        return self._make_stop(HISTORY, "first recorded iteration", self._at(self._pos))
+        return self._jump(self.oldest, "first recorded iteration")
 
     def last(self) -> Stop:
         """To the newest iteration run so far."""
+        return self._jump(self.newest, "last recorded iteration")
+
+    def _jump(self, pos: int, reason: str) -> Stop:
         if self.newest < self.oldest:
             return self.stop
-        self._pos = self.newest
+        self._pos = pos
         self._node = None
-        return self._make_stop(HISTORY, "last recorded iteration", self._at(self._pos))
+        return self._make_stop(HISTORY, reason, self.current)
 
     def _find_back(self, pred) -> int | None:
         pos = self._pos - 1 if self._pos <= self.newest else self.newest

@@ -74,32 +74,26 @@ class Engine:
         for text in self.model.warnings:
             ctx.notice("", text, None)
         plan = self.plan
-        if plan.is_generator:
-            names = self.output_names
-
-            def finish(outs):
-                outputs = {name: np.asarray(v) for name, v in zip(names, outs)}
-                return ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
-
-            def fail(exc):
-                return plan.failure(exc, f"{self.file}: ", "the model")
-            return plan.run_events(ctx, finish, fail, *values)
+        if plan.is_generator:       # the generated stream yields the notices and finish() itself
+            return plan.run_events(ctx, lambda outs: self._finished(ctx, outs),
+                                   lambda exc: plan.failure(exc, f"{self.file}: ", "the model"),
+                                   *values)
         return self._events(ctx, values)
 
     def _events(self, ctx: RunContext, values: list) -> Iterator[ev.Event]:
+        """A model without loops: its notices, one plain call of the plan, the end."""
         yield from ctx.notices
-        plan = self.plan
         try:
-            if plan.is_generator:
-                outs = yield from plan.run(ctx, *values)
-            else:
-                outs = plan.run(ctx, *values)
+            outs = self.plan.run(ctx, *values)
         except LoopdbgError:
             raise
         except Exception as exc:
-            raise plan.failure(exc, f"{self.file}: ", "the model") from None
+            raise self.plan.failure(exc, f"{self.file}: ", "the model") from None
+        yield self._finished(ctx, outs)
+
+    def _finished(self, ctx: RunContext, outs) -> ev.RunFinished:
         outputs = {name: np.asarray(v) for name, v in zip(self.output_names, outs)}
-        yield ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
+        return ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
 
     def run_to_end(self, inputs: Mapping[str, np.ndarray], **options) -> ev.RunFinished:
         """Run without looking at the events; return the final event (outputs and loop summary)."""

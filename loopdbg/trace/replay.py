@@ -159,9 +159,8 @@ class ReplaySession(Session):
 
     def goto(self, path: str, iteration: int, outer: tuple = ()):
         """Straight to one recorded iteration (O(1) in the length of the trace)."""
-        self._pos = self.timeline.ordinal(path, iteration, outer)
-        self._node = None
-        return self._make_stop("history", f"iteration {iteration} of loop {path}", self.current)
+        return self._jump(self.timeline.ordinal(path, iteration, outer),
+                          f"iteration {iteration} of loop {path}")
 
 
 def open_replay(trace_path, **options) -> ReplaySession:
