@@ -36,7 +36,8 @@ def short_value(value) -> str:
     """A box's value line: the value itself when tiny, else shape and range."""
     a = np.asarray(value)
     if a.size <= 3 and a.dtype.kind in "biuf":
-        return np.array2string(a.reshape(-1), precision=3, separator=",").strip("[]") or "[]"
+        text = np.array2string(a.reshape(-1), precision=3, separator=",").strip("[]")
+        return ",".join(v.strip() for v in text.split(",")) or "[]"
     shape = "(" + ",".join(map(str, a.shape)) + ")"
     if a.size == 0 or a.dtype.kind not in "biuf":
         return f"{shape} {a.dtype}"
@@ -115,7 +116,7 @@ class GraphView(ScrollView, can_focus=True):
             return dict(stop.node.values)
         from loopdbg.engine.replay import node_values
         try:
-            return node_values(event)
+            return node_values(event) | event.outputs      # Results are no plan steps
         except Exception:  # noqa: BLE001 - values are decoration; the graph still draws
             return dict(event.inputs) | dict(event.outputs)
 
