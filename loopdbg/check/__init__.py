@@ -5,8 +5,8 @@
     print(format_report(report))
     report.exit_code                # 0 agrees, 1 diverges, 2 could not run
 
-OpenVINO is an optional extra (``pip install 'loopdbg[openvino]'``) and is imported only when a
-check starts (``oracle``). Modules: ``compare`` (decisions.md rule 14), ``extract`` (a body as a
+OpenVINO is an optional extra (``pip install 'loopdbg[openvino]'``) and never runs in loopdbg's
+process: ``oracle`` reaches it through the child process of ``loopdbg.oracle``. Modules: ``compare`` (docs/semantics.md rule 14), ``extract`` (a body as a
 standalone model), ``oracle`` (OpenVINO), ``checker`` (the check), ``bookkeeping`` (naming the
 part of a loop that differs when its bodies agree), ``report`` (the text).
 """

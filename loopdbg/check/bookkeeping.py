@@ -4,7 +4,7 @@ A Loop/TensorIterator is a body plus bookkeeping: how its inputs are sliced, how
 concatenated, what a loop that never ran gives, how many iterations it runs. ``loopdbg check
 --per-iteration`` runs every body iteration in OpenVINO on loopdbg's own inputs; when all of them
 agree and an output still differs, the difference must lie in that bookkeeping. This module names
-the part, with the rule of decisions.md (../shared/spec/decisions.md) where loopdbg and OpenVINO's
+the part, with the rule of docs/semantics.md where loopdbg and OpenVINO's
 CPU plugin are known to part ways:
 
 * rule 10 (rule 8 for a Loop): a sliced input whose ``start``/``end`` are not the two canonical
@@ -40,12 +40,13 @@ class Finding:
 
     path: str                   # the loop
     aspect: str                 # SLICING, CONCATENATION, ZERO_ITERATIONS, ITERATION_COUNT ...
-    rule: int | None            # the decisions.md rule, None when no rule explains it
+    rule: int | None            # the docs/semantics.md rule, None when no rule explains it
     text: str
     outputs: tuple[str, ...] = field(default=(), compare=False)   # the outputs it affects
 
     def line(self) -> str:
-        rule = f"decisions.md rule {self.rule}" if self.rule is not None else "no decisions.md rule"
+        rule = (f"rule {self.rule} of docs/semantics.md" if self.rule is not None
+                else "no rule of docs/semantics.md")
         affects = ""
         if self.outputs:
             affects = (f" [output{'s' if len(self.outputs) > 1 else ''} "
@@ -198,7 +199,7 @@ def unexplained(path: str, output: str | None, comparison: Comparison | None) ->
     what = f"output '{output}' differs ({comparison.verdict})" if comparison is not None and \
         output else "its outputs differ"
     return Finding(path, UNEXPLAINED, None,
-                   f"{what} although every body iteration agrees, and no rule of decisions.md "
+                   f"{what} although every body iteration agrees, and no rule of docs/semantics.md "
                    f"explains it (last values, concatenation or iteration count)",
                    (output,) if output else ())
 

@@ -5,16 +5,20 @@
     report.exit_code            # 0: agrees, 1: a divergence, 2: the check could not run
     print(format_report(report))
 
-1. The whole model runs in OpenVINO (the model file itself, precision hint f32) and in loopdbg (a
-   live run, or the outputs a trace recorded); every output is compared (decisions.md rule 14).
+1. The whole model runs in loopdbg (a live run, or the outputs a trace recorded) and in OpenVINO
+   (the model file itself, precision hint f32, in the child process of ``loopdbg.oracle``); every
+   output is compared (docs/semantics.md rule 14). When OpenVINO fails — an error, a crash of its
+   plugin, a hang past the time limit, memory past ``max_memory`` — the report says so in one
+   sentence and keeps loopdbg's own outputs (exit status 2: could not compare). When loopdbg's run
+   stops at ``max_iterations``, its outputs are not the model's and are not compared.
 2. With ``per_iteration``, every Loop/TensorIterator body (nested ones too) is extracted as a
    standalone model through loopdbg's IR writer (``extract``), compiled once per loop, and run
    in OpenVINO on the exact body inputs loopdbg computed, iteration by iteration; every body
    Result is compared, and with ``all_nodes`` every node too. The first divergence is kept per
    loop; the report's first divergence is the one that happened first in the run.
 3. When the outputs differ and every body iteration agrees, ``bookkeeping`` names the part of the
-   loop (slicing, concatenation, zero-iteration outputs, iteration count) and its decisions.md
-   rule. The same goes for an outer body whose divergence is the output of a nested loop whose
+   loop (slicing, concatenation, zero-iteration outputs, iteration count) and its rule in
+   docs/semantics.md. The same goes for an outer body whose divergence is the output of a nested loop whose
    own body agrees.
 """
 
@@ -30,7 +34,7 @@ import numpy as np
 from loopdbg.check import bookkeeping as bk
 from loopdbg.check.compare import Comparison, compare
 from loopdbg.check.extract import NODE, RESULT, Target, signature, standalone_body
-from loopdbg.check.oracle import CheckUnavailable, Oracle, first_line
+from loopdbg.check.oracle import CheckUnavailable, Oracle, OracleFailure
 from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.inputs import match_inputs
@@ -92,7 +96,8 @@ class LoopCheck:
     max_rel: float = 0.0
     divergence: Divergence | None = None
     skipped: int = 0                  # iterations after the first divergence (not compared)
-    error: str | None = None          # the body could not be compiled
+    error: str | None = None          # the body could not be compiled or run: why
+    failure: str | None = None        # OpenVINO's failure kind then (loopdbg.oracle's kinds)
     compiled: int = 0                 # standalone models compiled (one per rank signature)
     _outers: set = field(default_factory=set, repr=False)
 
@@ -113,13 +118,15 @@ class CheckReport:
     per_iteration: bool
     all_nodes: bool
     outputs: list[Comparison] = field(default_factory=list)
-    openvino_error: str | None = None     # OpenVINO failed to run the whole model
+    openvino_error: str | None = None     # OpenVINO failed to run the whole model: why
+    openvino_failure: str | None = None   # its kind: error, crash, hang, memory (loopdbg.oracle)
     loops: dict[str, LoopCheck] = field(default_factory=dict)
     divergence: Divergence | None = None
     findings: list[bk.Finding] = field(default_factory=list)
     confirmed: bool = False               # the findings follow from bodies that all agree
     notices: list[tuple] = field(default_factory=list)    # loopdbg's reports: (path, text, rule)
     notes: list[str] = field(default_factory=list)
+    capped: bool = False                  # loopdbg stopped a loop at max_iterations
     trace: str | None = None
     loopdbg_outputs: dict = field(default_factory=dict, repr=False)   # by output name
     openvino_outputs: dict = field(default_factory=dict, repr=False)  # by loopdbg's output name
@@ -135,12 +142,16 @@ class CheckReport:
     @property
     def incomplete(self) -> bool:
         """Something could not be compared (a body that did not compile, missing outputs)."""
-        return (any(lc.error for lc in self.loops.values())
+        return (any(lc.error for lc in self.loops.values()) or self.capped
                 or (self.openvino_error is None and not self.outputs and self.trace is not None))
 
     @property
     def exit_code(self) -> int:
-        if not self.outputs_agree or self.divergence is not None:
+        if self.divergence is not None:
+            return 1
+        if self.openvino_error is not None:
+            return 2                      # nothing to compare the outputs with
+        if not self.outputs_agree:
             return 1
         return 2 if self.incomplete else 0
 
@@ -151,18 +162,23 @@ class CheckReport:
 def check(model: Model, inputs: Mapping[str, np.ndarray] | None = None, *, device: str = "CPU",
           rtol: float = 1e-5, atol: float = 1e-5, per_iteration: bool = False,
           all_nodes: bool = False, trace: str | Path | None = None, source: str = "inputs",
-          max_memory: int | None = None, oracle: Oracle | None = None) -> CheckReport:
+          max_memory: int | None = None, max_iterations: int | None = None,
+          timeout: float | None = None, oracle: Oracle | None = None) -> CheckReport:
     """Compare ``model`` run by loopdbg with OpenVINO (see the module docstring).
 
-    ``inputs`` may be left out with ``trace``: the trace's recorded inputs are used. Raises
-    CheckUnavailable (exit code 2) when OpenVINO is missing or cannot compile the model, and
-    loopdbg's own errors when loopdbg cannot run it.
+    ``inputs`` may be left out with ``trace``: the trace's recorded inputs are used.
+    ``max_iterations`` caps every loop of loopdbg's run (OpenVINO's whole-model run is then
+    skipped: its loops have no cap); ``max_memory`` bounds loopdbg's concatenations and
+    OpenVINO's process; ``timeout`` bounds each OpenVINO compile or run, in seconds. Raises
+    CheckUnavailable (exit code 2) when OpenVINO is missing, and loopdbg's own errors when
+    loopdbg cannot run the model; OpenVINO's failures are in the report.
     """
     own = oracle is None
-    oracle = oracle or Oracle(device)
+    oracle = oracle or Oracle(device, timeout=timeout, max_memory=max_memory)
     try:
         return _Check(model, oracle, rtol, atol, per_iteration, all_nodes).run(
-            inputs, trace=trace, source=source, max_memory=max_memory)
+            inputs, trace=trace, source=source, max_memory=max_memory,
+            max_iterations=max_iterations)
     finally:
         if own:
             oracle.close()
@@ -184,7 +200,7 @@ class _Check:
         self._bodies: dict[tuple, tuple | None] = {}
 
     # -- the whole run ------------------------------------------------------------------------
-    def run(self, inputs, *, trace, source, max_memory) -> CheckReport:
+    def run(self, inputs, *, trace, source, max_memory, max_iterations=None) -> CheckReport:
         name = self.model.path or self.model.graph.name or "model"
         report = CheckReport(str(name), source, self.oracle.device, str(self.oracle.version),
                              self.oracle.precision, self.rtol, self.atol, self.per_iteration,
@@ -203,15 +219,24 @@ class _Check:
                 raise CheckUnavailable("no inputs: give an INPUTS file (or a trace that holds "
                                        "them).")
             values = match_inputs(self.model, inputs, source)
-            theirs = self._openvino_outputs(values, report)
-            report.precision = self.oracle.precision
             if reader is not None:
                 ours, runs, notices = self._from_trace(reader, report)
             else:
-                ours, runs, notices = self._live(inputs, source, max_memory)
+                ours, runs, notices = self._live(inputs, source, max_memory, max_iterations)
         finally:
             if reader is not None:
                 reader.close()
+        capped = [r for r in runs if r.reason == ev.STOP_CAP]
+        theirs = None
+        if capped:
+            report.capped = True
+            report.notes.append(
+                f"loopdbg stopped loop '{capped[0].path}' at the iteration cap "
+                f"(--max-iterations {max_iterations}), so its outputs are not the model's; "
+                f"they were not compared with OpenVINO, whose loops have no cap")
+        else:
+            theirs = self._openvino_outputs(values, report)
+            report.precision = self.oracle.precision
         report.notices = notices
         report.loops = self.loops
         report.loopdbg_outputs = dict(ours or {})
@@ -220,7 +245,7 @@ class _Check:
                                        if v is not None}
         if ours is not None and theirs is not None:
             report.outputs = self._compare_outputs(ours, theirs)
-        elif ours is None:
+        elif ours is None and not capped:
             report.notes.append("the trace holds no model outputs (the run it recorded did not "
                                 "finish); only the body iterations were compared")
         if self.per_iteration:
@@ -239,14 +264,15 @@ class _Check:
 
     def _openvino_outputs(self, values, report: CheckReport):
         path = self.model.path
-        if path and Path(path).exists():
-            compiled = self.oracle.compile_file(path, f"the model {path}")
-        else:
-            compiled = self.oracle.compile_model(self.model, "the model")
         try:
-            outs = self.oracle.infer(compiled, values)
-        except Exception as exc:     # noqa: BLE001 - OpenVINO's runtime errors
-            report.openvino_error = first_line(exc)
+            if path and Path(path).exists():
+                compiled = self.oracle.compile_file(path, "the model")
+            else:
+                compiled = self.oracle.compile_ir(self.model, "the model")
+            outs = self.oracle.infer(compiled, values, "the model")
+        except OracleFailure as exc:
+            report.openvino_error = str(exc)
+            report.openvino_failure = exc.kind
             return None
         names = self.oracle.output_names(compiled)
         return _align(self.engine.output_names, names, outs)
@@ -263,9 +289,9 @@ class _Check:
         return out
 
     # -- loopdbg's side: live -------------------------------------------------------------------
-    def _live(self, inputs, source, max_memory):
+    def _live(self, inputs, source, max_memory, max_iterations):
         events = self.engine.run(inputs, record_nodes=self.all_nodes, max_memory=max_memory,
-                                 source=source)
+                                 max_iterations=max_iterations, source=source)
         runs: list[bk.LoopRun] = []
         final = None
         check_it = self.per_iteration
@@ -359,12 +385,16 @@ class _Check:
         if body is None:
             lc.skipped += 1
             return
-        compiled, request, targets, ordered = body
+        compiled, targets, ordered = body
         try:
-            theirs = self.oracle.infer(compiled, body_in, request)
-        except Exception as exc:     # noqa: BLE001 - OpenVINO's runtime errors
-            lc.divergence = Divergence(path, spec.kind, tuple(outer), iteration,
-                                       error=first_line(exc))
+            theirs = self.oracle.infer(compiled, body_in, f"the body of loop '{path}'")
+        except OracleFailure as exc:
+            if exc.kind == "error":     # OpenVINO refused what loopdbg ran: a divergence
+                lc.divergence = Divergence(path, spec.kind, tuple(outer), iteration,
+                                           error=str(exc))
+            else:                       # it crashed, hung or outgrew its budget: not compared
+                lc.error, lc.failure = f"at iteration {iteration}: {exc}", exc.kind
+                lc.skipped += 1
             return
         lc.iterations += 1
         lc.tensors = len(targets)
@@ -395,9 +425,9 @@ class _Check:
         model, targets = standalone_body(spec.body, body_in, all_nodes=self.all_nodes,
                                          name=f"{spec.path} body")
         try:
-            compiled = self.oracle.compile_model(model, f"the body of loop '{spec.path}'")
-        except CheckUnavailable as exc:
-            lc.error = str(exc)
+            compiled = self.oracle.compile_ir(model, f"the body of loop '{spec.path}'")
+        except OracleFailure as exc:
+            lc.error, lc.failure = str(exc), exc.kind
             self._bodies[key] = None
             return None
         lc.compiled += 1
@@ -405,7 +435,7 @@ class _Check:
         # differs is the nearest to the cause.
         ordered = sorted(range(len(targets)),
                          key=lambda k: (targets[k].order, targets[k].kind == RESULT, k))
-        entry = (compiled, compiled.create_infer_request(), targets, ordered)
+        entry = (compiled, targets, ordered)
         self._bodies[key] = entry
         return entry
 

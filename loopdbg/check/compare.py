@@ -1,4 +1,4 @@
-"""Comparing one of loopdbg's values with OpenVINO's, as decisions.md rule 14 says.
+"""Comparing one of loopdbg's values with OpenVINO's, as docs/semantics.md rule 14 says.
 
 Floats are compared with ``numpy.isclose(loopdbg, openvino, rtol, atol)`` (NaN equals NaN),
 integers and booleans exactly, and shapes must be identical (zero-length ones too). Element types

@@ -34,7 +34,7 @@ def format_report(r: CheckReport) -> str:
     if r.findings:
         lines += [""] + _findings(r)
     if r.notices:
-        lines += ["", "loopdbg's reports (decisions.md rules marked \"report\"):"]
+        lines += ["", "loopdbg's reports (rules of docs/semantics.md marked \"report\"):"]
         lines += [f"  {text}" + (f" [rule {rule}]" if rule is not None else "")
                   for _, text, rule in r.notices]
     if r.notes:
@@ -48,6 +48,9 @@ def verdict(r: CheckReport) -> str:
     if code == 0:
         scope = " (outputs and every body iteration)" if r.per_iteration else " (outputs)"
         return f"loopdbg and OpenVINO agree{scope}."
+    if code == 2 and r.openvino_error is not None and r.divergence is None:
+        return (f"could not compare: {r.openvino_error}; loopdbg's own run finished (its "
+                f"outputs are above).")
     if code == 2:
         return "the check could not compare everything (see the notes above)."
     if r.divergence is not None:
@@ -95,13 +98,37 @@ def _short_version(v: str) -> str:
 
 def _outputs(r: CheckReport) -> list[str]:
     if r.openvino_error is not None:
-        return ["outputs: not compared: OpenVINO failed to run the model:",
-                f"  {r.openvino_error}"]
+        return ["outputs: not compared: " + r.openvino_error + "."] + _own_outputs(r)
     if not r.outputs:
-        return ["outputs: not compared"]
+        return ["outputs: not compared"] + _own_outputs(r)
     rows = [(c.name, fmt_shape(c.shape), c.dtype or "-", fmt_err(c.max_abs), fmt_err(c.max_rel),
              c.verdict) for c in r.outputs]
     return ["outputs:"] + table(("name", "shape", "dtype", "max abs", "max rel", "verdict"), rows)
+
+
+def _own_outputs(r: CheckReport) -> list[str]:
+    """loopdbg's outputs, when there is nothing to compare them with."""
+    if not r.loopdbg_outputs:
+        return []
+    rows = []
+    for name, value in r.loopdbg_outputs.items():
+        a = np.asarray(value)
+        rows.append((name, fmt_shape(a.shape), str(a.dtype), _range(a)))
+    return ["loopdbg's own outputs:"] + table(("name", "shape", "dtype", "range"), rows)
+
+
+def _range(a: np.ndarray) -> str:
+    if a.size == 0:
+        return "empty"
+    if a.dtype.kind not in "biuf":
+        return _few(a)
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        finite = a[np.isfinite(a)]
+        nan = int(np.isnan(a).sum())
+        inf = int(np.isinf(a).sum())
+        head = f"{_num(finite.min())} .. {_num(finite.max())}" if finite.size else "no finite"
+        return f"{head} ({nan} NaN, {inf} inf)"
+    return f"{_num(a.min())} .. {_num(a.max())}"
 
 
 def _loops(r: CheckReport) -> list[str]:

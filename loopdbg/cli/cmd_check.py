@@ -18,7 +18,11 @@ EPILOG = """examples:
                                                          feed the bodies from a recorded run
 
 needs OpenVINO: pip install 'loopdbg[openvino]'
-exit status: 0 agrees, 1 diverges, 2 the check could not run"""
+OpenVINO runs in a child process: if it crashes (e.g. SIGFPE in its CPU plugin), hangs past
+--timeout or outgrows --max-memory, the check says so and still shows loopdbg's own outputs.
+With --max-iterations, loops stopped at the cap are compared per iteration only.
+
+exit status: 0 agrees, 1 diverges, 2 the check could not run or compare"""
 
 
 def add_parser(sub) -> None:
@@ -42,8 +46,9 @@ def add_parser(sub) -> None:
     p.add_argument("--trace", metavar="FILE.ltrace",
                    help="take loopdbg's side from a trace (`loopdbg run --trace`): its outputs "
                         "and each iteration's body inputs; INPUTS default to the trace's")
-    p.add_argument("--max-memory", type=common.memory_size, metavar="SIZE",
-                   help="budget for concatenated outputs, e.g. 512M or 4G")
+    common.add_limit_args(p)
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                   help="give up on an OpenVINO compile or run after this long (default 600)")
     p.set_defaults(handler=run)
 
 
@@ -57,10 +62,17 @@ def _tolerance(text: str) -> float:
     return value
 
 
-def run(args) -> int:
-    from loopdbg.check.oracle import load_openvino
+def _seconds(text: str) -> float:
+    value = _tolerance(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
 
-    load_openvino()                     # before anything slow: say how to install it
+
+def run(args) -> int:
+    from loopdbg.check.oracle import require_openvino
+
+    require_openvino()                  # before anything slow: say how to install it
     from loopdbg.check import check, format_report
 
     say = lambda text: print(text, file=sys.stderr)  # noqa: E731
@@ -78,6 +90,7 @@ def run(args) -> int:
     report = check(model, inputs, device=args.device, rtol=args.rtol, atol=args.atol,
                    per_iteration=args.per_iteration, all_nodes=args.all_nodes,
                    trace=args.trace, source=source,
-                   max_memory=args.max_memory or common.default_memory_budget())
+                   max_memory=args.max_memory or common.default_memory_budget(),
+                   max_iterations=args.max_iterations, timeout=args.timeout)
     print(format_report(report))
     return report.exit_code

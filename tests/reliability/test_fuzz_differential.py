@@ -47,7 +47,6 @@ import signal
 import numpy as np
 import pytest
 
-ov = pytest.importorskip("openvino")
 hypothesis = pytest.importorskip("hypothesis")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -56,22 +55,31 @@ from fuzz_models import build, cases  # noqa: E402
 from loopdbg.engine import Engine  # noqa: E402
 from loopdbg.ir.load import read_model  # noqa: E402
 from loopdbg.ir.xml_writer import write_ir  # noqa: E402
+from loopdbg.oracle import OpenVINO, OracleFailure, openvino_installed  # noqa: E402
+from loopdbg.oracle.testing import UNAVAILABLE  # noqa: E402
 
-pytestmark = pytest.mark.oracle
+pytestmark = [pytest.mark.oracle,
+              pytest.mark.skipif(not openvino_installed(), reason="OpenVINO is not installed")]
 
 EXAMPLES = int(os.environ.get("LOOPDBG_FUZZ_EXAMPLES", "25"))
-_CORE = ov.Core()
+UNANSWERED: list[str] = []       # examples OpenVINO could not run (crash, hang): not compared
 
 
-def run_openvino(xml, inputs: dict) -> list[tuple[str, np.ndarray]]:
-    model = _CORE.read_model(str(xml))
-    compiled = _CORE.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled(dict(inputs))
-    return [(o.get_any_name(), np.asarray(result[o])) for o in compiled.outputs]
+def run_openvino(xml, inputs: dict) -> list[tuple[str, np.ndarray]] | None:
+    """OpenVINO CPU's outputs (in its child process), or None when it crashed or hung."""
+    try:
+        ov = OpenVINO("CPU", timeout=60)
+        compiled, outs = ov.run(xml, dict(inputs))
+    except OracleFailure as exc:
+        if exc.kind not in UNAVAILABLE:
+            raise
+        UNANSWERED.append(str(exc))
+        return None
+    return [(min(names), out) for names, out in zip(compiled.outputs, outs)]
 
 
 def assert_same(got: dict, want: list, where: str) -> None:
-    """decisions.md rule 14."""
+    """docs/semantics.md rule 14."""
     assert [name for name, _ in want] == list(got), where
     for name, expected in want:
         have = got[name]
@@ -96,8 +104,17 @@ def test_loopdbg_agrees_with_openvino_cpu(case, tmp_path_factory):
     xml, _ = write_ir(model, tmp_path_factory.mktemp("fuzz") / "model.xml")
     with example_time_limit(60):
         got = Engine(read_model(xml)).run_to_end(inputs).outputs
-        want = run_openvino(xml, inputs)
+    want = run_openvino(xml, inputs)
+    if want is None:             # this host's OpenVINO crashed on it: nothing to compare with
+        hypothesis.note(f"not compared: {UNANSWERED[-1]}")
+        return
     assert_same(got, want, f"{xml} ({case})")
+
+
+def test_openvino_answered_some_fuzz_examples():
+    """The fuzz run above compares nothing when OpenVINO crashes on every example: say so."""
+    if UNANSWERED and len(UNANSWERED) >= EXAMPLES:
+        pytest.skip(f"OpenVINO could not run any fuzz example on this host: {UNANSWERED[-1]}")
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from loopdbg.ir.builder import GraphBuilder, format_attr
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ir.shape_infer import TensorInfo, broadcast, infer
 from loopdbg.ir.xml_writer import to_bytes, write_ir
+from loopdbg.oracle import testing as ovt
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 F32 = np.float32
@@ -684,63 +685,44 @@ def test_declared_out_shape_and_type_win():
 # OpenVINO as oracle
 
 
-def _openvino():
-    return pytest.importorskip("openvino")
-
-
-def _ov_bodies(node) -> dict:
-    kind = node.get_type_name()
-    if kind in ("Loop", "TensorIterator"):
-        return {"body": node.get_function()}
-    if kind == "If":
-        return {"then_body": node.get_then_body(), "else_body": node.get_else_body()}
-    return {}
-
-
-def _check_ports(graph: Graph, ov_model, where: str, problems: list[str]) -> None:
+def _check_ports(graph: Graph, described: dict, where: str, problems: list[str]) -> None:
     """Every declared port type equals OpenVINO's; every declared static dim equals its dim.
 
+    ``described`` is what OpenVINO's reader made of the model (``loopdbg.oracle``'s describe).
     A port without dims is skipped: in IR it means a scalar or an unknown rank alike.
     """
     from loopdbg.ir import elements
 
-    ov_nodes = {n.get_friendly_name(): n for n in ov_model.get_ordered_ops()}
+    ov_nodes = described["nodes"]
     for layer in graph.layers.values():
         node = ov_nodes.get(layer.name)
         if node is None:
             problems.append(f"{where}/{layer.name}: not in OpenVINO's model")
             continue
         for k, port in enumerate(layer.outputs):
-            ov_type = node.get_output_element_type(k).get_type_name()
+            ov_type, ov_dims = node["outputs"][k]
             if elements.canonical(port.precision) != elements.canonical(ov_type):
                 problems.append(f"{where}/{layer.name}:{k} type {port.precision} vs {ov_type}")
-            shape = node.get_output_partial_shape(k)
-            if shape.rank.is_dynamic or not port.dims:
+            if ov_dims is None or not port.dims:
                 continue
-            ov_dims = [d.get_length() if d.is_static else -1 for d in shape]
             if len(port.dims) != len(ov_dims) or any(
                     d >= 0 and d != o for d, o in zip(port.dims, ov_dims)):
                 problems.append(f"{where}/{layer.name}:{k} dims {port.dims} vs {ov_dims}")
         for sub in layer.subgraphs:
-            _check_ports(sub.graph, _ov_bodies(node)[sub.role], f"{where}/{layer.name}", problems)
+            _check_ports(sub.graph, node["bodies"][sub.role], f"{where}/{layer.name}", problems)
 
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("factory", MODELS + [lambda: if_model(False)],
                          ids=[f.__name__ for f in MODELS] + ["if_model_false"])
 def test_openvino_agrees_with_the_engine(tmp_path, factory):
-    ov = _openvino()
     model, inputs = factory()
     write_ir(model, tmp_path / "m.xml")
-    core = ov.Core()
-    compiled = core.compile_model(core.read_model(tmp_path / "m.xml"), "CPU",
-                                  {"INFERENCE_PRECISION_HINT": "f32"})
-    got = compiled(inputs)
-    want = [got[o] for o in compiled.outputs]
+    want, names = ovt.run_named(tmp_path / "m.xml", inputs)
     ours = Engine(read_ir(tmp_path / "m.xml")).run_to_end(inputs).outputs
     assert len(ours) == len(want)
-    for (name, value), (out, expected) in zip(ours.items(), zip(compiled.outputs, want)):
-        assert name in out.get_names(), (name, out.get_names())
+    for (name, value), expected, out_names in zip(ours.items(), want, names):
+        assert name in out_names, (name, out_names)
         assert value.shape == expected.shape and value.dtype == expected.dtype, name
         if value.dtype.kind == "f":
             np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5, err_msg=name)
@@ -751,28 +733,24 @@ def test_openvino_agrees_with_the_engine(tmp_path, factory):
 @pytest.mark.oracle
 @pytest.mark.parametrize("factory", MODELS, ids=lambda f: f.__name__)
 def test_declared_ports_agree_with_openvino(tmp_path, factory):
-    ov = _openvino()
     model, _ = factory()
     write_ir(model, tmp_path / "m.xml")
     problems: list[str] = []
-    _check_ports(model.graph, ov.Core().read_model(tmp_path / "m.xml"), model.graph.name,
-                 problems)
+    _check_ports(model.graph, ovt.describe(tmp_path / "m.xml"), model.graph.name, problems)
     assert not problems
 
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("name, build", [e[:2] for e in EXAMPLES], ids=[e[0] for e in EXAMPLES])
 def test_openvino_reads_the_rebuilt_examples(tmp_path, name, build):
-    ov = _openvino()
     write_ir(build(), tmp_path / "m.xml")
-    assert len(ov.Core().read_model(tmp_path / "m.xml").outputs) == 2
+    assert len(ovt.describe(tmp_path / "m.xml")["outputs"]) == 2
 
 
 @pytest.mark.oracle
 def test_openvino_reads_a_dynamic_rank_model(tmp_path):
-    ov = _openvino()
     write_ir(dynamic_rank()[0], tmp_path / "m.xml")
-    assert ov.Core().read_model(tmp_path / "m.xml").inputs[1].get_partial_shape().rank.is_dynamic
+    assert ovt.describe(tmp_path / "m.xml")["inputs"][1]["rank_dynamic"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -801,14 +779,10 @@ def test_corpus_models_rewrite_to_the_same_model(tmp_path, case):
 def test_openvino_runs_rewritten_corpus_models(tmp_path, case):
     from loopdbg.engine.inputs import load_npz
 
-    ov = _openvino()
     write_ir(read_ir(CORPUS / case / "model.xml"), tmp_path / "m.xml")
-    core = ov.Core()
-    compiled = core.compile_model(core.read_model(tmp_path / "m.xml"), "CPU",
-                                  {"INFERENCE_PRECISION_HINT": "f32"})
-    got = compiled(load_npz(CORPUS / case / "inputs.npz"))
+    got, names = ovt.run_named(tmp_path / "m.xml", load_npz(CORPUS / case / "inputs.npz"))
     expected = load_npz(CORPUS / case / "expected.npz")
-    assert len(compiled.outputs) == len(expected)
-    for out, (name, want) in zip(compiled.outputs, expected.items()):
-        assert name in out.get_names()
-        np.testing.assert_allclose(got[out], want, rtol=1e-5, atol=1e-5, err_msg=name)
+    assert len(got) == len(expected)
+    for value, out_names, (name, want) in zip(got, names, expected.items()):
+        assert name in out_names
+        np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5, err_msg=name)

@@ -3,7 +3,8 @@
 Every case builds one op with ``openvino.opset*`` factories, saves it as IR so that loopdbg's kernel
 is built from the attribute strings OpenVINO really serializes (and the type/version it writes,
 e.g. ``SoftMax``/``opset8``), runs it on the CPU plugin with f32 inference precision (or on the core
-reference through ``Node.evaluate`` where the two disagree), and compares: floats at
+reference through ``Node.evaluate`` where the two disagree) in OpenVINO's child process
+(``loopdbg.oracle``: nothing here compiles or evaluates in the test process), and compares: floats at
 rtol = atol = 1e-5, integers and booleans exactly, shapes and dtypes identically.
 
 Inputs marked ``P`` become Parameters fed at run time; inputs marked ``C`` become Constants, as the
@@ -37,11 +38,11 @@ import openvino.opset16 as o16  # noqa: E402
 
 from loopdbg.ir.model import Layer, Port  # noqa: E402
 from loopdbg.ops.registry import make_kernel  # noqa: E402
+from loopdbg.oracle import testing as ovt  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
 _CANONICAL = {"ReLU": "Relu", "PReLU": "PRelu", "SoftMax": "Softmax"}
-_CORE = ov.Core()
 
 
 class P:
@@ -59,10 +60,8 @@ def _ov_type(a: np.ndarray):
     return ov.Type.boolean if a.dtype == np.bool_ else ov.Type(a.dtype)
 
 
-def _layer_from_ir(model, tmp_path) -> Layer:
-    """The single non-Parameter/Const/Result layer of ``model`` as OpenVINO serializes it."""
-    path = tmp_path / "op.xml"
-    ov.save_model(model, str(path), compress_to_fp16=False)
+def _layer_from_ir(path) -> Layer:
+    """The single non-Parameter/Const/Result layer of the IR at ``path`` as OpenVINO wrote it."""
     found = [el for el in ET.parse(path).getroot().find("layers")
              if el.get("type") not in ("Parameter", "Const", "Result")]
     assert len(found) == 1, [el.get("type") for el in found]
@@ -77,7 +76,10 @@ def _layer_from_ir(model, tmp_path) -> Layer:
                  outputs=tuple(Port(n_in + j, j) for j in range(n_out)))
 
 
-def _run_openvino(build, inputs, backend: str):
+def _run_openvino(build, inputs, backend: str, path):
+    """Build the one-op model here (OpenVINO as a model generator), save it as IR at ``path``,
+    and run it in OpenVINO's child process: the CPU plugin, or the reference implementations
+    (``Node.evaluate``). A crash or hang there skips the case with the reason."""
     params, nodes = [], []
     for x in inputs:
         if type(x) is C:
@@ -88,21 +90,17 @@ def _run_openvino(build, inputs, backend: str):
             params.append(p)
             nodes.append(p)
     node = build(*nodes)
-    model = ov.Model(node.outputs(), params)
+    ov.save_model(ov.Model(node.outputs(), params), str(path), compress_to_fp16=False)
     feeds = [x.value for x in inputs if type(x) is P]
     if backend == "cpu":
-        compiled = _CORE.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-        result = compiled(feeds)
-        return model, [np.asarray(result[o]) for o in compiled.outputs]
-    outs = [ov.Tensor(node.get_output_element_type(i), node.get_output_shape(i))
-            for i in range(node.get_output_size())]
-    assert node.evaluate(outs, [ov.Tensor(x.value) for x in inputs])
-    return model, [t.data.copy() for t in outs]
+        return ovt.run(path, feeds)
+    return ovt.evaluate(path, feeds)
 
 
 def check(tmp_path, build, inputs, backend="cpu", version=None):
-    model, expected = _run_openvino(build, inputs, backend)
-    layer = _layer_from_ir(model, tmp_path)
+    path = tmp_path / "op.xml"
+    expected = _run_openvino(build, inputs, backend, path)
+    layer = _layer_from_ir(path)
     if version is not None:
         assert layer.version == version
     kernel, n_out = make_kernel(layer)

@@ -1,0 +1,299 @@
+"""The parent's side: one long-lived OpenVINO child per process, replaced when it dies.
+
+Starting OpenVINO costs about half a second, so one worker serves every call (a test run makes
+thousands). Each call has a time limit and, when a memory budget is given, a watch on the
+child's resident memory. Whatever goes wrong in the child — an exception, a signal (SIGFPE and
+SIGSEGV from a CPU plugin), a hang, a memory blow-up — comes back as ``OracleFailure`` with one
+sentence and a ``kind``; the child is replaced on the next call. loopdbg's own process never
+loads OpenVINO.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from loopdbg.errors import LoopdbgError
+from loopdbg.oracle import wire
+
+INSTALL = "pip install 'loopdbg[openvino]'"
+TIMEOUT_ENV = "LOOPDBG_OPENVINO_TIMEOUT"
+DEFAULT_TIMEOUT = 600.0          # seconds per request; a hung compile or infer is given up
+START_TIMEOUT = 120.0            # importing OpenVINO and listing its devices
+
+MISSING, CRASH, HANG, MEMORY, ERROR = "missing", "crash", "hang", "memory", "error"
+
+
+class OracleFailure(LoopdbgError):
+    """OpenVINO could not answer: ``kind`` is missing, crash, hang, memory or error."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A model compiled in the child: its handle there and its output tensor names."""
+
+    handle: int
+    generation: int
+    outputs: tuple = field(default=())      # a frozenset of tensor names per output
+    inputs: tuple = field(default=())
+    precision: str = "f32"
+
+
+def openvino_installed() -> bool:
+    """Whether ``import openvino`` would find the package (without importing it here)."""
+    if "openvino" in sys.modules:
+        return sys.modules["openvino"] is not None
+    import importlib.util
+    try:
+        return importlib.util.find_spec("openvino") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def default_timeout() -> float:
+    try:
+        return float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+class OpenVINO:
+    """OpenVINO on one device, run in the shared child process.
+
+    ``timeout`` bounds each request in seconds; ``max_memory`` bounds the child's resident memory
+    above what it held once OpenVINO was loaded. Both raise OracleFailure when exceeded.
+    """
+
+    def __init__(self, device: str = "CPU", *, timeout: float | None = None,
+                 max_memory: int | None = None):
+        if not openvino_installed():
+            raise OracleFailure(f"this needs OpenVINO, which is not installed; install it "
+                                f"with: {INSTALL}", MISSING)
+        self.device = device
+        self.timeout = default_timeout() if timeout is None else timeout
+        self.max_memory = max_memory
+        hello = _shared().request({"op": "hello"}, (), "starting OpenVINO", START_TIMEOUT, None)[0]
+        self.version: str = hello["version"]
+        self.devices: list[str] = hello["devices"]
+
+    def compile(self, path: str | Path, what: str = "the model") -> Compiled:
+        """Read and compile a model file (.xml with its .bin, or .onnx) with precision f32."""
+        reply, _ = self._call({"op": "compile", "path": str(path), "device": self.device,
+                               "precision": "f32"}, (), f"compiling {what}",
+                              f"cannot compile {what}")
+        return Compiled(reply["handle"], _shared().generation,
+                        tuple(frozenset(n) for n in reply["outputs"]),
+                        tuple(frozenset(n) for n in reply["inputs"]), reply["precision"])
+
+    def infer(self, compiled: Compiled, values: Sequence[np.ndarray] | Mapping[str, np.ndarray],
+              what: str = "the model") -> list[np.ndarray]:
+        """Run a compiled model on ``values`` (one per input in order, or by input tensor name)."""
+        if compiled.generation != _shared().generation:
+            raise OracleFailure(f"OpenVINO's worker was restarted since {what} was compiled",
+                                CRASH)
+        header = {"op": "infer", "handle": compiled.handle}
+        if isinstance(values, Mapping):
+            header["names"] = list(values)
+            values = list(values.values())
+        return self._call(header, values, f"running {what}", f"failed running {what}")[1]
+
+    def release(self, compiled: Compiled) -> None:
+        worker = _shared()
+        if compiled.generation == worker.generation and worker.alive:
+            try:
+                worker.request({"op": "release", "handle": compiled.handle}, (), "releasing",
+                               self.timeout, None)
+            except OracleFailure:
+                pass
+
+    def run(self, path: str | Path, values: Sequence[np.ndarray] | Mapping[str, np.ndarray],
+            what: str = "the model") -> tuple[Compiled, list[np.ndarray]]:
+        """Compile and run once: (the compiled model's description, its outputs)."""
+        compiled = self.compile(path, what)
+        try:
+            return compiled, self.infer(compiled, values, what)
+        finally:
+            self.release(compiled)
+
+    def evaluate(self, path: str | Path, values: Sequence[np.ndarray],
+                 what: str = "the model") -> list[np.ndarray]:
+        """Outputs computed by OpenVINO's reference implementations (no plugin), node by node."""
+        return self._call({"op": "evaluate", "path": str(path)}, values,
+                          f"evaluating {what}", f"cannot evaluate {what}")[1]
+
+    def describe(self, path: str | Path, what: str = "the model") -> dict:
+        """What OpenVINO's reader makes of a model: every node's output types and shapes."""
+        return self._call({"op": "describe", "path": str(path)}, (), f"reading {what}",
+                          f"cannot read {what}")[0]["model"]
+
+    def _call(self, header: dict, arrays, doing: str, refusal: str):
+        reply, out = _shared().request(header, arrays, doing, self.timeout, self.max_memory,
+                                       self.device)
+        if not reply.get("ok"):
+            raise OracleFailure(f"OpenVINO {refusal}: {reply.get('error', '?')}", ERROR)
+        return reply, out
+
+
+# -- the process -------------------------------------------------------------------------------
+class _Worker:
+    """The child process and its pipes; restarted on the first request after it died."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.generation = 0
+        self.baseline = 0          # the child's resident bytes once OpenVINO was loaded
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def request(self, header: dict, arrays, doing: str, timeout: float,
+                max_memory: int | None, device: str = "CPU") -> tuple[dict, list]:
+        with self.lock:
+            if not self.alive:
+                self._start()
+            deadline = time.monotonic() + timeout
+            watch = self._memory_watch(max_memory) if max_memory else None
+            try:
+                wire.send(self.to_child, header, arrays)
+                reply = wire.receive(self.from_child, deadline, watch)
+            except wire.WireTimeout:
+                self.stop()
+                raise OracleFailure(f"OpenVINO did not finish {doing} within {timeout:g} s, so "
+                                    f"it was stopped", HANG) from None
+            except _OverBudget as over:
+                self.stop()
+                raise OracleFailure(f"OpenVINO needed more than {_size(over.limit)} of memory "
+                                    f"while {doing} (--max-memory), so it was stopped",
+                                    MEMORY) from None
+            except wire.WireClosed:
+                raise OracleFailure(self._death(doing, device), CRASH) from None
+            except ValueError as exc:            # a garbled answer: the child is not trusted on
+                self.stop()
+                raise OracleFailure(f"OpenVINO's worker gave a malformed answer while {doing} "
+                                    f"({exc})", CRASH) from None
+            except BaseException:                # Ctrl+C, an alarm: the exchange is half done
+                self.stop()
+                raise
+            if header["op"] == "hello":
+                self.baseline = _rss(self.proc.pid)
+            return reply
+
+    def _start(self) -> None:
+        self.stop()
+        c_read, p_write = os.pipe()
+        p_read, c_write = os.pipe()
+        root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in
+                                                      env.get("PYTHONPATH", "").split(os.pathsep)
+                                                      if p])
+        self.log = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "loopdbg.oracle.child", str(c_read), str(c_write)],
+                pass_fds=(c_read, c_write), stdin=subprocess.DEVNULL, stdout=self.log,
+                stderr=self.log, env=env)
+        finally:
+            os.close(c_read)
+            os.close(c_write)
+        self.to_child, self.from_child = p_write, p_read
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        self.generation += 1           # what the old child compiled died with it
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        self.log.close()
+
+    def _death(self, doing: str, device: str) -> str:
+        proc = self.proc
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        self.stop()
+        who = f"OpenVINO's {device} plugin" if doing.startswith(("compiling", "running")) \
+            else "OpenVINO"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"{who} crashed ({name}) while {doing}"
+        return f"{who} exited unexpectedly (status {code}) while {doing}"
+
+    def _memory_watch(self, max_memory: int):
+        pid, limit = self.proc.pid, max_memory + self.baseline
+
+        def watch():
+            if _rss(pid) > limit:
+                raise _OverBudget(max_memory)
+        return watch
+
+
+class _OverBudget(Exception):
+    def __init__(self, limit: int):
+        self.limit = limit
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+_WORKER: _Worker | None = None
+_WORKER_LOCK = threading.Lock()
+
+
+def _shared() -> _Worker:
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = _Worker()
+            atexit.register(_WORKER.stop)
+        return _WORKER
+
+
+def shutdown() -> None:
+    """Stop the shared child (it is started again on the next request)."""
+    if _WORKER is not None:
+        with _WORKER.lock:
+            _WORKER.stop()
