@@ -22,6 +22,7 @@ from loopdbg.engine.if_op import IfSpec
 from loopdbg.engine.inputs import match_inputs, output_names
 from loopdbg.engine.loop import run_loop
 from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.paths import loop_path
 from loopdbg.engine.plan import GraphPlan
 from loopdbg.errors import ModelError
 from loopdbg.ir.model import Layer, Model
@@ -47,9 +48,7 @@ class Engine:
             spec = IfSpec(layer, branches, where)
             self.ifs[layer.id] = spec
             return spec.run
-        path = f"{parent}/{layer.name}" if parent else layer.name
-        if path in self.loops:
-            path = f"{path}#{layer.id}"
+        path = loop_path(parent, layer.name, layer.id, self.loops)
         body = layer.body
         if body is None:
             raise ModelError(f"{self.file}: {layer.describe()} has no <body>.")

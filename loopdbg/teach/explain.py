@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.paths import matches_loop
 from loopdbg.engine.slicing import is_canonical
 from loopdbg.ir import model as irm
 from loopdbg.teach import modes
@@ -74,8 +75,7 @@ def explain(engine, inputs: Mapping[str, np.ndarray] | None = None, loop: str | 
 
     specs = outermost_first(engine.loops)
     if loop is not None:
-        chosen = [s for s in specs if s.path == loop or s.path.rsplit("/", 1)[-1] == loop
-                  or s.layer.name == loop]
+        chosen = [s for s in specs if matches_loop(s.path, loop, s.layer.name)]
         if not chosen:
             known = ", ".join(s.path for s in specs) or "none"
             raise LoopdbgError(f"{engine.file}: no loop named '{loop}'; the loops are: {known}.")
