@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from loopdbg.cli import common
-
 
 def add_parser(sub) -> None:
     p = sub.add_parser("explain", help="explain every loop of a model: mode, pseudo-code, pitfalls",

@@ -202,9 +202,6 @@ class Breakpoints:
         return scopes
 
     # -- checking -----------------------------------------------------------------------------
-    def active(self) -> list[Breakpoint]:
-        return [bp for bp in self.items.values() if bp.enabled]
-
     def quick_conditions(self) -> list | None:
         """``(condition, loops it applies to or None)`` pairs, when a plainly false result from each
         that applies means "no stop" (every breakpoint enabled and not scoped with ``loop``);

@@ -94,7 +94,6 @@ class GraphPlan:
         self.result_names = tuple(graph.layers[i].name for i in graph.results)
         self.consts: dict[str, np.ndarray] = {}
         self.steps: list[Step] = []
-        self.nested_plans: dict[int, Any] = {}
         self._build(nested_factory)
         self.is_generator = any(s.nested for s in self.steps)
         self.all_value_names = self._value_names()
@@ -130,7 +129,6 @@ class GraphPlan:
                 if nested_factory is None:
                     raise ModelError(f"{self.where}{layer.describe()} cannot be nested here.")
                 fn = nested_factory(layer, self.path, self.graph)
-                self.nested_plans[lid] = fn
                 n_out = len(layer.outputs)
                 nested = True
             else:
