@@ -30,7 +30,7 @@ def run(args) -> int:
     from loopdbg.engine import Engine
     from loopdbg.errors import LoopdbgError
     from loopdbg.ir.load import read_model
-    from loopdbg.layout.dot import graph_to_dot
+    from loopdbg.layout.export import graph_to_dot
 
     out = Path(args.output)
     fmt = FORMATS.get(out.suffix.lower())
