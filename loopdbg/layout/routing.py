@@ -1,8 +1,9 @@
 """Graphviz ``dot``'s answer turned into boxes and orthogonal paths on a grid of terminal cells.
 
-``dot`` (run by ``dot.py``, once per body) decides what it is good at: the rank of every node, the left-to-right order and x position of
-the boxes, and where an edge that spans several ranks slips between the boxes of the ranks it
-crosses. The rest is done here, on the character grid, so that it fits box-drawing characters:
+``dot`` (run by ``dot.py``, once per body) decides what it is good at: the rank of every node,
+the left-to-right order and x position of the boxes, and where an edge that spans several ranks
+slips between the boxes of the ranks it crosses. The rest is done here, on the character grid,
+so that it fits box-drawing characters:
 
 * every rank is a band of rows, boxes top-aligned; between two bands a gap of rows holds one
   horizontal *track* per bundle of edges that must move sideways, ordered so that few edges cross;
