@@ -24,8 +24,8 @@ the same plan one layer at a time, for stepping node by node.
 from __future__ import annotations
 
 import itertools
-from types import GeneratorType
 from dataclasses import dataclass
+from types import GeneratorType
 from typing import Any, Callable, Iterator
 
 import numpy as np
