@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Mapping
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.inputs import match_inputs
 from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.plan import drain
 from loopdbg.ir.model import Model
 
 KIND_SHORT = {"Loop": "Loop", "TensorIterator": "TI"}
@@ -505,18 +506,8 @@ def _recompute(spec: LoopSpec, body_in: tuple, all_nodes: bool):
     """loopdbg's body outputs (and every node) for recorded inputs; nested events are dropped."""
     body = spec.body
     ctx = RunContext()
-    result = body.run_all(ctx, *body_in) if all_nodes else body.run(ctx, *body_in)
-    if body.is_generator:
-        result = _drain(result)
+    result = drain(body.run_all(ctx, *body_in) if all_nodes else body.run(ctx, *body_in))
     if all_nodes:
         outs, every = result
         return outs, body.result_values(every)
     return result, None
-
-
-def _drain(gen: Iterator):
-    try:
-        while True:
-            next(gen)
-    except StopIteration as stop:
-        return stop.value

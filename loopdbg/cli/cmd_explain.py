@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from loopdbg.cli import common
-
 
 def add_parser(sub) -> None:
     p = sub.add_parser("explain", help="explain every loop of a model: mode, pseudo-code, pitfalls",
@@ -30,7 +28,8 @@ def run(args) -> int:
     from loopdbg.engine import Engine
     from loopdbg.engine.inputs import load_npz
     from loopdbg.ir.load import read_model
-    from loopdbg.teach.explain import explain, format_text, to_json_ready
+    from loopdbg.teach.explain import explain
+    from loopdbg.teach.explain_text import format_text, to_json_ready
 
     engine = Engine(read_model(args.model))
     inputs = load_npz(args.inputs) if args.inputs else None

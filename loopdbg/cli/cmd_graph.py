@@ -30,7 +30,7 @@ def run(args) -> int:
     from loopdbg.engine import Engine
     from loopdbg.errors import LoopdbgError
     from loopdbg.ir.load import read_model
-    from loopdbg.layout.dot import graph_to_dot
+    from loopdbg.layout.export import graph_to_dot
 
     out = Path(args.output)
     fmt = FORMATS.get(out.suffix.lower())
@@ -50,6 +50,7 @@ def run(args) -> int:
 
 def choose_loop(engine, name: str | None):
     """The loop called ``name`` (path, last part of the path, or layer name), or the only one."""
+    from loopdbg.engine.paths import matches_loop
     from loopdbg.errors import LoopdbgError
 
     specs = list(engine.loops.values())
@@ -64,7 +65,7 @@ def choose_loop(engine, name: str | None):
     for s in specs:
         if s.path == name:
             return s
-    matches = [s for s in specs if s.path.rsplit("/", 1)[-1] == name or s.layer.name == name]
+    matches = [s for s in specs if matches_loop(s.path, name, s.layer.name)]
     if len(matches) == 1:
         return matches[0]
     if matches:

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from loopdbg.debug.expr import RESERVED, Expression, ExprError, Lookup, _truth
+from loopdbg.engine.paths import matches_loop
 
 
 class EventLookup(Lookup):
@@ -80,7 +81,7 @@ class Breakpoint:
     def applies_to(self, path: str) -> bool:
         if self.paths is not None and path not in self.paths:
             return False
-        return self.loop is None or path == self.loop or path.rsplit("/", 1)[-1] == self.loop
+        return self.loop is None or matches_loop(path, self.loop)
 
     def describe(self) -> str:
         parts = [f"breakpoint {self.number} ({self.text})"]
@@ -194,16 +195,13 @@ class Breakpoints:
         if loop is None:
             return self.known_names
         scopes = {p: n for p, n in self.known_names.items()
-                  if p == loop or p.rsplit("/", 1)[-1] == loop}
+                  if matches_loop(p, loop)}
         if not scopes:
             raise ExprError(f"the model has no loop '{loop}'; its loops are "
                             f"{', '.join(self.known_names) or 'none'}.")
         return scopes
 
     # -- checking -----------------------------------------------------------------------------
-    def active(self) -> list[Breakpoint]:
-        return [bp for bp in self.items.values() if bp.enabled]
-
     def quick_conditions(self) -> list | None:
         """``(condition, loops it applies to or None)`` pairs, when a plainly false result from each
         that applies means "no stop" (every breakpoint enabled and not scoped with ``loop``);
@@ -241,7 +239,7 @@ class Breakpoints:
         out = []
         for w in self.watches.values():
             if w.loop is not None and lookup.event is not None and not (
-                    lookup.event.path == w.loop or lookup.event.path.rsplit("/", 1)[-1] == w.loop):
+                    matches_loop(lookup.event.path, w.loop)):
                 out.append((w, None, f"not in loop {w.loop}"))
                 continue
             try:

@@ -24,6 +24,7 @@ import numpy as np
 
 from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
 from loopdbg.engine import events as ev
+from loopdbg.engine.paths import matches_loop
 from loopdbg.engine.runner import Engine
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.model import LAST_VALUE
@@ -390,7 +391,7 @@ class Session:
 
         def want(e):
             return e.iteration == iteration and (
-                target is None or e.path == target or e.path.rsplit("/", 1)[-1] == target)
+                target is None or matches_loop(e.path, target))
         return self._advance(want, f"run to iteration {iteration}")
 
     def step_node(self) -> Stop:

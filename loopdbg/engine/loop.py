@@ -36,10 +36,10 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     if is_loop:
         trip, exec_cond = _trip_and_condition(spec, args)
     else:
-        trip, exec_cond = _ti_iterations(spec, sliced, ctx), True
+        trip, exec_cond = _ti_iterations(spec, sliced), True
     yield ev.LoopStarted(path, spec.layer.id, spec.layer.name, spec.kind, trip, exec_cond,
                          outer, spec)
-    yield from _setup_notices(spec, ctx, sliced, args)
+    yield from _setup_notices(spec, ctx, args)
 
     if trip == 0 or not exec_cond:
         reason = (ev.STOP_NOT_STARTED if not exec_cond else
@@ -224,7 +224,7 @@ def _trip_and_condition(spec: LoopSpec, args) -> tuple[int | None, bool]:
     return trip, cond
 
 
-def _ti_iterations(spec: LoopSpec, sliced, ctx: RunContext) -> int:
+def _ti_iterations(spec: LoopSpec, sliced) -> int:
     """Rule 10 (all sliced inputs agree) and rule 12 (no sliced input)."""
     if sliced:
         counts = {spec.param_names[pos]: len(pieces) for pos, pieces in sliced}
@@ -239,7 +239,7 @@ def _ti_iterations(spec: LoopSpec, sliced, ctx: RunContext) -> int:
     return 1
 
 
-def _setup_notices(spec: LoopSpec, ctx: RunContext, sliced, args):
+def _setup_notices(spec: LoopSpec, ctx: RunContext, args):
     path = spec.path
     for text in spec.duplicates:
         yield from _notice(ctx, path, f"loop '{path}': {text}.", None)

@@ -93,7 +93,6 @@ class LoopSpec:
         self.cur_dtype = np.dtype(np.int64)
         self.cur_shape: tuple[int, ...] = ()
         self.condition_param: int | None = None
-        self.condition_ext: int | None = None
         fed: dict[int, str] = {}
         self.duplicates: list[str] = []
         for role, m in irm.classify_inputs(sub):
@@ -117,7 +116,6 @@ class LoopSpec:
                 self._current_iteration_type(pos)
             elif role == irm.CONDITION:
                 self.condition_param = pos
-                self.condition_ext = m.external_port_id if m.external_port_id >= 0 else 1
             else:
                 raise ModelError(f"{self.where}{self.layer.describe()}: body Parameter '{pname}' "
                                  f"has a port_map entry with external_port_id "
@@ -136,7 +134,6 @@ class LoopSpec:
             if p in merged_pos or p == self.current_iteration or p == self.condition_param:
                 self.back_edges.append((p, r))
         self.cur_fed_back = any(p == self.current_iteration for p, _ in self.back_edges)
-        self.back_fed = {p for p, _ in self.back_edges}
 
     def _current_iteration_type(self, pos: int) -> None:
         from loopdbg.ir.elements import numpy_dtype

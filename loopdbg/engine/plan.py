@@ -3,34 +3,66 @@
 Walking a graph node by node on every iteration costs more than the numpy work of a small loop
 body, so each graph is compiled: the topological order, the kernels (with their attributes parsed)
 and the value slots are resolved once, and a function is generated whose body is one line per
-layer::
+step (a layer that is not a Parameter, Result or Constant)::
 
     def run(ctx, p0, p1):
-        v3 = K3(p0, C2)
-        v5, v6 = K5(v3)
-        v7, = yield from K7(ctx, v5)    # a nested Loop/TensorIterator/If: its events pass through
-        return (v3, v6)
+        v0_0 = k0(p0, c0)
+        v1_0, v1_1 = k1(v0_0)
+        v2_0, = (yield from k2(ctx, v1_0))    # a nested Loop/TensorIterator/If: its events pass
+        return (v0_0, v1_1, )
 
-A graph that holds a loop compiles to a generator function, so the events of nested loops flow
-up to the consumer. When a kernel raises, ``locate`` maps the traceback line back to the layer.
-``interpret`` runs the same plan one layer at a time, for stepping node by node.
+Every name in the generated source is made from a position (parameter ``k``, constant ``k``,
+step ``k``), never from the model file, so no id or name in a file can change the code. One
+template makes all three functions of a plan: ``run`` (the Result values), ``run_all`` (those and
+every value, for --trace-all and the node view) and ``run_events`` (the whole event stream of a
+top graph). A graph that holds a loop compiles to generator functions, so the events of nested
+loops flow up to the consumer; ``drain`` runs one to its end when the events are not wanted.
+When a kernel raises, ``locate`` maps the traceback line back to the layer. ``interpret`` runs
+the same plan one layer at a time, for stepping node by node.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from types import GeneratorType
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from loopdbg.errors import ModelError, RunError
+from loopdbg.errors import LoopdbgError, ModelError, RunError
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.registry import make_kernel
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
-_NOT_KERNELS = ("Parameter", "Result", "Constant")
 _counter = itertools.count()
+
+
+def drain(result):
+    """Run a generator made by a plan (or a nested loop) to its end, dropping its events, and
+    return its value; anything else is returned as it is."""
+    if type(result) is not GeneratorType:
+        return result
+    try:
+        while True:
+            next(result)
+    except StopIteration as stop:
+        return stop.value
+
+
+# The one template of the generated functions, by name: (parameters after ctx, lines before the
+# steps, indent of the steps, lines after them); {results} and {values} are tuples of locals.
+_TEMPLATE = {
+    "run": ("", (), "    ", ("    return ({results})",)),
+    "run_all": ("", (), "    ", ("    return ({results}), ({values})",)),
+    # The top graph as the whole event stream: the notices said before the run, the run, and
+    # finish(outputs) last, in one generator. A consumer's next then resumes this frame and the
+    # loop's only, not a wrapper generator around run as well (one frame less per event).
+    "run_events": (", finish, fail", ("    yield from ctx.notices", "    try:"), "        ",
+                   ("    except LoopdbgError:", "        raise",
+                    "    except Exception as exc:", "        raise fail(exc) from None",
+                    "    yield finish(({results}))")),
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,7 +80,7 @@ class GraphPlan:
     """A compiled graph. ``run(ctx, *parameter_values)`` returns the Result values in Result order.
 
     ``run`` is a plain function, or a generator function (``is_generator``) when the graph holds
-    a Loop, TensorIterator or If; then drive it with ``yield from``.
+    a Loop, TensorIterator or If; then drive it with ``yield from`` (or ``drain`` it).
     """
 
     def __init__(self, graph: Graph, path: str, where: str,
@@ -62,11 +94,16 @@ class GraphPlan:
         self.result_names = tuple(graph.layers[i].name for i in graph.results)
         self.consts: dict[str, np.ndarray] = {}
         self.steps: list[Step] = []
-        self.nested_plans: dict[int, Any] = {}
         self._build(nested_factory)
         self.is_generator = any(s.nested for s in self.steps)
-        self.filename = f"<loopdbg plan {next(_counter)} {path or 'model'}>"
-        self.run, self.run_all = self._compile()
+        self.all_value_names = self._value_names()
+        self._line_maps: dict[str, dict[int, int]] = {}     # file name -> {line: step index}
+        self._ns: dict[str, Any] = dict(self.consts)
+        self._ns["LoopdbgError"] = LoopdbgError
+        for k, step in enumerate(self.steps):
+            self._ns[f"k{k}"] = step.fn
+        self._run_events = None
+        self.run, self.run_all = self._compile(("run", "run_all"))
 
     # -- building -----------------------------------------------------------------------------
     def _build(self, nested_factory) -> None:
@@ -83,7 +120,7 @@ class GraphPlan:
                     raise ModelError(f"{self.where}{layer.describe()} has no value.")
                 value = np.asarray(layer.value)
                 value.flags.writeable = False
-                name = f"C{lid}"
+                name = f"c{len(self.consts)}"
                 self.consts[name] = value
                 local[(lid, 0)] = name
                 continue
@@ -92,13 +129,13 @@ class GraphPlan:
                 if nested_factory is None:
                     raise ModelError(f"{self.where}{layer.describe()} cannot be nested here.")
                 fn = nested_factory(layer, self.path, self.graph)
-                self.nested_plans[lid] = fn
                 n_out = len(layer.outputs)
                 nested = True
             else:
                 fn, n_out = make_kernel(layer, self.where)
                 nested = False
-            outs = tuple(f"v{lid}_{j}" for j in range(max(n_out, 1)))
+            k = len(self.steps)
+            outs = tuple(f"v{k}_{j}" for j in range(max(n_out, 1)))
             for j, name in enumerate(outs):
                 local[(lid, j)] = name
             self.steps.append(Step(layer, fn, ins, outs, nested))
@@ -108,7 +145,6 @@ class GraphPlan:
             if src is None or src not in local:
                 raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
             self.result_locals.append(local[src])
-        self.local_of = local
 
     def _input_names(self, layer: Layer, local) -> tuple[str | None, ...]:
         g = self.graph
@@ -125,58 +161,52 @@ class GraphPlan:
         return tuple(connected.get(i) for i in range(n))
 
     # -- compiling ----------------------------------------------------------------------------
-    def _compile(self):
-        params = "".join(f", p{k}" for k in range(len(self.param_ids)))
-        ns: dict[str, Any] = dict(self.consts)
-        lines = [f"def run(ctx{params}):"]
-        self.line_to_step: dict[int, int] = {}
-        for k, step in enumerate(self.steps):
-            fname = f"K{step.layer.id}"
-            ns[fname] = step.fn
-            args = ", ".join(a if a is not None else "None" for a in step.ins)
-            if len(step.outs) == 1 and not step.nested:
-                target = step.outs[0]
-            else:
-                target = ", ".join(step.outs) + ","
-            call = (f"(yield from {fname}(ctx, {args}))" if step.nested
-                    else f"{fname}({args})")
-            self.line_to_step[len(lines) + 1] = k
-            lines.append(f"    {target} = {call}")
-        results = "".join(f"{r}, " for r in self.result_locals)
-        body = "\n".join(lines)
-        src_run = body + f"\n    return ({results})\n"
-        # run_all also returns every local value, for --trace-all and the node view.
-        all_names = [f"p{k}" for k in range(len(self.param_ids))]
-        all_names += [o for s in self.steps for o in s.outs]
-        self.all_value_names = self._value_names()
-        src_all = (body.replace("def run(", "def run_all(", 1)
-                   + f"\n    return ({results}), ({''.join(n + ', ' for n in all_names)})\n")
-        code = compile(src_run + "\n" + src_all, self.filename, "exec")
-        exec(code, ns)  # noqa: S102 - the source is generated above from layer ids only
-        self.source = src_run
-        if self.is_generator:
-            self.run_events = self._compile_events(lines, results, ns)
-        return ns["run"], ns["run_all"]
+    @property
+    def run_events(self) -> Callable:
+        """``run_events(ctx, finish, fail, *parameter_values)``: the event stream of a run of
+        this graph as the top one (compiled on first use: only the top graph needs it)."""
+        if self._run_events is None:
+            self._run_events, = self._compile(("run_events",))
+        return self._run_events
 
-    def _compile_events(self, lines: list[str], results: str, ns: dict):
-        """The top graph as the whole event stream: the notices said before the run, the run,
-        and ``finish(outputs)`` last, in one generator. A consumer's ``next`` then resumes this
-        frame and the loop's only, instead of a wrapper generator around ``run`` as well (one
-        frame less per iteration event)."""
-        params = lines[0][len("def run(ctx"):]
-        out = [f"def run_events(ctx, finish, fail{params}", "    yield from ctx.notices", "    try:"]
-        self.events_line_to_step: dict[int, int] = {}
-        for line_no, k in self.line_to_step.items():
-            self.events_line_to_step[len(out) + 1] = k
-            out.append("    " + lines[line_no - 1])
-        out += ["    except LoopdbgError_:", "        raise",
-                "    except Exception as exc:", "        raise fail(exc) from None",
-                f"    yield finish(({results}))", ""]
-        from loopdbg.errors import LoopdbgError
-        ns["LoopdbgError_"] = LoopdbgError
-        self.events_filename = self.filename + " events"
-        exec(compile("\n".join(out), self.events_filename, "exec"), ns)  # noqa: S102
-        return ns["run_events"]
+    def source(self, kind: str) -> tuple[str, dict[int, int]]:
+        """The generated source of ``kind`` (run, run_all, run_events) and its lines' steps."""
+        extra, before, indent, after = _TEMPLATE[kind]
+        params = "".join(f", p{k}" for k in range(len(self.param_ids)))
+        lines = [f"def {kind}(ctx{extra}{params}):", *before]
+        line_to_step: dict[int, int] = {}
+        for k, step in enumerate(self.steps):
+            args = ", ".join(a if a is not None else "None" for a in step.ins)
+            if step.nested:
+                target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
+            else:
+                target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
+                call = f"k{k}({args})"
+            line_to_step[len(lines) + 1] = k
+            lines.append(f"{indent}{target} = {call}")
+        if not self.steps:
+            lines.append(f"{indent}pass")
+        values = [f"p{k}" for k in range(len(self.param_ids))]
+        values += [o for s in self.steps for o in s.outs]
+        fill = {"results": "".join(f"{r}, " for r in self.result_locals),
+                "values": "".join(f"{v}, " for v in values)}
+        lines += [line.format(**fill) for line in after]
+        return "\n".join(lines) + "\n", line_to_step
+
+    def _compile(self, kinds: tuple[str, ...]) -> list[Callable]:
+        """Compile the functions ``kinds`` into one code object with its own file name."""
+        filename = f"<loopdbg plan {next(_counter)}>"
+        line_map: dict[int, int] = {}
+        parts: list[str] = []
+        offset = 0
+        for kind in kinds:
+            src, lines = self.source(kind)
+            line_map.update((offset + line, k) for line, k in lines.items())
+            parts.append(src)
+            offset += src.count("\n")
+        self._line_maps[filename] = line_map
+        exec(compile("".join(parts), filename, "exec"), self._ns)  # noqa: S102 - names by position
+        return [self._ns[kind] for kind in kinds]
 
     def _value_names(self) -> list[str]:
         """Names of what ``run_all`` returns: Parameters, then each layer's outputs."""
@@ -191,10 +221,8 @@ class GraphPlan:
         """The layer whose kernel raised ``exc`` (innermost frame of this plan's code)."""
         tb = exc.__traceback__
         found = None
-        maps = {self.filename: self.line_to_step,
-                getattr(self, "events_filename", None): getattr(self, "events_line_to_step", {})}
         while tb is not None:
-            lines = maps.get(tb.tb_frame.f_code.co_filename)
+            lines = self._line_maps.get(tb.tb_frame.f_code.co_filename)
             if lines is not None:
                 k = lines.get(tb.tb_lineno)
                 if k is not None:
@@ -223,12 +251,7 @@ class GraphPlan:
         for step in self.steps:
             args = [env[a] for a in step.ins]
             if step.nested:
-                gen = step.fn(ctx, *args)
-                try:
-                    while True:
-                        next(gen)
-                except StopIteration as stop:
-                    outs = tuple(stop.value)
+                outs = tuple(drain(step.fn(ctx, *args)))
             else:
                 r = step.fn(*args)
                 outs = (r,) if len(step.outs) == 1 else tuple(r)

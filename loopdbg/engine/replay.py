@@ -11,6 +11,7 @@ from typing import Iterator
 
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.events import IterationDone
+from loopdbg.engine.plan import drain
 from loopdbg.ir.model import Layer
 
 
@@ -19,14 +20,7 @@ def node_values(event: IterationDone) -> dict:
     if event.nodes is not None:
         return dict(event.nodes)
     body = event.spec.body
-    result = body.run_all(RunContext(), *event.body_in)
-    if body.is_generator:
-        try:
-            while True:
-                next(result)
-        except StopIteration as stop:
-            result = stop.value
-    _, every = result
+    _, every = drain(body.run_all(RunContext(), *event.body_in))
     return body.result_values(every)
 
 

@@ -22,8 +22,9 @@ from loopdbg.engine.if_op import IfSpec
 from loopdbg.engine.inputs import match_inputs, output_names
 from loopdbg.engine.loop import run_loop
 from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.paths import loop_path
 from loopdbg.engine.plan import GraphPlan
-from loopdbg.errors import LoopdbgError, ModelError
+from loopdbg.errors import ModelError
 from loopdbg.ir.model import Layer, Model
 
 
@@ -47,9 +48,7 @@ class Engine:
             spec = IfSpec(layer, branches, where)
             self.ifs[layer.id] = spec
             return spec.run
-        path = f"{parent}/{layer.name}" if parent else layer.name
-        if path in self.loops:
-            path = f"{path}#{layer.id}"
+        path = loop_path(parent, layer.name, layer.id, self.loops)
         body = layer.body
         if body is None:
             raise ModelError(f"{self.file}: {layer.describe()} has no <body>.")
@@ -74,22 +73,9 @@ class Engine:
         for text in self.model.warnings:
             ctx.notice("", text, None)
         plan = self.plan
-        if plan.is_generator:       # the generated stream yields the notices and finish() itself
-            return plan.run_events(ctx, lambda outs: self._finished(ctx, outs),
-                                   lambda exc: plan.failure(exc, f"{self.file}: ", "the model"),
-                                   *values)
-        return self._events(ctx, values)
-
-    def _events(self, ctx: RunContext, values: list) -> Iterator[ev.Event]:
-        """A model without loops: its notices, one plain call of the plan, the end."""
-        yield from ctx.notices
-        try:
-            outs = self.plan.run(ctx, *values)
-        except LoopdbgError:
-            raise
-        except Exception as exc:
-            raise self.plan.failure(exc, f"{self.file}: ", "the model") from None
-        yield self._finished(ctx, outs)
+        return plan.run_events(ctx, lambda outs: self._finished(ctx, outs),
+                               lambda exc: plan.failure(exc, f"{self.file}: ", "the model"),
+                               *values)
 
     def _finished(self, ctx: RunContext, outs) -> ev.RunFinished:
         outputs = {name: np.asarray(v) for name, v in zip(self.output_names, outs)}

@@ -7,8 +7,6 @@ from pathlib import Path
 from loopdbg.errors import ModelError
 from loopdbg.ir.model import Model
 
-SUFFIXES = (".xml", ".onnx")
-
 
 def read_model(path: str | Path) -> Model:
     """Read an OpenVINO IR (.xml with its .bin beside it) or an ONNX model (.onnx)."""

@@ -179,10 +179,13 @@ class Model:
 
 
 def classify_inputs(sub: SubGraph) -> list[tuple[str, InputMapping]]:
-    """Classify port_map inputs as OpenVINO's reader does, in ascending ``external_port_id`` order.
+    """Classify port_map inputs, in ascending ``external_port_id`` order.
 
-    First match wins: ``axis`` → sliced; target of a back edge → merged; ``purpose`` →
-    current_iteration / condition; external id ≥ 0 → invariant; otherwise unused.
+    First match wins: ``axis`` → sliced; ``purpose`` → current_iteration / condition; target of a
+    back edge → merged; external id ≥ 0 → invariant; otherwise unused. ``purpose`` comes before
+    the back edges: a current_iteration Parameter that a back edge also feeds keeps its role (the
+    engine gives it 0, then the back edge's value). OpenVINO's reader looks at ``axis`` and the
+    back edges only, and finds the special Parameters separately, by purpose.
     """
     targets = {be.to_layer for be in sub.back_edges}
     roles = []

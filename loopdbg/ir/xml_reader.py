@@ -281,6 +281,11 @@ def _read_graph(el, ctx: _Context, name: str) -> Graph:
             raise ctx.fail(layer.describe(), f"at line {layer.line} reuses the id of "
                                              f"{other.describe()} at line {other.line}")
         layers[layer.id] = layer
+    negative = next((layer for layer in layers.values() if layer.id < 0), None)
+    if negative is not None:
+        ctx.warnings.append(f"{ctx.file}: {negative.describe()}{ctx.scope} has a negative id; "
+                            f"loopdbg runs the model, but OpenVINO refuses to read it (its layer "
+                            f"ids are unsigned).")
     edges = _read_edges(el, layers, ctx)
     _check_acyclic(layers, edges, ctx)
     return Graph(name=name, layers=layers, edges=edges,

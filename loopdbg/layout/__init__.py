@@ -7,9 +7,10 @@
 No UI toolkit is imported here: ``render`` returns characters and style tags that a widget paints.
 """
 
+from loopdbg.layout.boxes import Box, EdgePath, Layout
 from loopdbg.layout.canvas import Canvas, render, render_text
-from loopdbg.layout.dot import (Box, EdgePath, Layout, LayoutUnavailable, clear_cache,
-                                dot_available, graph_to_dot, layout_body)
+from loopdbg.layout.dot import LayoutUnavailable, clear_cache, dot_available, layout_body
+from loopdbg.layout.export import graph_to_dot
 from loopdbg.layout.graph import BodyEdge, BodyGraph, Node, body_graph, graph_from_parts
 
 __all__ = ["BodyEdge", "BodyGraph", "Box", "Canvas", "EdgePath", "Layout", "LayoutUnavailable",

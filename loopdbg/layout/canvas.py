@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Iterator, Mapping
 
-from loopdbg.layout.dot import Box, Layout
+from loopdbg.layout.boxes import Box, Layout
 
 _U, _D, _L, _R = 1, 2, 4, 8
 _SOLID = {_U | _D: "│", _L | _R: "─", _D | _R: "╭", _D | _L: "╮", _U | _R: "╰", _U | _L: "╯",

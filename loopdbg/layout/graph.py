@@ -96,10 +96,6 @@ class BodyGraph:
         return cache
 
     @property
-    def data_edges(self) -> tuple[BodyEdge, ...]:
-        return tuple(e for e in self.edges if not e.back)
-
-    @property
     def back_edges(self) -> tuple[BodyEdge, ...]:
         return tuple(e for e in self.edges if e.back)
 

@@ -100,12 +100,8 @@ class FixedLayout:
             crcs = np.array([crc32(flat[k * size:k * size + body]) for k in range(n)],
                             dtype=np.uint32)
         rows[:, body:] = crcs.astype("<u4").view(np.uint8).reshape(n, 4)
-        w = self.writer
-        base = w._pos
-        w._pend.append(rows.tobytes())
+        base = self.writer.append_frames(rows.tobytes(), n)
         self.offsets.frombytes(np.arange(base, base + n * size, size, dtype=np.uint64).tobytes())
-        w._pos = base + n * size
-        w._nframes += n
         self.data.clear()
         self.flags.clear()
         self.n = 0

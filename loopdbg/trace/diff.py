@@ -66,7 +66,7 @@ def diff(a: str, b: str, rtol: float = 0.0, atol: float = 0.0) -> DiffResult:
             count += 1
             if x is not None and y is not None and x[2] == y[2]:
                 continue                    # the same bytes: nothing to decode
-            d = _compare(x and ra.decode(*x), y and rb.decode(*y), ra, rb, rtol, atol)
+            d = _compare(x and ra.decode(*x), y and rb.decode(*y), rtol, atol)
             if d is not None:
                 return DiffResult(d, notes, count)
 
@@ -100,7 +100,7 @@ def _describe(r: Record | None) -> str:
     return "the end of the run"
 
 
-def _compare(x: Record | None, y: Record | None, ra, rb, rtol, atol) -> Divergence | None:
+def _compare(x: Record | None, y: Record | None, rtol, atol) -> Divergence | None:
     if x is None or y is None or x.kind != y.kind or _key(x) != _key(y):
         ref = x if x is not None else y
         where = _where(ref)

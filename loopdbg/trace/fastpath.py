@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import struct
 import types
-import zlib
 
 import numpy as np
 
@@ -81,14 +80,14 @@ def plan(writer, ex: Execution, e) -> None:
             F.META_LEN.pack(F.ITER_FIXED.size + len(ex.tail))
         total = size + F.HEAD.size + F.CRC.size
         base = _namespace(writer, ex, sig, prefixes)
-        base.update(LEAD=lead, SIZE=total, pend_append=writer._pend.append)
+        base.update(LEAD=lead, append_frame=writer.append_frame)
         cached = writer._plans[key] = (ex.spec, sig, prefixes, lead, total, base)
     _, sig, prefixes, lead, total, base = cached
     post = ex.tail + F.COUNT.pack(len(ex.slots))
     ex.static = (sig, prefixes, lead, post, total, e.trip_count)
     ex.promotable = FixedLayout.fits(total)
     ns = dict(base)
-    ns.update(OUTER=ex.outer, POST=post, offs_append=ex.offs.append)
+    ns.update(OUTER=ex.outer, POST=post, OFFS=ex.offs)
     writer._tick_every = max(1, min(128, writer._batch // total))
     ex.fast, ex.write = ex.single = _functions(ex, "single", ns)
 
@@ -109,17 +108,16 @@ def promote(writer, ex: Execution) -> None:
     layout = FixedLayout(writer, lead, trip, post, prefixes, len(ex.offs), ex.offs)
     ns = _namespace(writer, ex, sig, prefixes)
     ns.update(OUTER=ex.outer, TRIP=trip, B=layout, data_append=layout.data.append,
-              flags_append=layout.flags.append)
+              flags_append=layout.flags.append, batch_check=writer._batch_check)
     ex.layout = layout
     ex.fast, ex.write = _functions(ex, "batch", ns)
     ex.promotable = False
 
 
 def _namespace(writer, ex: Execution, sig, prefixes) -> dict:
-    ns = {"SPEC": ex.spec, "W": writer, "general": type(writer).write.__get__(writer),
+    ns = {"SPEC": ex.spec, "general": type(writer).write.__get__(writer),
           "IterationDone": ev.IterationDone, "ndarray": np.ndarray, "asarray": np.asarray,
-          "join": b"".join, "pack_iter": F.ITER_FIXED.pack, "pack_crc": F.CRC.pack,
-          "crc32": zlib.crc32}
+          "join": b"".join, "pack_iter": F.ITER_FIXED.pack}
     for k, (dtype, shape) in enumerate(sig):
         ns[f"D{k}"], ns[f"S{k}"] = dtype, shape
         ns[f"P{k}"] = prefixes[k][0]
@@ -160,22 +158,12 @@ def _compile(ex: Execution, mode: str, fallback: str):
                 "    m = B.n + 1",
                 "    B.n = m",
                 "    if m >= B.check_at:",
-                "        W._batch_check()"]
+                "        batch_check()"]
     else:
         parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))
         src += ["    t = e.trip_count",
-                "    frame = join((LEAD, pack_iter(e.iteration, -1 if t is None else t, "
-                f"bool(e.cond), bool(e.continues)), POST{parts}))",
-                "    w = W",
-                "    off = w._pos",
-                "    pend_append(frame)",
-                "    pend_append(pack_crc(crc32(frame)))",
-                "    w._pos = off + SIZE",
-                "    w._nframes += 1",
-                "    offs_append(off)",
-                "    w._tick -= 1",
-                "    if w._tick < 0:",
-                "        w._maybe_flush()"]
+                "    append_frame(join((LEAD, pack_iter(e.iteration, -1 if t is None else t, "
+                f"bool(e.cond), bool(e.continues)), POST{parts})), OFFS)"]
     src.append("    return True")
-    module = compile("\n".join(src) + "\n", f"<loopdbg trace writer: {ex.path}>", "exec")
+    module = compile("\n".join(src) + "\n", f"<loopdbg trace writer, {mode} mode>", "exec")
     return next(c for c in module.co_consts if isinstance(c, types.CodeType))

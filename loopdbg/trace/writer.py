@@ -38,6 +38,7 @@ _ndarray = np.ndarray
 _asarray = np.asarray
 _SYNC = F.SYNC
 _BIG = F.BIG
+_CRC_SIZE = F.CRC.size
 
 
 class TraceWriter:
@@ -143,6 +144,30 @@ class TraceWriter:
         else:
             raise TypeError(f"not an engine event: {type(event).__name__}")
         self._maybe_flush()
+
+    def append_frame(self, frame: bytes, offsets) -> None:
+        """Append one encoded frame (head to its last byte; the checksum is added here) and its
+        offset to ``offsets``. The code ``fastpath`` compiles calls this once per iteration it
+        takes; every ``_tick_every`` frames it also decides whether to flush or to batch."""
+        off = self._pos
+        pend = self._pend
+        pend.append(frame)
+        pend.append(_pack_crc(_crc32(frame)))
+        self._pos = off + len(frame) + _CRC_SIZE
+        self._nframes += 1
+        offsets.append(off)
+        self._tick -= 1
+        if self._tick < 0:
+            self._maybe_flush()
+
+    def append_frames(self, rows: bytes, count: int) -> int:
+        """Append ``count`` whole frames of one size, checksums included (``batch`` encodes them
+        together); return the offset of the first."""
+        base = self._pos
+        self._pend.append(rows)
+        self._pos = base + len(rows)
+        self._nframes += count
+        return base
 
     def close(self, status: str = F.COMPLETE, error: str | None = None) -> None:
         """Write the END frame, the footer and the locator; close the file. Idempotent."""

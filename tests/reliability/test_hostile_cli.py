@@ -670,6 +670,46 @@ def test_a_real_process_exits_non_zero_with_one_line(base, tmp_path, what):
     assert not (tmp_path / "marker").exists()
 
 
+def _renumber_acc_new(new_id: str):
+    """Body layer 3 'acc_new' (Add) and the body edges at it get the id ``new_id``."""
+    def mutate(root):
+        body = root.xpath(BODY)[0]
+        body.xpath("layers/layer[@name='acc_new']")[0].set("id", new_id)
+        for edge in body.xpath("edges/edge"):
+            for end in ("from-layer", "to-layer"):
+                if edge.get(end) == "3":
+                    edge.set(end, new_id)
+    return mutate
+
+
+@pytest.mark.parametrize("new_id", ["-5", str(10 ** 20), str(2 ** 64 + 3)])
+def test_a_body_layer_with_a_negative_or_huge_id_runs(base, tmp_path, cli, new_id):
+    """Layer ids are labels: a valid graph runs whatever they are (OpenVINO refuses negative ones,
+    which loopdbg says in a notice, one line)."""
+    xml, inputs = base
+    expected = cli("run", xml, inputs)
+    assert expected.code == 0, expected.err
+    changed = variant(base, tmp_path, _renumber_acc_new(new_id))
+    got = cli("run", changed, inputs)
+    assert got.code == 0 and got.err == "", got.err
+    assert "Traceback" not in got.out
+    tail = expected.out[expected.out.index("outputs:"):]
+    assert got.out.endswith(tail), got.out
+    negative = [line for line in got.out.splitlines() if "has a negative id" in line]
+    if new_id.startswith("-"):
+        assert len(negative) == 1 and f"layer {new_id} 'acc_new' (Add)" in negative[0]
+    else:
+        assert negative == []
+
+
+def test_a_real_process_runs_a_body_layer_with_a_negative_id(base, tmp_path):
+    xml = variant(base, tmp_path, _renumber_acc_new("-5"))
+    proc = subprocess.run([sys.executable, "-m", "loopdbg", "run", str(xml), str(base[1])],
+                          capture_output=True, text=True, timeout=60, env=subprocess_env())
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "acc_final" in proc.stdout and "acc_seq" in proc.stdout
+
+
 def test_a_bad_option_value_is_one_line_too(capsys):
     import pytest as _pytest
     from loopdbg.cli import main as _main

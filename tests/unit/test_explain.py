@@ -23,7 +23,8 @@ from loopdbg.engine import Engine
 from loopdbg.engine.inputs import load_npz
 from loopdbg.ir.builder import GraphBuilder
 from loopdbg.ir.load import read_model
-from loopdbg.teach.explain import explain, format_text
+from loopdbg.teach.explain import explain
+from loopdbg.teach.explain_text import format_text
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMOS = ROOT / "demos"

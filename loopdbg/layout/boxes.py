@@ -1,0 +1,105 @@
+"""What a laid-out body is made of: boxes and edge paths on a grid of terminal cells.
+
+Cells are ~2:1 (tall), so x and y use separate scales when Graphviz's points are turned into
+cells: one column is ``XS`` points, one row ``YS`` points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loopdbg.layout.graph import Node
+
+XS = 8.0                  # points per terminal column
+YS = 16.0                 # points per terminal row
+BOX_GAP = 3               # empty columns kept between two boxes of a rank
+VALUE_WIDTH = 12          # room reserved in every box for the caller's value line
+
+
+@dataclass(frozen=True)
+class Box:
+    """A node's box in cells: top-left ``(x, y)``, size ``w × h`` including the border.
+
+    ``id`` is the body layer id (the key of ``values`` when rendering), ``name`` its layer name.
+    """
+
+    id: int
+    x: int
+    y: int
+    w: int
+    h: int
+    lines: tuple[str, ...]
+    kind: str = "op"
+    roles: tuple[str, ...] = ()
+    role_text: str = ""
+    name: str = ""
+
+    @property
+    def right(self) -> int:
+        return self.x + self.w - 1
+
+    @property
+    def bottom(self) -> int:
+        return self.y + self.h - 1
+
+    @property
+    def inner_width(self) -> int:
+        """Characters of text a line inside the box can hold (one blank each side)."""
+        return self.w - 4
+
+    def contains(self, x: int, y: int) -> bool:
+        return self.x <= x <= self.right and self.y <= y <= self.bottom
+
+
+@dataclass(frozen=True)
+class EdgePath:
+    """An edge as an orthogonal polyline of cells; ``points[-1]`` is the arrowhead's cell.
+
+    Consecutive points share a row or a column. ``direction`` is where the arrowhead points
+    (``down``, ``up``, ``left``, ``right``).
+    """
+
+    src: int
+    dst: int
+    points: tuple[tuple[int, int], ...]
+    direction: str = "down"
+    back: bool = False
+    src_port: int = 0
+    dst_port: int = 0
+
+    @property
+    def arrow(self) -> tuple[int, int]:
+        return self.points[-1]
+
+
+@dataclass(eq=False)
+class Layout:
+    """A laid-out body: a canvas of ``width × height`` cells, boxes and edge paths."""
+
+    name: str
+    width: int
+    height: int
+    boxes: tuple[Box, ...]
+    edges: tuple[EdgePath, ...]
+    value_width: int = VALUE_WIDTH
+    _by_id: dict = field(default_factory=dict, repr=False)
+    _base: object = field(default=None, repr=False)       # canvas.py caches its static grid here
+
+    def __post_init__(self):
+        self._by_id = {b.id: b for b in self.boxes}
+
+    def box(self, node_id: int) -> Box:
+        return self._by_id[node_id]
+
+    def box_at(self, x: int, y: int) -> Box | None:
+        """The box covering cell ``(x, y)`` (for mouse clicks), or None."""
+        for b in self.boxes:
+            if b.contains(x, y):
+                return b
+        return None
+
+
+def box_size(node: Node, value_width: int = VALUE_WIDTH) -> tuple[int, int]:
+    """``(w, h)`` in cells: the label lines, the value line, a blank each side, the border."""
+    inner = max([len(s) for s in node.lines] + [value_width, len(node.role_text) + 2])
+    return inner + 4, len(node.lines) + 1 + 2

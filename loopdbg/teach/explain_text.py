@@ -1,0 +1,150 @@
+"""``explain``'s facts as the text ``loopdbg explain`` prints, or ready for ``json.dumps``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopdbg.teach.explain import RUN_BUDGET
+
+
+def format_text(facts: dict) -> str:
+    """``explain``'s facts as the text ``loopdbg explain`` prints."""
+    out: list[str] = []
+    if not facts["loops"]:
+        return f"{facts['model']}: no Loop or TensorIterator.\n"
+    for k, loop in enumerate(facts["loops"]):
+        if k:
+            out.append("")
+        out.extend(_loop_text(loop, facts["inputs_given"]))
+    if "run_error" in facts:
+        out.append("")
+        out.append(f"note: the run on the given inputs failed: {facts['run_error']}")
+    return "\n".join(out) + "\n"
+
+
+def _loop_text(loop: dict, inputs_given: bool) -> list[str]:
+    out = [f"{loop['type']} '{loop['name']}'"
+           + (f"  (path {loop['path']})" if loop["path"] != loop["name"] else "")]
+    if loop["mode"] is not None:
+        line = f"mode: {loop['mode']}"
+        if loop["depends_on_inputs"]:
+            line += "  (decided by the given inputs)"
+        out.append(line)
+    else:
+        either = "; ".join(f"{m} when {cond}" for cond, m in loop["mode_if"].items())
+        hint = "" if inputs_given else "; give INPUTS to decide"
+        out.append(f"mode: depends on the inputs: {either}{hint}")
+    if loop["type"] == "Loop":
+        out.append(f"  trip count: {_trip_line(loop['trip_count'])}")
+        out.append(f"  execution condition: {_cond_line(loop['execution_condition'])}")
+        out.append(f"  body condition: {_cond_line(loop['body_condition'])}")
+    else:
+        out.append(f"  iterations: {loop['iterations']}")
+    out.append("")
+    out.extend("    " + line for line in loop["pseudocode"])
+    out.append("")
+    out.append("inputs:")
+    if not loop["inputs"]:
+        out.append("  (none)")
+    width = max((len(i["name"]) for i in loop["inputs"]), default=0)
+    for i in loop["inputs"]:
+        out.append(f"  {i['name']:<{width}}  {_input_line(i)}")
+    out.append("outputs:")
+    if not loop["outputs"]:
+        out.append("  (none)")
+    width = max((len(o["name"]) for o in loop["outputs"]), default=0)
+    for o in loop["outputs"]:
+        out.append(f"  {o['name']:<{width}}  {_output_line(o, loop['zero_iterations_possible'])}")
+    if "runs" in loop:
+        out.append("with the given inputs:")
+        if not loop["runs"]:
+            out.append("  never started")
+        for r in loop["runs"][:5]:
+            n = r["iterations"]
+            out.append(f"  {n} iteration{'s' if n != 1 else ''}, stopped because "
+                       f"{r['stopped_because']}"
+                       + (f" (explain runs a loop {RUN_BUDGET} iterations at most)"
+                          if r["stopped"] == "iteration_cap" else ""))
+        if len(loop["runs"]) > 5:
+            total = sum(r["iterations"] for r in loop["runs"])
+            out.append(f"  ... {len(loop['runs'])} executions, {total} iterations in all")
+    out.append("pitfalls:")
+    if not loop["pitfalls"]:
+        out.append("  none found")
+    for p in loop["pitfalls"]:
+        out.append(f"  - {p['message']}")
+    return out
+
+
+def _trip_line(t: dict) -> str:
+    if t["kind"] == "absent":
+        return "none (not connected: no limit)"
+    if t["kind"] == "constant":
+        v = t["value"]
+        return f"{v}" + (" (negative: no limit)" if v < 0 else "")
+    text = _source_text(t)
+    if "value" in t:
+        v = t["value"]
+        text += f", {'no limit' if v is None else v} with the given inputs"
+    return text
+
+
+def _source_text(fact: dict) -> str:
+    if fact["kind"] == "input":
+        return f"'{fact['source']}', an input of the graph around the loop"
+    return f"computed by '{fact['source']}'"
+
+
+def _cond_line(c: dict) -> str:
+    if c["kind"] == "absent":
+        return "true (not connected)"
+    if c["kind"] == "constant":
+        return "true" if c["value"] else "false"
+    text = _source_text(c)
+    if "value" in c:
+        text += f", {'true' if c['value'] else 'false'} with the given inputs"
+    return text
+
+
+def _input_line(i: dict) -> str:
+    role = i["role"]
+    if role == "sliced":
+        return (f"sliced from {i['from']} along axis {i['axis']}, {i['order']} (start={i['start']}"
+                f", end={i['end']}, stride={i['stride']}, part_size={i['part_size']})")
+    if role == "merged":
+        edge = i["back_edge"] or "no back edge: keeps its initial value"
+        return f"merged: starts as {i['from']}, then {edge}"
+    if role == "invariant":
+        return f"invariant: {i['from']}, the same in every iteration"
+    if role == "current_iteration":
+        text = f"current iteration: 0, 1, 2, ... ({i['type']}, shape {i['shape']})"
+        if "back_edge" in i:
+            text += f"; also fed back: {i['back_edge']}"
+        return text
+    if i.get("onnx"):
+        return "the loop condition: the execution condition, then each iteration's body condition"
+    return "the execution condition (draft Loop-5 form)"
+
+
+def _output_line(o: dict, zero_possible: bool) -> str:
+    if o["kind"] == "concat":
+        how = "stacked on a new axis" if o.get("stacked") else "concatenated on axis"
+        return f"{o['from']} of every iteration, {how} {o['axis']} ({o['order']})"
+    text = f"last value of {o['from']}"
+    if zero_possible:
+        text += (" (fed back: the initial value if no iteration runs)" if o["fed_back"]
+                 else " (not fed back: undefined if no iteration runs)")
+    return text
+
+
+def to_json_ready(facts: Any) -> Any:
+    """``facts`` with numpy scalars turned into plain Python values (for ``json.dumps``)."""
+    if isinstance(facts, dict):
+        return {k: to_json_ready(v) for k, v in facts.items()}
+    if isinstance(facts, (list, tuple)):
+        return [to_json_ready(v) for v in facts]
+    if isinstance(facts, np.generic):
+        return facts.item()
+    return facts

@@ -1,0 +1,124 @@
+"""What a trace reader hands out: decoded frames, loop executions, and the decoding of the
+ITERATION frame's fixed fields (see the format in ``trace/__init__.py``)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from loopdbg.trace import format as F
+
+_GROUP_ATTR = {F.BACK_EDGES: "back_edges", F.SCAN_SLICES: "scan_slices",
+               F.SLICED_INPUTS: "sliced_inputs", F.NODES: "nodes", F.BODY_INPUTS: "inputs"}
+
+
+@dataclass
+class IterationFrame:
+    """One recorded body iteration, as ``IterationDone`` showed it."""
+
+    path: str
+    iteration: int
+    trip_count: int | None
+    cond: bool
+    continues: bool
+    outer: tuple[int, ...]
+    back_edges: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    scan_slices: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    sliced_inputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    nodes: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    inputs: dict[str, np.ndarray] | None = field(default=None, repr=False)   # iteration 0 only
+    offset: int = -1
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        """Every array of the frame, as ``group/name`` (groups: back_edges, scan_slices,
+        sliced_inputs, inputs, nodes)."""
+        out = {}
+        for attr in ("back_edges", "scan_slices", "sliced_inputs", "inputs", "nodes"):
+            for name, a in (getattr(self, attr) or {}).items():
+                out[f"{attr}/{name}"] = a
+        return out
+
+    def value(self, name: str) -> np.ndarray:
+        """A tensor by name: ``group/name``, or a bare name looked up in every group."""
+        if "/" in name:
+            group, _, bare = name.partition("/")
+            d = getattr(self, group, None) if group in _GROUP_ATTR.values() else None
+            if isinstance(d, dict) and bare in d:
+                return d[bare]
+        for attr in ("back_edges", "scan_slices", "sliced_inputs", "nodes", "inputs"):
+            d = getattr(self, attr)
+            if d and name in d:
+                return d[name]
+        raise KeyError(name)
+
+
+@dataclass
+class LoopRecord:
+    """One execution of a loop as the trace holds it."""
+
+    path: str
+    outer: tuple[int, ...]
+    kind: str | None
+    layer_name: str | None
+    trip_count: int | None
+    recorded: int                   # iteration frames present
+    iterations: int | None          # what LoopFinished said (None: the trace ends before that)
+    reason: str | None
+    error: str | None
+
+    @property
+    def reason_text(self) -> str:
+        from loopdbg.engine.events import STOP_TEXT
+        if self.reason is None:
+            return "the trace ends before it finished"
+        return STOP_TEXT.get(self.reason, self.reason)
+
+
+@dataclass
+class Record:
+    """Any frame, decoded: its kind, offset, meta (dict, or an IterationFrame) and arrays."""
+
+    kind: int
+    offset: int
+    meta: object
+    arrays: list = field(default_factory=list, repr=False)   # [(group, name, array)]
+
+    @property
+    def kind_name(self) -> str:
+        return F.KIND_NAMES.get(self.kind, f"kind {self.kind}")
+
+
+def meta_bytes(data: bytes) -> bytes:
+    (mlen,) = F.META_LEN.unpack_from(data, F.HEAD.size)
+    return data[F.HEAD.size + 4:F.HEAD.size + 4 + mlen]
+
+
+def iteration_meta(data: bytes) -> tuple:
+    """(path, outer, iteration, trip) of an ITERATION frame without decoding its arrays."""
+    return _parse_iter_meta(meta_bytes(data))[:4]
+
+
+def _parse_iter_meta(meta: bytes) -> tuple:
+    it, trip, cond, cont, n_outer, plen = F.ITER_META.unpack_from(meta, 0)
+    pos = F.ITER_META.size
+    outer = struct.unpack_from(f"<{n_outer}q", meta, pos)
+    pos += 8 * n_outer
+    path = meta[pos:pos + plen].decode()
+    return path, outer, it, (None if trip < 0 else trip), bool(cond), bool(cont)
+
+
+def iteration_frame(meta: bytes, arrays: list, off: int) -> IterationFrame:
+    path, outer, it, trip, cond, cont = _parse_iter_meta(meta)
+    f = IterationFrame(path, it, trip, cond, cont, outer, offset=off)
+    for group, name, a in arrays:
+        attr = _GROUP_ATTR.get(group)
+        if attr is None:
+            continue
+        d = getattr(f, attr)
+        if d is None:
+            d = {}
+            setattr(f, attr, d)
+        d[name] = a
+    return f

@@ -1,0 +1,316 @@
+"""The code generator of engine/plan.py, tested directly.
+
+A plan's generated source must be made of positions only (nothing read from a file can reach it:
+negative or huge layer ids, names with quotes, newlines, braces or any script), it must compile,
+and its three functions (``run``, ``run_all``, ``run_events``) must agree with each other, with
+the step-by-step ``interpret`` and with the model before its ids and names were changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lxml import etree
+
+from loopdbg.engine import Engine, IterationDone, RunFinished
+from loopdbg.engine.context import RunContext
+from loopdbg.engine.inputs import match_inputs
+from loopdbg.engine.plan import drain
+from loopdbg.errors import RunError
+from loopdbg.ir.builder import GraphBuilder
+from loopdbg.ir.xml_reader import read_ir
+from loopdbg.ir.xml_writer import write_ir
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+_LOCAL = re.compile(r"[pcvk]\d+(_\d+)?")
+_FIXED = {"ctx", "finish", "fail", "exc", "LoopdbgError", "Exception"}
+
+
+# -- models ----------------------------------------------------------------------------------
+def rnn_loop():
+    """Loop: sliced input, merged state, MatMul/Add/Tanh, a last value and a concatenation."""
+    rng = np.random.default_rng(1)
+    b = GraphBuilder("rnn")
+    seq = b.parameter("seq", "f32", [5, 3])
+    h0 = b.parameter("h0", "f32", [1, 4])
+    loop = b.loop("rnn", trip=5, cond=True)
+    x = loop.sliced_input(seq, "x_t", axis=0)
+    h = loop.merged_input(h0, "h")
+    body = loop.body
+    a = body.op("MatMul", [x, rng.standard_normal((3, 4)).astype(np.float32)], name="xw")
+    r = body.op("MatMul", [h, rng.standard_normal((4, 4)).astype(np.float32)], name="hr")
+    h2 = body.op("Tanh", [body.op("Add", [a, r], name="pre")], name="h_next")
+    loop.back_edge(h2, h)
+    loop.condition(body.const("true", np.array(True)))
+    b.result(loop.output_last(h2, name="h_final"))
+    b.result(loop.output_concat(h2, axis=0, name="h_seq"))
+    inputs = {"seq": rng.standard_normal((5, 3)).astype(np.float32),
+              "h0": np.zeros((1, 4), np.float32)}
+    return b.build(), inputs
+
+
+def lstm_ti():
+    """TensorIterator around LSTMCell: a kernel with two outputs (``v0_0, v0_1 = k0(...)``)."""
+    rng = np.random.default_rng(2)
+    hidden, inp = 3, 2
+    b = GraphBuilder("lstm")
+    X = b.parameter("X", "f32", [4, 1, inp])
+    H0 = b.parameter("H0", "f32", [1, hidden])
+    C0 = b.parameter("C0", "f32", [1, hidden])
+    ti = b.tensor_iterator("lstm")
+    x = ti.sliced_input(X, "x_t", axis=0)
+    h = ti.merged_input(H0, "h")
+    c = ti.merged_input(C0, "c")
+    body = ti.body
+    xs = body.op("Squeeze", [x, np.array([0], np.int64)], name="x_sq")
+    W = (rng.standard_normal((4 * hidden, inp)) * 0.5).astype(np.float32)
+    R = (rng.standard_normal((4 * hidden, hidden)) * 0.5).astype(np.float32)
+    B = np.zeros(4 * hidden, np.float32)
+    h2, c2 = body.op("LSTMCell", [xs, h, c, W, R, B], name="cell", hidden_size=hidden)
+    ti.back_edge(h2, h)
+    ti.back_edge(c2, c)
+    b.result(ti.output_concat(body.op("Unsqueeze", [h2, np.array([0], np.int64)], name="h_u"),
+                              axis=0, name="Y"))
+    b.result(ti.output_last(c2, name="Co"))
+    inputs = {"X": rng.standard_normal((4, 1, inp)).astype(np.float32),
+              "H0": np.zeros((1, hidden), np.float32), "C0": np.zeros((1, hidden), np.float32)}
+    return b.build(), inputs
+
+
+def nested_with_if():
+    """A loop in a loop whose body holds an If: generated generators at three depths."""
+    b = GraphBuilder("nested_if")
+    x0 = b.parameter("x0", "f32", [2])
+    outer = b.loop("outer", trip=3)
+    x = outer.merged_input(x0, "x")
+    it = outer.current_iteration("i")
+    inner = outer.body.loop("inner", trip=2)
+    y = inner.merged_input(x, "y")
+    y2 = inner.body.op("Multiply", [y, np.array([2.0, 3.0], np.float32)], name="twice")
+    inner.back_edge(y2, y)
+    inner.condition(inner.body.const("go", np.array(True)))
+    grown = inner.output_last(y2, name="grown")
+    even = outer.body.op("Equal", [outer.body.op("Mod", [it, np.array([2], np.int64)],
+                                                 name="parity"), np.array([0], np.int64)],
+                         name="is_even")
+    choose = outer.body.if_("pick", even)
+    t, e = choose.input(grown, "g")
+    picked = choose.output(choose.then_body.op("Add", [t, np.array([1.0], np.float32)],
+                                               name="plus"),
+                           choose.else_body.op("Negative", [e], name="minus"), name="picked")
+    outer.back_edge(picked, x)
+    outer.condition(outer.body.const("on", np.array(True)))
+    b.result(outer.output_last(picked, name="x_final"))
+    b.result(outer.output_concat(picked, axis=0, name="x_all"))
+    return b.build(), {"x0": np.array([0.5, -1.0], np.float32)}
+
+
+def no_loop():
+    """No control flow: the top plan is a plain function, run_events still drives it."""
+    b = GraphBuilder("plain")
+    a = b.parameter("a", "f32", [3])
+    b.result(b.op("Multiply", [b.op("Add", [a, np.float32(1)], name="inc"), a], name="sq"),
+             name="out")
+    return b.build(), {"a": np.array([1.0, 2.0, 3.0], np.float32)}
+
+
+MODELS = {"rnn_loop": rnn_loop, "lstm_ti": lstm_ti, "nested_with_if": nested_with_if,
+          "no_loop": no_loop}
+
+# How the copies of a model renumber (every graph) and rename (every body) its layers.
+IDS = {"negative": lambda i: -5 - i, "huge": lambda i: 10 ** 20 + 7 * i,
+       "past_int64": lambda i: 2 ** 64 + i, "reversed": lambda i: 1000 - i}
+NAMES = {"hostile": lambda n: f"{n} \"q\" 'x' {{0}} \\n\n# ünï 名 )(",
+         "python": lambda n: f"__import__('os').system({n!r})"}
+
+
+def remap(graph_el, new_id, new_name=None) -> None:
+    """Renumber the layers of ``graph_el`` (a <net> or a <body>) and every reference to them;
+    recurse into bodies and branches, renaming their layers with ``new_name``."""
+    def fix(el, attr):
+        el.set(attr, str(new_id(int(el.get(attr)))))
+
+    for layer in graph_el.find("layers"):
+        fix(layer, "id")
+        if new_name is not None and graph_el.tag != "net":
+            layer.set("name", new_name(layer.get("name")))
+        for body_tag, map_tag in (("body", "port_map"), ("then_body", "then_port_map"),
+                                  ("else_body", "else_port_map")):
+            body = layer.find(body_tag)
+            if body is None:
+                continue
+            for entry in layer.find(map_tag):
+                fix(entry, "internal_layer_id")
+            if body_tag == "body" and layer.find("back_edges") is not None:
+                for edge in layer.find("back_edges"):
+                    fix(edge, "from-layer")
+                    fix(edge, "to-layer")
+            remap(body, new_id, new_name)
+    for edge in graph_el.find("edges"):
+        fix(edge, "from-layer")
+        fix(edge, "to-layer")
+
+
+def variant(model, folder: Path, ids=None, names=None):
+    """``model`` written to ``folder``, renumbered and renamed, read back."""
+    xml, _ = write_ir(model, folder / "model.xml")
+    if ids is not None:
+        tree = etree.parse(str(xml))
+        remap(tree.getroot(), IDS[ids], NAMES[names] if names else None)
+        tree.write(str(xml), xml_declaration=True, encoding="UTF-8")
+    return read_ir(xml)
+
+
+def all_plans(engine: Engine):
+    yield "top", engine.plan
+    for path, spec in engine.loops.items():
+        yield path, spec.body
+    for lid, spec in engine.ifs.items():
+        for role, (plan, _, _) in spec.branches.items():
+            yield f"{lid}/{role}", plan
+
+
+def final(engine: Engine, inputs, **options) -> tuple[RunFinished, list[IterationDone]]:
+    events = list(engine.run(inputs, **options))
+    assert isinstance(events[-1], RunFinished)
+    return events[-1], [e for e in events if isinstance(e, IterationDone)]
+
+
+def same(a, b) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+# -- the generated source ----------------------------------------------------------------------
+@pytest.mark.parametrize("ids,names", [("negative", "hostile"), ("huge", "python"),
+                                       ("past_int64", "hostile"), ("reversed", None)])
+@pytest.mark.parametrize("make", MODELS)
+def test_generated_source_holds_positions_only(make, ids, names, tmp_path):
+    model, _ = MODELS[make]()
+    engine = Engine(variant(model, tmp_path, ids, names))
+    for where, plan in all_plans(engine):
+        n_params = len(plan.param_ids)
+        for kind in ("run", "run_all", "run_events"):
+            src, lines = plan.source(kind)
+            compile(src, "<test>", "exec")
+            tree = ast.parse(src)
+            (fn,) = tree.body
+            assert isinstance(fn, ast.FunctionDef) and fn.name == kind
+            args = [a.arg for a in fn.args.args]
+            extra = ["finish", "fail"] if kind == "run_events" else []
+            assert args == ["ctx", *extra] + [f"p{k}" for k in range(n_params)], (where, src)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name):
+                    assert node.id in _FIXED or _LOCAL.fullmatch(node.id), (where, node.id)
+                elif isinstance(node, ast.Constant):
+                    assert node.value is None, (where, node.value)   # no string, no number
+                elif isinstance(node, ast.ExceptHandler) and node.name:
+                    assert node.name == "exc"
+            # every step has its line, in order, and the line calls that step's kernel
+            assert sorted(lines.values()) == list(range(len(plan.steps)))
+            text = src.splitlines()
+            for line, k in lines.items():
+                assert re.search(rf"\bk{k}\(", text[line - 1]), text[line - 1]
+
+
+def test_a_plan_without_steps_still_compiles(tmp_path):
+    b = GraphBuilder("identity")
+    b.result(b.parameter("a", "f32", [2]), name="out")
+    engine = Engine(b.build())
+    assert engine.plan.steps == []
+    done, _ = final(engine, {"a": np.array([1.0, 2.0], np.float32)})
+    same(done.outputs.values(), [[1.0, 2.0]])
+
+
+# -- behaviour ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("ids,names", [(None, None), ("negative", "hostile"),
+                                       ("huge", "python"), ("reversed", "hostile")])
+@pytest.mark.parametrize("make", MODELS)
+def test_run_run_all_and_run_events_agree(make, ids, names, tmp_path):
+    model, inputs = MODELS[make]()
+    engine = Engine(variant(model, tmp_path, ids, names))
+    done, iterations = final(engine, inputs, record_nodes=True)      # run_events, run_all
+    outputs = list(done.outputs.values())
+    # The top plan called directly, both ways.
+    values = match_inputs(engine.model, inputs)
+    plan = engine.plan
+    same(drain(plan.run(RunContext(), *values)), outputs)
+    outs, every = drain(plan.run_all(RunContext(), *values))
+    same(outs, outputs)
+    assert len(every) == len(plan.all_value_names)
+    same(every[:len(values)], values)
+    # Every iteration again: run gives the body outputs, run_all every recorded node,
+    # interpret the same values layer by layer.
+    assert bool(iterations) == (make != "no_loop")
+    for e in iterations:
+        body = e.spec.body
+        same(drain(body.run(RunContext(), *e.body_in)), e.body_out)
+        outs, every = drain(body.run_all(RunContext(), *e.body_in))
+        same(outs, e.body_out)
+        assert body.result_values(every).keys() == e.nodes.keys()
+        same(body.result_values(every).values(), e.nodes.values())
+        stepped = {}
+        for layer, layer_outs in body.interpret(RunContext(), e.body_in):
+            for j, v in enumerate(layer_outs):
+                stepped[layer.name if j == 0 else f"{layer.name}:{j}"] = v
+        same([stepped[k] for k in stepped], [e.nodes[k] for k in stepped])
+    # And the same run without recording nodes (run, not run_all, in the loops).
+    plain, _ = final(engine, inputs)
+    same(plain.outputs.values(), outputs)
+
+
+@pytest.mark.parametrize("ids,names", [("negative", "hostile"), ("huge", "python"),
+                                       ("past_int64", None)])
+@pytest.mark.parametrize("make", MODELS)
+def test_ids_and_names_do_not_change_the_results(make, ids, names, tmp_path):
+    model, inputs = MODELS[make]()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain, _ = final(Engine(variant(model, tmp_path / "a")), inputs)
+    changed, _ = final(Engine(variant(model, tmp_path / "b", ids, names)), inputs)
+    assert list(plain.outputs) == list(changed.outputs)
+    same(plain.outputs.values(), changed.outputs.values())
+    assert [(f.iterations, f.reason) for f in plain.loops] == \
+        [(f.iterations, f.reason) for f in changed.loops]
+
+
+def test_negative_ids_are_run_with_a_notice_that_openvino_refuses_them(tmp_path):
+    model, inputs = rnn_loop()
+    done, _ = final(Engine(variant(model, tmp_path, "negative")), inputs)
+    said = [n.message for n in done.notices]
+    assert any("has a negative id" in m and "OpenVINO refuses" in m for m in said), said
+    plain, _ = final(Engine(model), inputs)
+    assert not any("negative id" in n.message for n in plain.notices)
+
+
+def test_a_failing_kernel_is_located_by_its_step_whatever_its_id(tmp_path):
+    tree = etree.parse(str(DATA / "failing_loop" / "model.xml"))
+    remap(tree.getroot(), IDS["negative"], NAMES["hostile"])
+    xml = tmp_path / "model.xml"
+    tree.write(str(xml), xml_declaration=True, encoding="UTF-8")
+    (tmp_path / "model.bin").write_bytes((DATA / "failing_loop" / "model.bin").read_bytes())
+    inputs = dict(np.load(DATA / "failing_loop" / "inputs.npz"))
+    engine = Engine(read_ir(xml))
+    widen = next(layer for spec in engine.loops.values() for layer in spec.body.graph.layers.values()
+                 if layer.name.startswith("widen "))
+    assert widen.id < 0
+    with pytest.raises(RunError) as info:
+        final(engine, inputs)
+    assert widen.describe() in str(info.value)
+    assert info.value.layer == widen.name and info.value.iteration == 2
+
+
+def test_drain_returns_a_generators_value_and_passes_anything_else():
+    def gen():
+        yield 1
+        yield 2
+        return ("done",)
+
+    assert drain(gen()) == ("done",)
+    assert drain((1, 2)) == (1, 2)
+    assert drain(None) is None
