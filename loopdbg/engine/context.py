@@ -21,7 +21,7 @@ class RunContext:
     _said: set = field(default_factory=set)
 
     def notice(self, path: str, message: str, rule: int | None) -> tuple[Notice, ...]:
-        """A report (decisions.md rules marked "report"), said once per run."""
+        """A report (docs/semantics.md rules marked "report"), said once per run."""
         key = (path, message)
         if key in self._said:
             return ()

@@ -3,7 +3,7 @@
 The stream for a model is::
 
     LoopStarted, IterationDone*, LoopFinished     (for every loop execution, nested ones inside)
-    Notice*                                      (whenever a decisions.md rule marked "report" fires)
+    Notice*                                      (whenever a docs/semantics.md rule marked "report" fires)
     RunFinished                                  (last, with the model's outputs)
 
 ``IterationDone`` is created after every body iteration of every loop and is cheap to create: it
@@ -154,7 +154,7 @@ class LoopFinished:
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """A rule of decisions.md marked "report" fired: loopdbg chose a behaviour OpenVINO may not share."""
+    """A rule of docs/semantics.md marked "report" fired: loopdbg chose a behaviour OpenVINO may not share."""
 
     path: str
     message: str

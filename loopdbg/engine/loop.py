@@ -1,6 +1,6 @@
 """Running Loop-5 and TensorIterator-1, one body iteration at a time, with an event after each.
 
-This is the semantic heart of loopdbg; every rule here is a rule of ../shared/spec/decisions.md
+This is the semantic heart of loopdbg; every rule here is a rule of docs/semantics.md
 (numbered in the comments). The per-iteration path only feeds slices and the counter, calls the
 compiled body, collects scan pieces, checks the condition and applies the back edges.
 """

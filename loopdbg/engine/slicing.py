@@ -1,4 +1,4 @@
-"""Slicing of sliced inputs, the same rule for TensorIterator and Loop (decisions.md rules 8, 10).
+"""Slicing of sliced inputs, the same rule for TensorIterator and Loop (docs/semantics.md rules 8, 10).
 
 ``start``/``end`` are normalised with the axis length (-1 is the last element); ``end`` is
 inclusive; ``stride`` is the step and must have ``|stride| == part_size``; each chunk keeps the

@@ -27,7 +27,7 @@ SUPPORTED_IR_VERSIONS = (10, 11)
 # IR spellings of type names that differ from the opset's (DESER translate_type_name).
 CANONICAL_TYPES = {"Const": "Constant", "ReLU": "Relu", "PReLU": "PRelu", "SoftMax": "Softmax"}
 
-# Element tags and attributes with their synonyms (decisions.md rule 15).
+# Element tags and attributes with their synonyms (docs/semantics.md rule 15).
 _LAYER_CONTAINERS = ("layers", "operations")
 _LAYER_TAGS = ("layer", "operation")
 _FROM_LAYER = ("from-layer", "from-operation")

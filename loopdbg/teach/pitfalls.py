@@ -133,7 +133,7 @@ def zero_iterations_possible(spec: LoopSpec, static: modes.Mode) -> str | None:
 
 
 def _condition_checks(spec: LoopSpec, add) -> None:
-    """The execution and body conditions must be one boolean element (decisions.md rule 2)."""
+    """The execution and body conditions must be one boolean element (docs/semantics.md rule 2)."""
     layer = spec.layer
     checks = []
     if len(layer.inputs) > 1 and getattr(spec, "parent_graph", None) is not None and \

@@ -14,7 +14,7 @@ CASES = sorted(p.name for p in HERE.iterdir() if (p / "model.xml").exists())
 
 
 def assert_matches(got: dict, expected: dict) -> None:
-    """decisions.md rule 14: floats at rtol=atol=1e-5, integers and booleans exact, same shapes."""
+    """docs/semantics.md rule 14: floats at rtol=atol=1e-5, integers and booleans exact, same shapes."""
     assert set(got) == set(expected)
     for name, want in expected.items():
         have = got[name]

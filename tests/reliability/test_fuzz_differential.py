@@ -7,11 +7,11 @@ from state (current_iteration < K, an i32 or f32 counter carried by a back edge)
 in i32/i64, [] or [1]; sliced inputs forward and backward along axis 0 or 1 with part_size 1 or 2;
 merged states with back edges, an invariant input; last-value and concatenated outputs along axis
 0 or 1 (TensorIterator also reversed); a nested Loop or TensorIterator in the body (fixed trip
-count, or current_iteration < K); zero-iteration Loops. Outputs must agree as decisions.md rule 14
+count, or current_iteration < K); zero-iteration Loops. Outputs must agree as docs/semantics.md rule 14
 says: floats at rtol = atol = 1e-5, integers and booleans exactly, identical shapes and dtypes.
 
 Restriction — only configurations where OpenVINO's CPU plugin follows the specification are
-drawn (decisions.md and loop_semantics.md name the others); the fuzzer never generates:
+drawn (docs/semantics.md and the operation specifications name the others); the fuzzer never generates:
 
 * slicing (Loop or TensorIterator) or TensorIterator concatenation other than the two canonical
   forms, (start 0, end -1, stride part_size) and (start -1, end 0, stride -part_size) (CPU slices
@@ -30,7 +30,7 @@ drawn (decisions.md and loop_semantics.md name the others); the fuzzer never gen
   body condition constant true (CPU sizes the concatenation from the folded trip count, and keeps
   that size when nothing runs; the specification gives an empty one);
 * zero-iteration TensorIterators (an axis of length 0: OpenVINO refuses it) and TensorIterators
-  without a sliced input (decisions.md rule 12: CPU's count differs);
+  without a sliced input (docs/semantics.md rule 12: CPU's count differs);
 * a TensorIterator directly inside a TensorIterator's body (OpenVINO forbids it);
 * integer division and float comparisons near a threshold (CPU truncates integer division and
   rounds differently; the conditions here compare exact integers or integer-valued floats).

@@ -466,7 +466,7 @@ def test_duplicate_external_port_id_keeps_first_and_warns(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Synonyms (decisions.md rule 15)
+# Synonyms (docs/semantics.md rule 15)
 
 
 def test_operation_and_operations_synonyms(tmp_path):
