@@ -170,7 +170,7 @@ def _one_hot_shape(layer: Layer, ins, consts) -> TensorInfo:
     return TensorInfo(ins[2].type, tuple(shape[:ax]) + (depth,) + tuple(shape[ax:]))
 
 
-@op("OneHot", shape=_one_hot_shape)
+@op("OneHot", shape=_one_hot_shape, default_version=1)
 def _one_hot1(layer: Layer):
     return _one_hot_kernel(int_attr(layer, "axis"), False)
 

@@ -5,7 +5,8 @@ Each kernel is registered once, with ``op`` on its factory, in its family module
     @op("Gather", versions=(8,), shape=gather_shape)
     def _gather8(layer: Layer): ...
 
-and that one entry carries
+(a family of like kernels, such as the unary math ops, calls ``op`` the same way in a loop over a
+table of them), and that one entry carries
 
 * the **type**: the canonical OpenVINO type (``Gather``) or ``onnx.<OpType>`` for an operator of
   ONNX's default domain;
@@ -31,13 +32,19 @@ Where the table lives, and why there. ``ir`` reads models and must not import ``
 kernels are ``ops``: so the table is here, and a shape rule is a pure function of port types and
 shapes written next to its kernel. The model builder needs output counts, default versions and
 shape rules to write a layer, so it is not part of ``ir`` but a layer above this one,
-``loopdbg.builder`` (``ir`` → ``ops`` → ``builder``). The engine asks only for kernels
-(``make_kernel``), once per layer, when it builds a plan.
+``loopdbg.builder`` (``ir`` → ``ops`` → ``builder``); handing the table to an ``ir`` builder
+from each caller was the other way, but every test and demo that builds a model would then have
+had to pass it. The engine asks only for kernels (``make_kernel``), once per layer, when it
+builds a plan.
 
-How the table fills. Every module of this package whose name does not start with ``_`` is a
-family module and is imported, in name order, on the first lookup; its ``op`` entries fill the
-table as it loads. Nothing lists the families, so adding one is adding one file. Family modules
-import this module, and this module imports none of them by name.
+How the table fills. On the first lookup every module of this package whose name does not start
+with ``_`` is imported, in name order, and the ``op`` entries of the family modules among them
+fill the table (``args``, ``shape_rules`` and ``catalog`` are helpers and register nothing).
+Nothing lists the families, so adding an op to a family is editing one file, and adding a family
+is adding one; family modules import this module, which imports none of them by name.
+``docs/ops.md`` is written from the table (``python -m loopdbg.ops.catalog``), and
+``tests/unit/test_ops_table.py`` holds the table, the builder, that file and OpenVINO's opset
+tables to each other.
 """
 
 from __future__ import annotations
