@@ -21,6 +21,7 @@ import numpy as np
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
 from loopdbg.ops.args import a, opset
+from loopdbg.ops.elementwise import erf
 from loopdbg.ops.registry import op
 
 # ---- arithmetic ------------------------------------------------------------------------------
@@ -170,8 +171,6 @@ def _sigmoid(x):
 
 
 def _erf(x):
-    from loopdbg.ops.elementwise import erf
-
     return np.asarray(erf(x)).astype(x.dtype, copy=False)
 
 
