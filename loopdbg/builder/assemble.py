@@ -137,8 +137,8 @@ class _Assembler:
                                 value=node.value, ir_type=IR_SPELLINGS.get(node.type, node.type))
             edges.extend(Edge(t.node, t.port, nid, k) for k, t in enumerate(node.inputs))
         return Graph(name=gb.name, layers=layers, edges=tuple(edges),
-                     parameters=tuple(i for i, l in layers.items() if l.type == "Parameter"),
-                     results=tuple(i for i, l in layers.items() if l.type == "Result"))
+                     parameters=tuple(i for i, lay in layers.items() if lay.type == "Parameter"),
+                     results=tuple(i for i, lay in layers.items() if lay.type == "Result"))
 
 
 # ----------------------------------------------------------------------------------------------

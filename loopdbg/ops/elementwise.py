@@ -215,6 +215,8 @@ def erf(x):
         except ImportError:  # pragma: no cover - scipy is optional
             _ERF = _erf_approx
     return _ERF(x)
+
+
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 

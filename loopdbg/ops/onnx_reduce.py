@@ -56,7 +56,7 @@ def _reduction(fn: Callable, keep_type: bool = True) -> Callable:
 
 
 def _reduction_factory(fn: Callable, input_since: int):
-    """The kernel takes ``axes`` as an input from opset ``input_since`` on, before as an attribute."""
+    """The kernel takes ``axes`` as an input from opset ``input_since``, before as an attribute."""
     make = _reduction(fn)
 
     def factory(layer: Layer):
