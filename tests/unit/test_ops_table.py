@@ -8,11 +8,14 @@ default (loopdbg/ops/registry.py). Everything else that describes ops is held to
 * every kernel has a shape rule or says why it needs none, and ``op`` refuses one that does not;
 * every OpenVINO kernel is registered at the opset that introduced the version it implements, and
   no newer OpenVINO version of a type loopdbg runs is left to an older kernel;
-* the family modules are found without being listed.
+* the family modules are found without being listed, and loading them all imports no ONNX reader,
+  no onnx and no OpenVINO.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +107,13 @@ def test_family_modules_are_found_without_a_list():
     files = {p.stem for p in (ROOT / "loopdbg" / "ops").glob("*.py")} - infrastructure
     families = {spec.factory.__module__.rsplit(".", 1)[-1] for spec in specs()}
     assert families == files
+
+
+def test_the_whole_table_loads_without_onnx_or_the_onnx_reader():
+    probe = ("import sys; from loopdbg.ops import catalog, registry; registry.supported(); "
+             "catalog.render(); print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('onnx', 'openvino') or m == 'loopdbg.ir.onnx_reader'))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
