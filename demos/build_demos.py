@@ -25,7 +25,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from loopdbg.ir.builder import GraphBuilder  # noqa: E402
+from loopdbg.builder import GraphBuilder  # noqa: E402
 from loopdbg.ir.xml_writer import write_ir  # noqa: E402
 
 F32, I64 = np.float32, np.int64

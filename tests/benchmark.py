@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loopdbg.engine import Engine  # noqa: E402
-from loopdbg.ir.builder import GraphBuilder  # noqa: E402
+from loopdbg.builder import GraphBuilder  # noqa: E402
 
 
 def best(fn, repeat: int) -> float:

@@ -60,12 +60,18 @@ def onnx_type_name(code: int) -> str:
     return ONNX_TYPES.get(code) or _TYPE_NAMES.get(code) or f"type {code}"
 
 
-def numpy_dtype_of(code: int) -> np.dtype:
-    """The numpy dtype of an ONNX element type code; ValueError for the ones loopdbg lacks."""
-    name = ONNX_TYPES.get(code)
-    if name is None or name == "bf16":
-        raise ValueError(f"ONNX element type {onnx_type_name(code)} is not supported by loopdbg")
-    return np.dtype(elements.numpy_dtype(name))
+def cast_target(to) -> str:
+    """Cast's ``to`` as an element type name (``f32``), so that the kernel needs no onnx: ONNX's
+    enum (Cast-6 on) or its spelled name (Cast-1: ``"FLOAT"``). A type loopdbg lacks keeps ONNX's
+    name (``string``), for the kernel to refuse by name."""
+    if isinstance(to, str):
+        from onnx import TensorProto
+
+        try:
+            to = TensorProto.DataType.Value(to.upper())
+        except ValueError:
+            return to
+    return onnx_type_name(int(to)) if isinstance(to, (int, np.integer)) else repr(to)
 
 
 def _import_onnx():
@@ -343,6 +349,8 @@ class _Converter:
             return
         attrs = self.attributes(b, node)
         type_ = f"onnx.{node.op_type}" if domain in ("", "ai.onnx") else f"onnx.{domain}.{node.op_type}"
+        if type_ == "onnx.Cast" and "to" in attrs:
+            attrs["to"] = cast_target(attrs["to"])
         name = next((o for o in node.output if o), node.name or node.op_type)
         lid = b.new_id()
         n_in = len(node.input)

@@ -1,5 +1,9 @@
-"""numpy kernels for the operations found in and around loop bodies, and their registry."""
+"""numpy kernels for the operations found in and around loop bodies, and their table (registry.py).
 
-from loopdbg.ops.registry import lookup, make_kernel, register, supported
+Each family module (``elementwise``, ``shape``, ``rnn``, ``onnx_shape`` ...) registers its kernels
+with ``op``; ``registry`` explains what one registration carries and how the table fills.
+"""
 
-__all__ = ["lookup", "make_kernel", "register", "supported"]
+from loopdbg.ops.registry import lookup, make_kernel, op, supported
+
+__all__ = ["lookup", "make_kernel", "op", "supported"]

@@ -1,8 +1,6 @@
-"""Conversions: Convert and ConvertLike, plus the attribute parsers every kernel module shares.
+"""Conversions: Convert and ConvertLike turn arrays into another element type.
 
-Both halves turn one representation into another: ``<data>`` strings into Python values (at factory
-time, once per layer) and arrays into another element type (at run time). The numeric rules follow
-OpenVINO's reference implementation, checked against the 2026.4 wheel:
+The numeric rules follow OpenVINO's reference implementation, checked against the 2026.4 wheel:
 
 * float → integer truncates toward zero, then wraps into the destination (300.0 → u8 is 44,
   −2.7 → u8 is 254). Like x86's ``cvttss2si``, which both REF and CPU inherit, a value that does not
@@ -15,85 +13,13 @@ OpenVINO's reference implementation, checked against the 2026.4 wheel:
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
-from loopdbg.ops.registry import register
-
-# ---- attribute parsing (factory time) --------------------------------------------------------
-
-
-def attr(layer: Layer, name: str, default: str | None = None) -> str:
-    """The raw attribute string; KeyError naming the attribute when it is missing and required."""
-    value = layer.data.get(name, default)
-    if value is None:
-        raise KeyError(f"attribute '{name}' is missing")
-    return value.strip()
-
-
-def flag(layer: Layer, name: str, default: bool = False) -> bool:
-    text = attr(layer, name, "true" if default else "false").lower()
-    if text in ("true", "1"):
-        return True
-    if text in ("false", "0", ""):
-        return False
-    raise ValueError(f"{name}={text!r} is not a boolean")
-
-
-def int_attr(layer: Layer, name: str, default: int | None = None) -> int:
-    text = attr(layer, name, None if default is None else str(default))
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{name}={text!r} is not an integer") from None
-
-
-def float_attr(layer: Layer, name: str, default: float | None = None) -> float:
-    text = attr(layer, name, None if default is None else repr(default))
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"{name}={text!r} is not a number") from None
-
-
-def int_list(layer: Layer, name: str, default: Sequence[int] = ()) -> list[int]:
-    """A comma-separated list (``"0, 1"`` or ``"0,1"``); an empty string is an empty list."""
-    text = layer.data.get(name)
-    if text is None:
-        return list(default)
-    try:
-        return [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise ValueError(f"{name}={text!r} is not a list of integers") from None
-
-
-def choice(layer: Layer, name: str, allowed: Sequence[str], default: str | None = None) -> str:
-    """A lowercase keyword attribute that must be one of ``allowed``."""
-    text = attr(layer, name, default).lower()
-    if text not in allowed:
-        raise ValueError(f"{name}={text!r} is not one of {', '.join(allowed)}")
-    return text
-
-
-def dtype_attr(layer: Layer, name: str, default: str | None = None) -> np.dtype:
-    """An element-type attribute (``destination_type``, ``output_type`` ...) as a numpy dtype."""
-    text = attr(layer, name, default)
-    dtype = elements.numpy_dtype(text)
-    if dtype is None:
-        raise ValueError(f"{name}={text!r} names no concrete element type")
-    return dtype
-
-
-def index_dtype(layer: Layer, name: str, default: str, allowed=("i32", "i64")) -> np.dtype:
-    """An integer output type restricted to ``allowed`` (ShapeOf, TopK, NonZero)."""
-    text = attr(layer, name, default)
-    if elements.canonical(text) not in allowed:
-        raise ValueError(f"{name}={text!r} must be one of {', '.join(allowed)}")
-    return elements.numpy_dtype(text)
-
+from loopdbg.ops.args import attr, dtype_attr
+from loopdbg.ops.registry import op
+from loopdbg.ops.shape_rules import TensorInfo
 
 # ---- array conversion (run time) -------------------------------------------------------------
 
@@ -138,7 +64,11 @@ def convert(x: np.ndarray, dtype: np.dtype, bf16: bool = False) -> np.ndarray:
     return _round_bf16(out) if bf16 else out
 
 
-@register("Convert", "opset1")
+def _convert_shape(layer: Layer, ins, consts):
+    return TensorInfo(elements.canonical(attr(layer, "destination_type")), ins[0].shape)
+
+
+@op("Convert", shape=_convert_shape)
 def _convert(layer: Layer):
     name = attr(layer, "destination_type")
     dtype = dtype_attr(layer, "destination_type")
@@ -150,7 +80,11 @@ def _convert(layer: Layer):
     return kernel
 
 
-@register("ConvertLike", "opset1")
+def _convert_like_shape(layer: Layer, ins, consts):
+    return TensorInfo(ins[1].type, ins[0].shape)
+
+
+@op("ConvertLike", shape=_convert_like_shape)
 def _convert_like(layer: Layer):
     def kernel(x, like):
         return convert(x, np.asarray(like).dtype)

@@ -26,8 +26,9 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.convert import choice, flag, float_attr, int_attr
-from loopdbg.ops.registry import register
+from loopdbg.ops.args import choice, flag, float_attr, int_attr
+from loopdbg.ops.registry import op
+from loopdbg.ops.shape_rules import TensorInfo, broadcast, same
 
 # ---- broadcasting ----------------------------------------------------------------------------
 
@@ -69,8 +70,27 @@ def broadcasting(layer: Layer, fn: Callable, default: str = "numpy") -> Callable
     return _pdpd(fn, int_attr(layer, "axis", -1))
 
 
-def _binary(type_: str, fn: Callable, *versions: str) -> None:
-    register(type_, *(versions or ("opset1",)))(lambda layer: broadcasting(layer, fn))
+def _broadcast_shape(layer: Layer, ins) -> tuple[int, ...] | None:
+    mode = choice(layer, "auto_broadcast", ("numpy", "none", "pdpd"), "numpy")
+    if mode == "numpy":
+        return broadcast(*(i.shape for i in ins))
+    return next((i.shape for i in ins if i.shape is not None), None) if mode == "none" \
+        else ins[0].shape
+
+
+def arithmetic_shape(layer: Layer, ins, consts) -> TensorInfo:
+    """Two inputs broadcast; the result has their element type."""
+    return TensorInfo(ins[0].type or ins[1].type, _broadcast_shape(layer, ins[:2]))
+
+
+def comparison_shape(layer: Layer, ins, consts) -> TensorInfo:
+    """Two inputs broadcast; the result is boolean."""
+    return TensorInfo("boolean", _broadcast_shape(layer, ins[:2]))
+
+
+def predicate_shape(layer: Layer, ins, consts) -> TensorInfo:
+    """One input; the result is boolean, of its shape."""
+    return TensorInfo("boolean", ins[0].shape)
 
 
 # ---- arithmetic ------------------------------------------------------------------------------
@@ -113,26 +133,38 @@ def _squared_difference(a, b):
     return np.multiply(d, d)
 
 
-for _name, _fn in {
-    "Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply,
-    "Maximum": np.maximum, "Minimum": np.minimum, "Power": _power,
-    "SquaredDifference": _squared_difference, "FloorMod": np.mod, "Mod": np.fmod,
-    "Less": np.less, "Greater": np.greater, "Equal": np.equal, "NotEqual": np.not_equal,
-    "LessEqual": np.less_equal, "GreaterEqual": np.greater_equal,
-    "LogicalAnd": np.logical_and, "LogicalOr": np.logical_or, "LogicalXor": np.logical_xor,
-}.items():
-    _binary(_name, _fn)
-for _name, _fn in {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or,
-                   "BitwiseXor": np.bitwise_xor}.items():
-    _binary(_name, _fn, "opset13")
+# (type, first opset, numpy function, shape rule) of the binary ops numpy computes directly.
+_BINARY = [
+    ("Add", 1, np.add, arithmetic_shape), ("Subtract", 1, np.subtract, arithmetic_shape),
+    ("Multiply", 1, np.multiply, arithmetic_shape), ("Maximum", 1, np.maximum, arithmetic_shape),
+    ("Minimum", 1, np.minimum, arithmetic_shape), ("Power", 1, _power, arithmetic_shape),
+    ("SquaredDifference", 1, _squared_difference, arithmetic_shape),
+    ("FloorMod", 1, np.mod, arithmetic_shape), ("Mod", 1, np.fmod, arithmetic_shape),
+    ("Less", 1, np.less, comparison_shape), ("Greater", 1, np.greater, comparison_shape),
+    ("Equal", 1, np.equal, comparison_shape), ("NotEqual", 1, np.not_equal, comparison_shape),
+    ("LessEqual", 1, np.less_equal, comparison_shape),
+    ("GreaterEqual", 1, np.greater_equal, comparison_shape),
+    ("LogicalAnd", 1, np.logical_and, comparison_shape),
+    ("LogicalOr", 1, np.logical_or, comparison_shape),
+    ("LogicalXor", 1, np.logical_xor, comparison_shape),
+    ("BitwiseAnd", 13, np.bitwise_and, arithmetic_shape),
+    ("BitwiseOr", 13, np.bitwise_or, arithmetic_shape),
+    ("BitwiseXor", 13, np.bitwise_xor, arithmetic_shape),
+]
+for _name, _since, _fn, _shape in _BINARY:
+    op(_name, versions=(_since,), shape=_shape)(lambda layer, fn=_fn: broadcasting(layer, fn))
 
 
-@register("Divide", "opset1")
+@op("Divide", shape=arithmetic_shape)
 def _divide(layer: Layer):
     return broadcasting(layer, _floor_div if flag(layer, "m_pythondiv", True) else _trunc_div)
 
 
-@register("Select", "opset1")
+def _select_shape(layer: Layer, ins, consts) -> TensorInfo:
+    return TensorInfo(ins[1].type or ins[2].type, broadcast(*(i.shape for i in ins[:3])))
+
+
+@op("Select", shape=_select_shape)
 def _select(layer: Layer):
     mode = choice(layer, "auto_broadcast", ("numpy", "none"), "numpy")
     return np.where if mode == "numpy" else _same_shape("Select", np.where)
@@ -183,6 +215,8 @@ def erf(x):
         except ImportError:  # pragma: no cover - scipy is optional
             _ERF = _erf_approx
     return _ERF(x)
+
+
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
@@ -204,57 +238,57 @@ def _round_away(x):
     return np.where(np.abs(x - t) == 0.5, t + np.sign(x), np.rint(x))
 
 
-_UNARY_V1 = {
-    "Tanh": _float_unary(np.tanh), "Sigmoid": _float_unary(_sigmoid),
-    "Exp": _float_unary(np.exp), "Log": _float_unary(np.log), "Sqrt": _float_unary(np.sqrt),
-    "Sin": _float_unary(np.sin), "Cos": _float_unary(np.cos), "Tan": _float_unary(np.tan),
-    "Sinh": _float_unary(np.sinh), "Cosh": _float_unary(np.cosh),
-    "Asin": _float_unary(np.arcsin), "Acos": _float_unary(np.arccos),
-    "Atan": _float_unary(np.arctan), "Erf": _float_unary(erf),
-    "Relu": lambda x: np.maximum(x, 0), "Abs": np.abs, "Negative": np.negative, "Sign": np.sign,
-    "Floor": _int_identity(np.floor), "Ceiling": _int_identity(np.ceil),
-    "LogicalNot": np.logical_not,
-}
-for _name, _fn in _UNARY_V1.items():
-    register(_name, "opset1")(lambda layer, fn=_fn: fn)
-for _name, _fn in {"Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh}.items():
-    register(_name, "opset4")(lambda layer, fn=_float_unary(_fn): fn)
-register("Gelu", "opset2")(lambda layer: _float_unary(_gelu_erf))
-register("HSigmoid", "opset5")(lambda layer: _float_unary(_hsigmoid))
-register("HSwish", "opset4")(lambda layer: _float_unary(lambda x: x * _hsigmoid(x)))
-register("SoftPlus", "opset4")(lambda layer: _float_unary(lambda x: np.logaddexp(0, x)))
-register("Mish", "opset4")(
-    lambda layer: _float_unary(lambda x: x * np.tanh(np.logaddexp(0, x))))
-register("BitwiseNot", "opset13")(lambda layer: np.invert)
-register("IsNaN", "opset10")(lambda layer: np.isnan)
-register("IsFinite", "opset10")(lambda layer: np.isfinite)
+# (type, first opset, function, shape rule) of the unary ops without attributes.
+_UNARY = [
+    ("Tanh", 1, _float_unary(np.tanh), same), ("Sigmoid", 1, _float_unary(_sigmoid), same),
+    ("Exp", 1, _float_unary(np.exp), same), ("Log", 1, _float_unary(np.log), same),
+    ("Sqrt", 1, _float_unary(np.sqrt), same), ("Sin", 1, _float_unary(np.sin), same),
+    ("Cos", 1, _float_unary(np.cos), same), ("Tan", 1, _float_unary(np.tan), same),
+    ("Sinh", 1, _float_unary(np.sinh), same), ("Cosh", 1, _float_unary(np.cosh), same),
+    ("Asin", 1, _float_unary(np.arcsin), same), ("Acos", 1, _float_unary(np.arccos), same),
+    ("Atan", 1, _float_unary(np.arctan), same), ("Erf", 1, _float_unary(erf), same),
+    ("Asinh", 4, _float_unary(np.arcsinh), same), ("Acosh", 4, _float_unary(np.arccosh), same),
+    ("Atanh", 4, _float_unary(np.arctanh), same),
+    ("Relu", 1, lambda x: np.maximum(x, 0), same), ("Abs", 1, np.abs, same),
+    ("Negative", 1, np.negative, same), ("Sign", 1, np.sign, same),
+    ("Floor", 1, _int_identity(np.floor), same), ("Ceiling", 1, _int_identity(np.ceil), same),
+    ("Gelu", 2, _float_unary(_gelu_erf), same), ("HSigmoid", 5, _float_unary(_hsigmoid), same),
+    ("HSwish", 4, _float_unary(lambda x: x * _hsigmoid(x)), same),
+    ("SoftPlus", 4, _float_unary(lambda x: np.logaddexp(0, x)), same),
+    ("Mish", 4, _float_unary(lambda x: x * np.tanh(np.logaddexp(0, x))), same),
+    ("BitwiseNot", 13, np.invert, same),
+    ("LogicalNot", 1, np.logical_not, predicate_shape),
+    ("IsNaN", 10, np.isnan, predicate_shape), ("IsFinite", 10, np.isfinite, predicate_shape),
+]
+for _name, _since, _fn, _shape in _UNARY:
+    op(_name, versions=(_since,), shape=_shape)(lambda layer, fn=_fn: fn)
 
 
-@register("IsInf", "opset10")
+@op("IsInf", versions=(10,), shape=predicate_shape)
 def _is_inf(layer: Layer):
     neg, pos = flag(layer, "detect_negative", True), flag(layer, "detect_positive", True)
     return lambda x: np.isinf(x) & (((x < 0) & neg) | ((x > 0) & pos))
 
 
-@register("Gelu", "opset7")
+@op("Gelu", versions=(7,), shape=same)
 def _gelu7(layer: Layer):
     mode = choice(layer, "approximation_mode", ("erf", "tanh"), "erf")
     return _float_unary(_gelu_erf if mode == "erf" else _gelu_tanh)
 
 
-@register("Round", "opset5")
+@op("Round", versions=(5,), shape=same)
 def _round(layer: Layer):
     mode = choice(layer, "mode", ("half_to_even", "half_away_from_zero"), "half_to_even")
     return _int_identity(np.rint if mode == "half_to_even" else _round_away)
 
 
-@register("Elu", "opset1")
+@op("Elu", shape=same)
 def _elu(layer: Layer):
     alpha = float_attr(layer, "alpha")
     return _float_unary(lambda x: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))))
 
 
-@register("Swish", "opset4")
+@op("Swish", versions=(4,), shape=same)
 def _swish(layer: Layer):
     def swish(x, beta=None):
         return x * _sigmoid(x if beta is None else x * beta)
@@ -262,7 +296,7 @@ def _swish(layer: Layer):
     return swish
 
 
-@register("Clamp", "opset1")
+@op("Clamp", shape=same)
 def _clamp(layer: Layer):
     lo, hi = float_attr(layer, "min"), float_attr(layer, "max")
     if lo > hi:
@@ -288,7 +322,7 @@ def _softmax_kernel(axis: int) -> Callable:
     return softmax
 
 
-@register("Softmax", "opset1")
+@op("Softmax", shape=same)
 def _softmax1(layer: Layer):
     axis = int_attr(layer, "axis", 1)
     if axis < 0:
@@ -296,12 +330,12 @@ def _softmax1(layer: Layer):
     return _softmax_kernel(axis)
 
 
-@register("Softmax", "opset8")
+@op("Softmax", versions=(8,), shape=same)
 def _softmax8(layer: Layer):
     return _softmax_kernel(int_attr(layer, "axis", 1))
 
 
-@register("LogSoftmax", "opset5")
+@op("LogSoftmax", versions=(5,), shape=same)
 def _log_softmax(layer: Layer):
     axis = int_attr(layer, "axis", 1)
 
@@ -315,7 +349,26 @@ def _log_softmax(layer: Layer):
 # ---- MatMul, PRelu ---------------------------------------------------------------------------
 
 
-@register("MatMul", "opset1")
+def _matmul_shape(layer: Layer, ins, consts) -> TensorInfo:
+    a, b = ins[0].shape, ins[1].shape
+    if a is None or b is None:
+        return TensorInfo(ins[0].type, None)
+    a, b = list(a), list(b)
+    if len(a) >= 2 and flag(layer, "transpose_a"):
+        a[-1], a[-2] = a[-2], a[-1]
+    if len(b) >= 2 and flag(layer, "transpose_b"):
+        b[-1], b[-2] = b[-2], b[-1]
+    a2 = [1] + a if len(a) == 1 else a          # 1-D operands are a row / a column vector
+    b2 = b + [1] if len(b) == 1 else b
+    out = list(broadcast(tuple(a2[:-2]), tuple(b2[:-2]))) + [a2[-2], b2[-1]]
+    if len(b) == 1:
+        out.pop(-1)
+    if len(a) == 1:
+        out.pop(-2 if len(b) != 1 else -1)
+    return TensorInfo(ins[0].type, tuple(out))
+
+
+@op("MatMul", shape=_matmul_shape)
 def _matmul(layer: Layer):
     ta, tb = flag(layer, "transpose_a"), flag(layer, "transpose_b")
     if not (ta or tb):
@@ -331,7 +384,7 @@ def _matmul(layer: Layer):
     return matmul
 
 
-@register("PRelu", "opset1")
+@op("PRelu", shape=same)
 def _prelu(layer: Layer):
     def prelu(x, slope):
         if slope.ndim == 1 and x.ndim >= 2 and slope.shape[0] == x.shape[1]:

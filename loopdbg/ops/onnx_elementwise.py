@@ -14,37 +14,15 @@ an int64, integer ``ReduceMean``); where ONNX leaves a result undefined the choi
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
+from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
-from loopdbg.ops.registry import register
-
-# ---- helpers shared by the onnx_* modules ----------------------------------------------------
-
-
-def onnx_op(op_type: str, *versions: int, outputs: Any = 1):
-    """Register a factory for ``onnx.<op_type>`` at each opset number in ``versions``."""
-    return register(f"onnx.{op_type}", *(f"opset{v}" for v in versions or (1,)), outputs=outputs)
-
-
-def a(layer: Layer, name: str, default: Any = None) -> Any:
-    """An ONNX attribute as read by the ONNX reader (int, float, str, list, array)."""
-    return layer.data.get(name, default)
-
-
-def opset(layer: Layer) -> int:
-    return int(str(layer.version).removeprefix("opset") or 1)
-
-
-def n_outputs(layer: Layer) -> int:
-    return max(len(layer.outputs), 1)
-
-
-def ints_of(value) -> list[int]:
-    return np.asarray(value).reshape(-1).astype(np.int64).tolist()
-
+from loopdbg.ops.args import a, opset
+from loopdbg.ops.elementwise import erf
+from loopdbg.ops.registry import op
 
 # ---- arithmetic ------------------------------------------------------------------------------
 
@@ -62,16 +40,6 @@ def _legacy(layer: Layer, fn: Callable) -> Callable:
         if start < 0 or tail < 0:
             raise ValueError(f"cannot broadcast shape {y.shape} into {x.shape} at axis {axis}")
         return fn(x, y.reshape(y.shape + (1,) * tail))
-
-    return kernel
-
-
-def _keep(fn: Callable) -> Callable:
-    """``fn`` with the result in the first input's dtype (ONNX's T for T, T1 operators)."""
-
-    def kernel(x, y):
-        out = fn(x, y)
-        return out if out.dtype == x.dtype else out.astype(x.dtype)
 
     return kernel
 
@@ -101,24 +69,27 @@ def _pow(x, y):
     return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
+# The binary operators that had opset < 7 broadcasting (opset 7 dropped its attributes).
 _BINARY = {
-    "Add": (np.add, 1), "Sub": (np.subtract, 1), "Mul": (np.multiply, 1), "Div": (_div, 1),
-    "Greater": (np.greater, 1), "Less": (np.less, 1), "Equal": (np.equal, 1),
-    "And": (np.logical_and, 1), "Or": (np.logical_or, 1), "Xor": (np.logical_xor, 1),
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": _div, "Pow": _pow,
+    "Greater": np.greater, "Less": np.less, "Equal": np.equal,
+    "And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor,
 }
-for _name, (_fn, _v) in _BINARY.items():
-    onnx_op(_name, 1, 7)(lambda layer, fn=_fn: _legacy(layer, fn))
-onnx_op("Pow", 1, 7)(lambda layer: _legacy(layer, _pow))
-onnx_op("GreaterOrEqual", 12)(lambda layer: np.greater_equal)
-onnx_op("LessOrEqual", 12)(lambda layer: np.less_equal)
-onnx_op("BitwiseAnd", 18)(lambda layer: np.bitwise_and)
-onnx_op("BitwiseOr", 18)(lambda layer: np.bitwise_or)
-onnx_op("BitwiseXor", 18)(lambda layer: np.bitwise_xor)
-onnx_op("BitwiseNot", 18)(lambda layer: np.invert)
-onnx_op("Not", 1)(lambda layer: np.logical_not)
+for _name, _fn in _BINARY.items():
+    op(f"onnx.{_name}", versions=(1, 7))(lambda layer, fn=_fn: _legacy(layer, fn))
+
+# (op, first opset, kernel) of the operators that are one numpy function and take no attribute.
+_PLAIN = [
+    ("GreaterOrEqual", 12, np.greater_equal), ("LessOrEqual", 12, np.less_equal),
+    ("BitwiseAnd", 18, np.bitwise_and), ("BitwiseOr", 18, np.bitwise_or),
+    ("BitwiseXor", 18, np.bitwise_xor), ("BitwiseNot", 18, np.invert),
+    ("Not", 1, np.logical_not), ("IsNaN", 9, np.isnan), ("MatMul", 1, np.matmul),
+]
+for _name, _v, _fn in _PLAIN:
+    op(f"onnx.{_name}", versions=(_v,))(lambda layer, fn=_fn: fn)
 
 
-@onnx_op("Mod", 10)
+@op("onnx.Mod", versions=(10,))
 def _mod(layer: Layer):
     if a(layer, "fmod", 0):
         return _quiet2(np.fmod)
@@ -140,7 +111,7 @@ def _quiet2(fn: Callable) -> Callable:
     return kernel
 
 
-@onnx_op("BitShift", 11)
+@op("onnx.BitShift", versions=(11,))
 def _bitshift(layer: Layer):
     left = str(a(layer, "direction", "LEFT")).upper() == "LEFT"
     return np.left_shift if left else np.right_shift
@@ -157,12 +128,11 @@ def _variadic(fn: Callable) -> Callable:
     return kernel
 
 
-onnx_op("Max", 1, 8)(lambda layer: _variadic(np.maximum))
-onnx_op("Min", 1, 8)(lambda layer: _variadic(np.minimum))
-onnx_op("Sum", 1, 8)(lambda layer: _variadic(np.add))
+for _name, _fn in {"Max": np.maximum, "Min": np.minimum, "Sum": np.add}.items():
+    op(f"onnx.{_name}", versions=(1, 8))(lambda layer, fn=_fn: _variadic(fn))
 
 
-@onnx_op("Mean", 1, 8)
+@op("onnx.Mean", versions=(1, 8))
 def _mean(layer: Layer):
     add = _variadic(np.add)
 
@@ -174,7 +144,7 @@ def _mean(layer: Layer):
     return mean
 
 
-@onnx_op("Where", 9)
+@op("onnx.Where", versions=(9,))
 def _where(layer: Layer):
     def where(c, x, y):
         out = np.where(c, x, y)
@@ -201,8 +171,6 @@ def _sigmoid(x):
 
 
 def _erf(x):
-    from loopdbg.ops.elementwise import erf
-
     return np.asarray(erf(x)).astype(x.dtype, copy=False)
 
 
@@ -229,49 +197,58 @@ _UNARY: dict[str, tuple[Callable, int]] = {
     "Identity": (lambda x: x, 1),
 }
 for _name, (_fn, _v) in _UNARY.items():
-    onnx_op(_name, _v)(lambda layer, fn=_same_type(_quiet(_fn)): fn)
-onnx_op("IsNaN", 9)(lambda layer: np.isnan)
+    op(f"onnx.{_name}", versions=(_v,))(lambda layer, fn=_same_type(_quiet(_fn)): fn)
 
 
-@onnx_op("IsInf", 10)
+@op("onnx.IsInf", versions=(10,))
 def _isinf(layer: Layer):
     neg, pos = bool(a(layer, "detect_negative", 1)), bool(a(layer, "detect_positive", 1))
     return lambda x: np.isinf(x) & (((x < 0) & neg) | ((x > 0) & pos))
 
 
-def _alpha_op(name: str, default_alpha: float, fn: Callable, version: int = 1) -> None:
+def _alpha_factory(default_alpha: float, fn: Callable):
     def factory(layer: Layer):
         alpha = float(a(layer, "alpha", default_alpha))
         return _same_type(_quiet(lambda x: fn(x, alpha)))
 
-    onnx_op(name, version)(factory)
+    return factory
 
 
-_alpha_op("LeakyRelu", 0.01, lambda x, al: np.where(x >= 0, x, x * al))
-_alpha_op("Elu", 1.0, lambda x, al: np.where(x > 0, x, al * np.expm1(np.minimum(x, 0))))
-_alpha_op("ThresholdedRelu", 1.0, lambda x, al: np.where(x > al, x, 0), 10)
-_alpha_op("Celu", 1.0, lambda x, al: np.maximum(x, 0) + np.minimum(0, al * np.expm1(x / al)), 12)
+# (op, first opset, default alpha, f(x, alpha)) of the activations with one ``alpha`` attribute.
+_ALPHA = [
+    ("LeakyRelu", 1, 0.01, lambda x, al: np.where(x >= 0, x, x * al)),
+    ("Elu", 1, 1.0, lambda x, al: np.where(x > 0, x, al * np.expm1(np.minimum(x, 0)))),
+    ("ThresholdedRelu", 10, 1.0, lambda x, al: np.where(x > al, x, 0)),
+    ("Celu", 12, 1.0, lambda x, al: np.maximum(x, 0) + np.minimum(0, al * np.expm1(x / al))),
+]
+for _name, _v, _alpha, _fn in _ALPHA:
+    op(f"onnx.{_name}", versions=(_v,))(_alpha_factory(_alpha, _fn))
 
 
-@onnx_op("Selu", 1)
+@op("onnx.Selu")
 def _selu(layer: Layer):
     al = float(a(layer, "alpha", 1.67326319217681884765625))
     g = float(a(layer, "gamma", 1.05070102214813232421875))
     return _same_type(_quiet(lambda x: g * np.where(x > 0, x, al * np.expm1(np.minimum(x, 0)))))
 
 
-@onnx_op("HardSigmoid", 1)
+@op("onnx.HardSigmoid")
 def _hard_sigmoid(layer: Layer):
     al, be = float(a(layer, "alpha", 0.2)), float(a(layer, "beta", 0.5))
     return _same_type(lambda x: np.clip(al * x + be, 0, 1))
 
 
-onnx_op("HardSwish", 14)(lambda layer: _same_type(lambda x: x * np.clip(x / 6 + 0.5, 0, 1)))
-onnx_op("Mish", 18)(lambda layer: _same_type(_quiet(
-    lambda x: x * np.tanh(np.logaddexp(x.dtype.type(0), x)))))
+@op("onnx.HardSwish", versions=(14,))
+def _hard_swish(layer: Layer):
+    return _same_type(lambda x: x * np.clip(x / 6 + 0.5, 0, 1))
 
 
-@onnx_op("Gelu", 20)
+@op("onnx.Mish", versions=(18,))
+def _mish(layer: Layer):
+    return _same_type(_quiet(lambda x: x * np.tanh(np.logaddexp(x.dtype.type(0), x))))
+
+
+@op("onnx.Gelu", versions=(20,))
 def _gelu(layer: Layer):
     if str(a(layer, "approximate", "none")) == "tanh":
         c = math.sqrt(2 / math.pi)
@@ -279,7 +256,7 @@ def _gelu(layer: Layer):
     return _same_type(lambda x: 0.5 * x * (1 + _erf(x * np.asarray(math.sqrt(0.5), x.dtype))))
 
 
-@onnx_op("PRelu", 1, 7)
+@op("onnx.PRelu", versions=(1, 7))
 def _prelu(layer: Layer):
     return _same_type_binary(lambda x, slope: np.where(x < 0, x * slope, x))
 
@@ -292,7 +269,7 @@ def _same_type_binary(fn: Callable) -> Callable:
     return kernel
 
 
-@onnx_op("Clip", 1, 11)
+@op("onnx.Clip", versions=(1, 11))
 def _clip(layer: Layer):
     if opset(layer) < 11:
         lo = a(layer, "min")
@@ -319,12 +296,10 @@ def _clip(layer: Layer):
     return clip
 
 
-# ---- MatMul, Gemm ----------------------------------------------------------------------------
-
-onnx_op("MatMul", 1)(lambda layer: np.matmul)
+# ---- Gemm (MatMul is one of the _PLAIN operators) ---------------------------------------------
 
 
-@onnx_op("Gemm", 1)
+@op("onnx.Gemm")
 def _gemm(layer: Layer):
     alpha, beta = float(a(layer, "alpha", 1.0)), float(a(layer, "beta", 1.0))
     ta, tb = bool(a(layer, "transA", 0)), bool(a(layer, "transB", 0))
@@ -357,22 +332,21 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return x.astype(dtype)
 
 
-def _to_dtype(to) -> np.dtype:
-    from loopdbg.ir.onnx_reader import numpy_dtype_of
+def _cast_dtype(name) -> np.dtype:
+    """The dtype of the element type the ONNX reader wrote in ``to`` (it translates ONNX's enum,
+    and Cast-1's spelled names, to IR names such as ``f32``)."""
+    dtype = elements.numpy_dtype(name) if elements.is_known(str(name)) and name != "bf16" else None
+    if dtype is None:
+        raise ValueError(f"Cast to element type {name} is not supported by loopdbg")
+    return dtype
 
-    if isinstance(to, str):                 # Cast-1 spells the type: "FLOAT", "INT64"
-        from onnx import TensorProto
 
-        to = TensorProto.DataType.Value(to.upper())
-    return numpy_dtype_of(int(to))
-
-
-@onnx_op("Cast", 1)
+@op("onnx.Cast")
 def _cast(layer: Layer):
-    dtype = _to_dtype(a(layer, "to"))
+    dtype = _cast_dtype(a(layer, "to"))
     return lambda x: cast(x, dtype)
 
 
-@onnx_op("CastLike", 15)
+@op("onnx.CastLike", versions=(15,))
 def _cast_like(layer: Layer):
     return lambda x, like: cast(x, np.asarray(like).dtype)

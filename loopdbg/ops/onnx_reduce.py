@@ -14,7 +14,8 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.onnx_elementwise import a, ints_of, onnx_op, opset
+from loopdbg.ops.args import a, ints_of, opset
+from loopdbg.ops.registry import op
 
 
 def _norm_axes(axes, rank: int) -> tuple[int, ...]:
@@ -54,14 +55,15 @@ def _reduction(fn: Callable, keep_type: bool = True) -> Callable:
     return factory
 
 
-def _register(name: str, fn: Callable, input_since: int) -> None:
+def _reduction_factory(fn: Callable, input_since: int):
+    """The kernel takes ``axes`` as an input from opset ``input_since``, before as an attribute."""
     make = _reduction(fn)
 
     def factory(layer: Layer):
         by_input, by_attr = make(layer)
         return by_input if opset(layer) >= input_since else by_attr
 
-    onnx_op(name, 1, input_since)(factory)
+    return factory
 
 
 def _mean(x, ax, keep):
@@ -92,17 +94,6 @@ def _highest(dt):
     return np.inf if dt.kind == "f" else (np.iinfo(dt).max if dt.kind in "iu" else True)
 
 
-_register("ReduceSum", lambda x, ax, k: np.sum(x, axis=ax, keepdims=k), 13)
-_register("ReduceMean", _mean, 18)
-_register("ReduceMax", _extreme(np.max, _lowest), 18)
-_register("ReduceMin", _extreme(np.min, _highest), 18)
-_register("ReduceProd", lambda x, ax, k: np.prod(x, axis=ax, keepdims=k), 18)
-_register("ReduceL1", lambda x, ax, k: np.sum(np.abs(x), axis=ax, keepdims=k), 18)
-_register("ReduceL2", lambda x, ax, k: np.sqrt(np.sum(np.square(x), axis=ax, keepdims=k)), 18)
-_register("ReduceSumSquare", lambda x, ax, k: np.sum(np.square(x), axis=ax, keepdims=k), 18)
-_register("ReduceLogSum", lambda x, ax, k: np.log(np.sum(x, axis=ax, keepdims=k)), 18)
-
-
 def _log_sum_exp(x, ax, keep):
     m = np.max(x, axis=ax, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
     m = np.where(np.isfinite(m), m, 0)
@@ -110,7 +101,21 @@ def _log_sum_exp(x, ax, keep):
     return out if keep else np.squeeze(out, axis=ax)
 
 
-_register("ReduceLogSumExp", _log_sum_exp, 18)
+# (op, reduction of (x, axes, keepdims), first opset that takes axes as an input).
+_REDUCTIONS = [
+    ("ReduceSum", lambda x, ax, k: np.sum(x, axis=ax, keepdims=k), 13),
+    ("ReduceMean", _mean, 18),
+    ("ReduceMax", _extreme(np.max, _lowest), 18),
+    ("ReduceMin", _extreme(np.min, _highest), 18),
+    ("ReduceProd", lambda x, ax, k: np.prod(x, axis=ax, keepdims=k), 18),
+    ("ReduceL1", lambda x, ax, k: np.sum(np.abs(x), axis=ax, keepdims=k), 18),
+    ("ReduceL2", lambda x, ax, k: np.sqrt(np.sum(np.square(x), axis=ax, keepdims=k)), 18),
+    ("ReduceSumSquare", lambda x, ax, k: np.sum(np.square(x), axis=ax, keepdims=k), 18),
+    ("ReduceLogSum", lambda x, ax, k: np.log(np.sum(x, axis=ax, keepdims=k)), 18),
+    ("ReduceLogSumExp", _log_sum_exp, 18),
+]
+for _name, _fn, _since in _REDUCTIONS:
+    op(f"onnx.{_name}", versions=(1, _since))(_reduction_factory(_fn, _since))
 
 
 # ---- Softmax, LogSoftmax, Hardmax -------------------------------------------------------------
@@ -155,6 +160,5 @@ def _along_axis(fn: Callable) -> Callable:
     return factory
 
 
-onnx_op("Softmax", 1, 13)(_along_axis(_softmax))
-onnx_op("LogSoftmax", 1, 13)(_along_axis(_log_softmax))
-onnx_op("Hardmax", 1, 13)(_along_axis(_hardmax))
+for _name, _fn in {"Softmax": _softmax, "LogSoftmax": _log_softmax, "Hardmax": _hardmax}.items():
+    op(f"onnx.{_name}", versions=(1, 13))(_along_axis(_fn))

@@ -13,19 +13,14 @@ import math
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.onnx_elementwise import a, ints_of, n_outputs, onnx_op, opset
-
-
-def _axis(axis: int, rank: int) -> int:
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} is out of range for rank {rank}")
-    return axis + rank if axis < 0 else axis
+from loopdbg.ops.args import a, axis_of, declared_outputs, ints_of, opset
+from loopdbg.ops.registry import op
 
 
 # ---- Shape, Size, ConstantOfShape ------------------------------------------------------------
 
 
-@onnx_op("Shape", 1, 15)
+@op("onnx.Shape", versions=(1, 15))
 def _shape(layer: Layer):
     start, end = a(layer, "start", 0), a(layer, "end")
 
@@ -36,10 +31,12 @@ def _shape(layer: Layer):
     return shape
 
 
-onnx_op("Size", 1)(lambda layer: lambda x: np.array(np.size(x), dtype=np.int64))
+@op("onnx.Size")
+def _size(layer: Layer):
+    return lambda x: np.array(np.size(x), dtype=np.int64)
 
 
-@onnx_op("ConstantOfShape", 9)
+@op("onnx.ConstantOfShape", versions=(9,))
 def _constant_of_shape(layer: Layer):
     value = a(layer, "value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[0]
@@ -76,7 +73,7 @@ def reshape_to(x: np.ndarray, target: list[int], allowzero: bool) -> np.ndarray:
     return x.reshape(out)
 
 
-@onnx_op("Reshape", 1, 5)
+@op("onnx.Reshape", versions=(1, 5))
 def _reshape(layer: Layer):
     if opset(layer) < 5:
         target = ints_of(a(layer, "shape", []))
@@ -85,7 +82,7 @@ def _reshape(layer: Layer):
     return lambda x, shape: reshape_to(x, ints_of(shape), allowzero)
 
 
-@onnx_op("Flatten", 1)
+@op("onnx.Flatten")
 def _flatten(layer: Layer):
     axis = int(a(layer, "axis", 1))
 
@@ -101,7 +98,7 @@ def _flatten(layer: Layer):
 def squeeze(x: np.ndarray, axes) -> np.ndarray:
     if axes is None or len(axes) == 0:
         return np.squeeze(x)
-    norm = tuple(sorted({_axis(int(k), x.ndim) for k in axes}))
+    norm = tuple(sorted({axis_of(int(k), x.ndim) for k in axes}))
     for k in norm:
         if x.shape[k] != 1:
             raise ValueError(f"cannot squeeze axis {k} of shape {x.shape}: its size is not 1")
@@ -110,7 +107,7 @@ def squeeze(x: np.ndarray, axes) -> np.ndarray:
 
 def unsqueeze(x: np.ndarray, axes) -> np.ndarray:
     rank = x.ndim + len(axes)
-    norm = sorted(_axis(int(k), rank) for k in axes)
+    norm = sorted(axis_of(int(k), rank) for k in axes)
     if len(set(norm)) != len(norm):
         raise ValueError(f"axes {list(axes)} repeat an axis")
     shape = list(x.shape)
@@ -119,7 +116,7 @@ def unsqueeze(x: np.ndarray, axes) -> np.ndarray:
     return x.reshape(shape)
 
 
-@onnx_op("Squeeze", 1, 13)
+@op("onnx.Squeeze", versions=(1, 13))
 def _squeeze(layer: Layer):
     if opset(layer) < 13:
         axes = a(layer, "axes")
@@ -127,7 +124,7 @@ def _squeeze(layer: Layer):
     return lambda x, axes=None: squeeze(x, None if axes is None else ints_of(axes))
 
 
-@onnx_op("Unsqueeze", 1, 13)
+@op("onnx.Unsqueeze", versions=(1, 13))
 def _unsqueeze(layer: Layer):
     if opset(layer) < 13:
         axes = list(a(layer, "axes", []))
@@ -138,13 +135,13 @@ def _unsqueeze(layer: Layer):
 # ---- Concat, Split, Transpose, Tile, Expand --------------------------------------------------
 
 
-@onnx_op("Concat", 1, 4)
+@op("onnx.Concat", versions=(1, 4))
 def _concat(layer: Layer):
     axis = int(a(layer, "axis", 1))
 
     def concat(*xs):
         xs = [x for x in xs if x is not None]
-        return np.concatenate(xs, axis=_axis(axis, np.ndim(xs[0])))
+        return np.concatenate(xs, axis=axis_of(axis, np.ndim(xs[0])))
 
     return concat
 
@@ -164,16 +161,16 @@ def _split_sizes(length: int, split, count: int, num_outputs=None) -> list[int]:
     return [length // count] * count
 
 
-@onnx_op("Split", 1, 13, outputs=n_outputs)
+@op("onnx.Split", versions=(1, 13), outputs=declared_outputs)
 def _split(layer: Layer):
     axis = int(a(layer, "axis", 0))
-    count = n_outputs(layer)
+    count = declared_outputs(layer)
     attr_split = a(layer, "split")
     num = a(layer, "num_outputs")
     new = opset(layer) >= 13 or opset(layer) == 1
 
     def split(x, sizes=None):
-        ax = _axis(axis, x.ndim)
+        ax = axis_of(axis, x.ndim)
         wanted = ints_of(sizes) if (new and sizes is not None) else attr_split
         parts = _split_sizes(x.shape[ax], wanted, count, num)
         bounds = np.cumsum(parts)[:-1]
@@ -182,7 +179,7 @@ def _split(layer: Layer):
     return split
 
 
-@onnx_op("Transpose", 1)
+@op("onnx.Transpose")
 def _transpose(layer: Layer):
     perm = a(layer, "perm")
 
@@ -192,12 +189,12 @@ def _transpose(layer: Layer):
     return transpose
 
 
-@onnx_op("Tile", 6)
+@op("onnx.Tile", versions=(6,))
 def _tile(layer: Layer):
     return lambda x, repeats: np.tile(x, ints_of(repeats))
 
 
-@onnx_op("Expand", 8)
+@op("onnx.Expand", versions=(8,))
 def _expand(layer: Layer):
     def expand(x, shape):
         target = np.broadcast_shapes(np.shape(x), tuple(ints_of(shape)))
@@ -209,12 +206,12 @@ def _expand(layer: Layer):
 # ---- Gather, Slice ---------------------------------------------------------------------------
 
 
-@onnx_op("Gather", 1)
+@op("onnx.Gather")
 def _gather(layer: Layer):
     axis = int(a(layer, "axis", 0))
 
     def gather(x, indices):
-        ax = _axis(axis, x.ndim)
+        ax = axis_of(axis, x.ndim)
         idx = np.asarray(indices).astype(np.int64)
         n = x.shape[ax]
         if idx.size and (idx.min() < -n or idx.max() >= n):
@@ -224,12 +221,12 @@ def _gather(layer: Layer):
     return gather
 
 
-@onnx_op("GatherElements", 11)
+@op("onnx.GatherElements", versions=(11,))
 def _gather_elements(layer: Layer):
     axis = int(a(layer, "axis", 0))
 
     def gather_elements(x, indices):
-        ax = _axis(axis, x.ndim)
+        ax = axis_of(axis, x.ndim)
         idx = np.asarray(indices).astype(np.int64)
         idx = np.where(idx < 0, idx + x.shape[ax], idx)
         return np.take_along_axis(x, idx, axis=ax)
@@ -243,7 +240,7 @@ def slice_(x: np.ndarray, starts, ends, axes=None, steps=None) -> np.ndarray:
     steps = [1] * len(starts) if steps is None else ints_of(steps)
     index = [slice(None)] * x.ndim
     for st, en, ax, step in zip(starts, ends, axes, steps):
-        ax = _axis(ax, x.ndim)
+        ax = axis_of(ax, x.ndim)
         if step == 0:
             raise ValueError("Slice step cannot be 0")
         dim = x.shape[ax]
@@ -260,7 +257,7 @@ def slice_(x: np.ndarray, starts, ends, axes=None, steps=None) -> np.ndarray:
     return x[tuple(index)]
 
 
-@onnx_op("Slice", 1, 10)
+@op("onnx.Slice", versions=(1, 10))
 def _slice(layer: Layer):
     if opset(layer) < 10:
         starts, ends, axes = a(layer, "starts"), a(layer, "ends"), a(layer, "axes")
@@ -271,7 +268,7 @@ def _slice(layer: Layer):
 # ---- Range, CumSum, NonZero, ArgMax/ArgMin ---------------------------------------------------
 
 
-@onnx_op("Range", 11)
+@op("onnx.Range", versions=(11,))
 def _range(layer: Layer):
     def range_(start, limit, delta):
         dtype = np.asarray(start).dtype
@@ -286,12 +283,12 @@ def _range(layer: Layer):
     return range_
 
 
-@onnx_op("CumSum", 11)
+@op("onnx.CumSum", versions=(11,))
 def _cumsum(layer: Layer):
     exclusive, reverse = bool(a(layer, "exclusive", 0)), bool(a(layer, "reverse", 0))
 
     def cumsum(x, axis):
-        ax = _axis(int(np.asarray(axis).reshape(-1)[0]), x.ndim)
+        ax = axis_of(int(np.asarray(axis).reshape(-1)[0]), x.ndim)
         y = np.flip(x, ax) if reverse else x
         out = np.cumsum(y, axis=ax, dtype=x.dtype)
         if exclusive:
@@ -302,17 +299,18 @@ def _cumsum(layer: Layer):
     return cumsum
 
 
-onnx_op("NonZero", 9)(lambda layer: lambda x: np.array(np.nonzero(x), dtype=np.int64).reshape(
-    np.ndim(x), -1))
+@op("onnx.NonZero", versions=(9,))
+def _non_zero(layer: Layer):
+    return lambda x: np.array(np.nonzero(x), dtype=np.int64).reshape(np.ndim(x), -1)
 
 
-def _arg(fn, layer: Layer):
+def _arg_kernel(fn, layer: Layer):
     axis = int(a(layer, "axis", 0))
     keep = bool(a(layer, "keepdims", 1))
     last = bool(a(layer, "select_last_index", 0))
 
     def arg(x):
-        ax = _axis(axis, x.ndim)
+        ax = axis_of(axis, x.ndim)
         if last:
             out = x.shape[ax] - 1 - fn(np.flip(x, ax), axis=ax)
         else:
@@ -323,14 +321,20 @@ def _arg(fn, layer: Layer):
     return arg
 
 
-onnx_op("ArgMax", 1)(lambda layer: _arg(np.argmax, layer))
-onnx_op("ArgMin", 1)(lambda layer: _arg(np.argmin, layer))
+@op("onnx.ArgMax")
+def _arg_max(layer: Layer):
+    return _arg_kernel(np.argmax, layer)
 
 
-@onnx_op("Dropout", 1, outputs=n_outputs)
+@op("onnx.ArgMin")
+def _arg_min(layer: Layer):
+    return _arg_kernel(np.argmin, layer)
+
+
+@op("onnx.Dropout", outputs=declared_outputs)
 def _dropout(layer: Layer):
     """Inference: the input unchanged (and an all-true mask when the model asks for it)."""
-    two = n_outputs(layer) > 1
+    two = declared_outputs(layer) > 1
 
     def dropout(x, *_):
         return (x, np.ones(np.shape(x), dtype=bool)) if two else x

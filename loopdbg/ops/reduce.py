@@ -18,10 +18,11 @@ from typing import Callable
 
 import numpy as np
 
+from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
-from loopdbg.ops.convert import choice, flag, index_dtype, int_attr
-from loopdbg.ops.registry import register
-from loopdbg.ops.shape import axis_of, ints, scalar
+from loopdbg.ops.args import attr, axis_of, choice, flag, index_dtype, int_attr, ints, scalar
+from loopdbg.ops.registry import op
+from loopdbg.ops.shape_rules import TensorInfo, axes_of, same
 
 
 def reduce_axes(axes, rank: int) -> tuple[int, ...]:
@@ -65,17 +66,18 @@ def _ufunc_reduce(ufunc: np.ufunc, keep_type: bool = False) -> Callable:
 
 _sum = _ufunc_reduce(np.add, keep_type=True)
 
-_REDUCTIONS: dict[str, tuple[str, Callable]] = {
-    "ReduceSum": ("opset1", _sum),
-    "ReduceProd": ("opset1", _ufunc_reduce(np.multiply, keep_type=True)),
-    "ReduceMean": ("opset1", _mean),
-    "ReduceMax": ("opset1", _ufunc_reduce(np.maximum)),
-    "ReduceMin": ("opset1", _ufunc_reduce(np.minimum)),
-    "ReduceLogicalAnd": ("opset1", _ufunc_reduce(np.logical_and)),
-    "ReduceLogicalOr": ("opset1", _ufunc_reduce(np.logical_or)),
-    "ReduceL1": ("opset4", lambda x, axis, keepdims: _sum(np.abs(x), axis, keepdims)),
-    "ReduceL2": ("opset4", _l2),
-}
+# (type, first opset, reduction of (x, axes, keepdims)).
+_REDUCTIONS = [
+    ("ReduceSum", 1, _sum),
+    ("ReduceProd", 1, _ufunc_reduce(np.multiply, keep_type=True)),
+    ("ReduceMean", 1, _mean),
+    ("ReduceMax", 1, _ufunc_reduce(np.maximum)),
+    ("ReduceMin", 1, _ufunc_reduce(np.minimum)),
+    ("ReduceLogicalAnd", 1, _ufunc_reduce(np.logical_and)),
+    ("ReduceLogicalOr", 1, _ufunc_reduce(np.logical_or)),
+    ("ReduceL1", 4, lambda x, axis, keepdims: _sum(np.abs(x), axis, keepdims)),
+    ("ReduceL2", 4, _l2),
+]
 
 
 def _reduction_factory(fn: Callable):
@@ -90,8 +92,19 @@ def _reduction_factory(fn: Callable):
     return factory
 
 
-for _name, (_version, _fn) in _REDUCTIONS.items():
-    register(_name, _version)(_reduction_factory(_fn))
+def _reduction_shape(layer: Layer, ins, consts) -> TensorInfo:
+    shape = ins[0].shape
+    axes = axes_of(consts[1], None if shape is None else len(shape))
+    if axes is None:
+        return TensorInfo(ins[0].type, None)
+    keep = flag(layer, "keep_dims")
+    out = [1 if k in axes else d for k, d in enumerate(shape)] if keep else \
+        [d for k, d in enumerate(shape) if k not in axes]
+    return TensorInfo(ins[0].type, tuple(out))
+
+
+for _name, _since, _fn in _REDUCTIONS:
+    op(_name, versions=(_since,), shape=_reduction_shape)(_reduction_factory(_fn))
 
 
 # ---- TopK ------------------------------------------------------------------------------------
@@ -102,7 +115,19 @@ def _descending_key(x: np.ndarray) -> np.ndarray:
     return -x if x.dtype.kind in "fc" else np.invert(x)
 
 
-@register("TopK", "opset1", "opset3", "opset11", outputs=2)
+def _topk_shape(layer: Layer, ins, consts) -> list[TensorInfo]:
+    shape = ins[0].shape
+    index_type = elements.canonical(attr(layer, "index_element_type", "i32"))
+    if shape is None:
+        return [TensorInfo(ins[0].type, None), TensorInfo(index_type, None)]
+    out = list(shape)
+    ax = axis_of(int_attr(layer, "axis"), len(shape))
+    known = consts[1] is not None and out[ax] >= 0
+    out[ax] = min(scalar(consts[1]), out[ax]) if known else -1     # k is clamped to the axis
+    return [TensorInfo(ins[0].type, tuple(out)), TensorInfo(index_type, tuple(out))]
+
+
+@op("TopK", versions=(1, 3, 11), outputs=2, shape=_topk_shape)
 def _topk(layer: Layer):
     axis = int_attr(layer, "axis")
     largest = choice(layer, "mode", ("max", "min")) == "max"
@@ -129,7 +154,13 @@ def _topk(layer: Layer):
 # ---- NonZero, CumSum -------------------------------------------------------------------------
 
 
-@register("NonZero", "opset3")
+def _non_zero_shape(layer: Layer, ins, consts) -> TensorInfo:
+    rank = None if ins[0].shape is None else max(len(ins[0].shape), 1)
+    return TensorInfo(elements.canonical(attr(layer, "output_type", "i64")),
+                      (-1 if rank is None else rank, -1))
+
+
+@op("NonZero", versions=(3,), shape=_non_zero_shape)
 def _non_zero(layer: Layer):
     dtype = index_dtype(layer, "output_type", "i64")
 
@@ -139,7 +170,7 @@ def _non_zero(layer: Layer):
     return non_zero
 
 
-@register("CumSum", "opset3")
+@op("CumSum", versions=(3,), shape=same)
 def _cum_sum(layer: Layer):
     exclusive, reverse = flag(layer, "exclusive"), flag(layer, "reverse")
 

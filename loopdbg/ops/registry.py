@@ -1,26 +1,70 @@
-"""The kernel registry: which numpy function runs a layer of a given (type, version).
+"""The op table: every kernel loopdbg runs, and all else loopdbg knows about its op, in one place.
+
+Each kernel is registered once, with ``op`` on its factory, in its family module::
+
+    @op("Gather", versions=(8,), shape=gather_shape)
+    def _gather8(layer: Layer): ...
+
+(a family of like kernels, such as the unary math ops, calls ``op`` the same way in a loop over a
+table of them), and that one entry carries
+
+* the **type**: the canonical OpenVINO type (``Gather``) or ``onnx.<OpType>`` for an operator of
+  ONNX's default domain;
+* the **versions** it serves: OpenVINO opset numbers, or ONNX opset versions;
+* the number of **outputs**: an int, or a function of the layer for ops whose count depends on
+  attributes or declared ports (Split's ``num_splits``); its docstring's first line says how, for
+  ``docs/ops.md``;
+* the **shape rule** the model builder declares output ports with (see ``shape_rules``), or, as
+  ``no_shape``, the reason the op needs none. ONNX kernels never need one: ONNX layers come from
+  the ONNX reader, whose port shapes are onnx's own inference, and the builder writes IR only;
+* the builder's **default version** of the type, when it is not the newest registered one.
 
 A kernel is registered as a *factory*: it receives the ``Layer`` once, when the execution plan is
 built, parses its attributes, and returns the function that runs it on arrays. That function takes
-the input arrays positionally and returns one array (single-output ops) or a tuple of arrays
-(ops registered with ``outputs > 1``).
+the input arrays positionally and returns one array (single-output ops) or a tuple of arrays.
 
 Versions follow OpenVINO's opsets: opset N holds, for each type, the newest version introduced at or
-before N. So ``Add`` registered for ``opset1`` serves a layer that says ``opset8``, and ``Gather``
-registered for opset1, opset7 and opset8 picks the right one.
+before N. So ``Add`` registered for opset 1 serves a layer that says ``opset8``, and ``Gather``
+registered for opsets 1, 7 and 8 picks the right one. A version is registered at the first opset
+that holds it (``tools/openvino_opsets.py`` lists them; a test holds the table to that list).
+
+Where the table lives, and why there. ``ir`` reads models and must not import ``ops``, and the
+kernels are ``ops``: so the table is here, and a shape rule is a pure function of port types and
+shapes written next to its kernel. The model builder needs output counts, default versions and
+shape rules to write a layer, so it is not part of ``ir`` but a layer above this one,
+``loopdbg.builder`` (``ir`` → ``ops`` → ``builder``); handing the table to an ``ir`` builder
+from each caller was the other way, but every test and demo that builds a model would then have
+had to pass it. The engine asks only for kernels (``make_kernel``), once per layer, when it
+builds a plan.
+
+How the table fills. On the first lookup every module of this package whose name does not start
+with ``_`` is imported, in name order, and the ``op`` entries of the family modules among them
+fill the table (``args``, ``shape_rules`` and ``catalog`` are helpers and register nothing).
+Nothing lists the families, so adding an op to a family is editing one file, and adding a family
+is adding one; family modules import this module, which imports none of them by name.
+``docs/ops.md`` is written from the table (``python -m loopdbg.ops.catalog``), and
+``tests/unit/test_ops_table.py`` holds the table, the builder, that file and OpenVINO's opset
+tables to each other.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Sequence
 
 from loopdbg.errors import UnsupportedOperation
 from loopdbg.ir.model import Layer
 
 Kernel = Callable[..., object]
 KernelFactory = Callable[[Layer], Kernel]
+ShapeRule = Callable[..., object]      # (layer, input infos, constant inputs) -> info(s) or None
+
+ONNX_NEEDS_NO_SHAPE = ("ONNX layers are made by the ONNX reader, which takes port shapes from "
+                       "onnx's own inference; the builder writes OpenVINO IR only")
 
 
 @dataclass(frozen=True)
@@ -28,34 +72,56 @@ class KernelSpec:
     type: str
     version: int
     factory: KernelFactory
-    outputs: int | Callable[[Layer], int] = 1   # a callable counts them per layer (Split)
+    outputs: int | Callable[[Layer], int] = 1
+    shape: ShapeRule | None = None
+    no_shape: str | None = None          # why there is no shape rule
+
+    def count_outputs(self, layer: Layer) -> int:
+        return self.outputs(layer) if callable(self.outputs) else self.outputs
 
 
 _REGISTRY: dict[str, dict[int, KernelSpec]] = {}
+_DEFAULTS: dict[str, int] = {}           # builder default versions that are not the newest
 _LOADED = False
 
 # Versions that are not "opsetN": where OpenVINO takes such ops from (DESER create_node).
 _SPECIAL_VERSIONS = {"experimental": 6, "extension": 6, "ie_internal_opset": 1000}
 
+# The newest OpenVINO opset (2026.4 ships opset17): a layer claiming a later one is not OpenVINO's.
+LATEST_OPENVINO_OPSET = 17
 
-def register(type_: str, *versions: str, outputs: int | Callable[[Layer], int] = 1):
-    """Decorator: register ``factory`` for ``type_`` in each of ``versions`` (``"opset1"``, ...).
 
-    ``outputs`` is the number of outputs, or a function of the layer for ops whose count depends on
-    attributes or declared ports (Split's ``num_splits``).
+def op(type_: str, *, versions: Sequence[int] = (1,), outputs: int | Callable[[Layer], int] = 1,
+       shape: ShapeRule | None = None, no_shape: str | None = None,
+       default_version: int | None = None) -> Callable[[KernelFactory], KernelFactory]:
+    """Decorator: register ``factory`` as the kernel of ``type_`` at each of ``versions``.
+
+    OpenVINO types take ``shape`` (a rule, see ``shape_rules``) or ``no_shape`` (why none is
+    needed), and may take ``default_version`` (the builder's, when not the newest registered);
+    ``onnx.`` types take neither. Registering a (type, version) twice is an error.
     """
+    if type_.startswith("onnx."):
+        if shape is not None or no_shape is not None or default_version is not None:
+            raise TypeError(f"{type_}: ONNX kernels take no shape rule and no builder default")
+        no_shape = ONNX_NEEDS_NO_SHAPE
+    elif (shape is None) == (no_shape is None):
+        raise TypeError(f"{type_}: give a shape rule (shape=...) or the reason it needs none "
+                        f"(no_shape=...)")
+    if not versions:
+        raise TypeError(f"{type_}: no versions given")
 
     def deco(factory: KernelFactory) -> KernelFactory:
+        table = _REGISTRY.setdefault(type_, {})
         for v in versions:
-            n = opset_number(v)
-            _REGISTRY.setdefault(type_, {})[n] = KernelSpec(type_, n, factory, outputs)
+            if v in table:
+                raise ValueError(f"{type_} version {v} is registered twice")
+            table[v] = KernelSpec(type_, v, factory, outputs, shape, no_shape)
+        if default_version is not None:
+            if _DEFAULTS.setdefault(type_, default_version) != default_version:
+                raise ValueError(f"{type_} has two builder default versions")
         return factory
 
     return deco
-
-
-# The newest OpenVINO opset (2026.4 ships opset17): a layer claiming a later one is not OpenVINO's.
-LATEST_OPENVINO_OPSET = 17
 
 
 def opset_number(version: str) -> int:
@@ -68,10 +134,15 @@ def opset_number(version: str) -> int:
 
 
 def _load_all() -> None:
+    """Import every family module of this package (see the module docstring), once."""
     global _LOADED
-    if not _LOADED:
-        from loopdbg.ops import _catalog  # noqa: F401  (importing registers every kernel)
-        _LOADED = True
+    if _LOADED:
+        return
+    here = Path(__file__).parent
+    for info in sorted(pkgutil.iter_modules([str(here)]), key=lambda m: m.name):
+        if not info.name.startswith("_") and info.name != "registry":
+            importlib.import_module(f"{__package__}.{info.name}")
+    _LOADED = True
 
 
 def lookup(type_: str, version: str) -> KernelSpec | None:
@@ -96,6 +167,22 @@ def supported() -> dict[str, list[int]]:
     return {t: sorted(v) for t, v in sorted(_REGISTRY.items())}
 
 
+def specs() -> list[KernelSpec]:
+    """Every registration, by type then version."""
+    _load_all()
+    return [_REGISTRY[t][v] for t in sorted(_REGISTRY) for v in sorted(_REGISTRY[t])]
+
+
+def default_version(type_: str) -> str | None:
+    """The version the builder writes for an OpenVINO ``type_`` when not told: the one named by a
+    registration's ``default_version``, else the newest registered. None for an unknown type."""
+    _load_all()
+    versions = _REGISTRY.get(type_)
+    if not versions or type_.startswith("onnx."):
+        return None
+    return f"opset{_DEFAULTS.get(type_, max(versions))}"
+
+
 def make_kernel(layer: Layer, where: str = "") -> tuple[Kernel, int]:
     """Build the kernel for ``layer``; return it with its number of outputs.
 
@@ -116,7 +203,7 @@ def make_kernel(layer: Layer, where: str = "") -> tuple[Kernel, int]:
             f"which loopdbg cannot run; {detail}.")
     try:
         kernel = spec.factory(layer)
-        return kernel, spec.outputs(layer) if callable(spec.outputs) else spec.outputs
+        return kernel, spec.count_outputs(layer)
     except UnsupportedOperation:
         raise
     except (ValueError, KeyError, TypeError) as exc:

@@ -17,8 +17,9 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.convert import attr, choice, flag, float_attr, int_attr
-from loopdbg.ops.registry import register
+from loopdbg.ops.args import attr, choice, flag, float_attr, int_attr
+from loopdbg.ops.registry import op
+from loopdbg.ops.shape_rules import TensorInfo
 
 Activation = Callable[..., np.ndarray]
 
@@ -203,9 +204,27 @@ def _rnn_step(X, H, W, R, B, hs: int, clip: float | None, f: Activation):
     return f(pre, out=pre)
 
 
+# ---- shape rules -------------------------------------------------------------------------------
+
+def _cell_shape(layer: Layer, ins, consts) -> list[TensorInfo]:
+    """Every output (H', and C' for LSTM) is [batch, hidden_size]."""
+    batch = ins[0].shape[0] if ins[0].shape else -1
+    return [TensorInfo(ins[0].type, (batch, _hidden_size(layer)))] * 2
+
+
+def _sequence_shape(layer: Layer, ins, consts) -> list[TensorInfo]:
+    """Y is [batch, directions, steps, hidden_size]; the final states [batch, directions,
+    hidden_size]."""
+    x = ins[0].shape
+    batch, steps = (x[0], x[1]) if x and len(x) == 3 else (-1, -1)
+    hs, n_dirs = _hidden_size(layer), len(_direction(layer))
+    state = TensorInfo(ins[0].type, (batch, n_dirs, hs))
+    return [TensorInfo(ins[0].type, (batch, n_dirs, steps, hs)), state, state]
+
+
 # ---- cells -------------------------------------------------------------------------------------
 
-@register("LSTMCell", "opset4", outputs=2)
+@op("LSTMCell", versions=(4,), outputs=2, shape=_cell_shape)
 def lstm_cell_v4(layer: Layer):
     hs, clip = _hidden_size(layer), _clip(layer)
     f, g, h = _activations(layer, "sigmoid, tanh, tanh", 3)
@@ -217,7 +236,7 @@ def lstm_cell_v4(layer: Layer):
     return run
 
 
-@register("LSTMCell", "opset1", outputs=2)
+@op("LSTMCell", outputs=2, shape=_cell_shape)
 def lstm_cell_v1(layer: Layer):
     hs, clip = _hidden_size(layer), _clip(layer)
     f, g, h = _activations(layer, "sigmoid, tanh, tanh", 3)
@@ -231,7 +250,7 @@ def lstm_cell_v1(layer: Layer):
     return run
 
 
-@register("GRUCell", "opset3")
+@op("GRUCell", versions=(3,), shape=_cell_shape)
 def gru_cell(layer: Layer):
     hs, clip = _hidden_size(layer), _clip(layer)
     f, g = _activations(layer, "sigmoid, tanh", 2)
@@ -243,7 +262,7 @@ def gru_cell(layer: Layer):
     return run
 
 
-@register("RNNCell", "opset1", "opset6")
+@op("RNNCell", shape=_cell_shape)
 def rnn_cell(layer: Layer):
     hs, clip = _hidden_size(layer), _clip(layer)
     (f,) = _activations(layer, "tanh", 1)
@@ -310,7 +329,7 @@ def _run_sequence(step, X, states, lengths, W, R, B, directions, hs: int):
     return (Y, *finals)
 
 
-@register("LSTMSequence", "opset5", outputs=3)
+@op("LSTMSequence", versions=(5,), outputs=3, shape=_sequence_shape)
 def lstm_sequence(layer: Layer):
     hs, clip, dirs = _hidden_size(layer), _clip(layer), _direction(layer)
     f, g, h = _activations(layer, "sigmoid, tanh, tanh", 3)
@@ -325,7 +344,7 @@ def lstm_sequence(layer: Layer):
     return run
 
 
-@register("GRUSequence", "opset5", outputs=2)
+@op("GRUSequence", versions=(5,), outputs=2, shape=_sequence_shape)
 def gru_sequence(layer: Layer):
     hs, clip, dirs = _hidden_size(layer), _clip(layer), _direction(layer)
     f, g = _activations(layer, "sigmoid, tanh", 2)
@@ -340,7 +359,7 @@ def gru_sequence(layer: Layer):
     return run
 
 
-@register("RNNSequence", "opset5", outputs=2)
+@op("RNNSequence", versions=(5,), outputs=2, shape=_sequence_shape)
 def rnn_sequence(layer: Layer):
     hs, clip, dirs = _hidden_size(layer), _clip(layer), _direction(layer)
     (f,) = _activations(layer, "tanh", 1)

@@ -1,5 +1,5 @@
-"""Kernels that move or re-describe data without arithmetic: Concat, Reshape, Squeeze, Unsqueeze,
-ShapeOf, Broadcast, Tile, Transpose, Split, VariadicSplit, Range, Identity.
+"""Kernels that re-describe or repeat data without arithmetic: Reshape, Squeeze, Unsqueeze, ShapeOf,
+Broadcast, Tile, Transpose, Range, Identity (Concat and the Splits are in ``concat_split``).
 
 Shape-like inputs (the target shape of Reshape, the axes of Squeeze ...) arrive as small integer
 arrays at run time, usually from Constants; they are read with ``.tolist()``, which is cheaper than
@@ -19,42 +19,13 @@ import math
 
 import numpy as np
 
+from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
-from loopdbg.ops.convert import choice, flag, index_dtype, int_attr, dtype_attr
-from loopdbg.ops.registry import register
+from loopdbg.ops.args import attr, axis_of, choice, dtype_attr, flag, index_dtype, int_attr, ints
+from loopdbg.ops.registry import op
+from loopdbg.ops.shape_rules import TensorInfo, axes_of, broadcast, dims, same, same_rank
 
-
-def ints(values) -> list[int]:
-    """A shape-like input (scalar or 1-D integer array) as a list of Python ints."""
-    return np.asarray(values).reshape(-1).tolist()
-
-
-def scalar(value) -> int:
-    """A scalar integer input (an axis, k, depth); a one-element array is accepted too."""
-    flat = np.asarray(value).reshape(-1)
-    if flat.size != 1:
-        raise ValueError(f"expected a scalar, got shape {np.shape(value)}")
-    return int(flat[0])
-
-
-def axis_of(axis: int, rank: int) -> int:
-    """``axis`` normalised to [0, rank); ValueError when out of range."""
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} is out of range for rank {rank}")
-    return axis + rank if axis < 0 else axis
-
-
-# ---- Concat, Reshape, Squeeze, Unsqueeze, ShapeOf --------------------------------------------
-
-
-@register("Concat", "opset1")
-def _concat(layer: Layer):
-    axis = int_attr(layer, "axis")
-
-    def concat(*xs):
-        return np.concatenate(xs, axis=axis)
-
-    return concat
+# ---- Reshape, Squeeze, Unsqueeze, ShapeOf ----------------------------------------------------
 
 
 def reshape_target(in_shape: tuple[int, ...], target: list[int], special_zero: bool) -> list[int]:
@@ -83,7 +54,24 @@ def reshape_target(in_shape: tuple[int, ...], target: list[int], special_zero: b
     return out
 
 
-@register("Reshape", "opset1")
+def _reshape_shape(layer: Layer, ins, consts) -> TensorInfo:
+    target = dims(consts[1])
+    if target is None:
+        n = ins[1].shape[0] if ins[1].shape and ins[1].shape[0] >= 0 else None
+        return TensorInfo(ins[0].type, None if n is None else (-1,) * n)
+    shape = ins[0].shape
+    out = list(target)
+    if flag(layer, "special_zero"):
+        out = [(shape[k] if shape is not None else -1) if d == 0 else d
+               for k, d in enumerate(out)]
+    if out.count(-1) == 1 and shape is not None and -1 not in shape:
+        known = math.prod(d for d in out if d != -1)
+        if known:
+            out[out.index(-1)] = math.prod(shape) // known
+    return TensorInfo(ins[0].type, tuple(out))
+
+
+@op("Reshape", shape=_reshape_shape)
 def _reshape(layer: Layer):
     special_zero = flag(layer, "special_zero")
 
@@ -107,16 +95,41 @@ def _squeeze(x, axes=None):
     return np.squeeze(x, axis=drop) if drop else x
 
 
-register("Squeeze", "opset1")(lambda layer: _squeeze)
+def _squeeze_shape(layer: Layer, ins, consts) -> TensorInfo:
+    shape = ins[0].shape
+    if shape is None:
+        return ins[0]
+    if len(ins) < 2:
+        return TensorInfo(ins[0].type, None if -1 in shape else tuple(d for d in shape if d != 1))
+    axes = axes_of(consts[1], len(shape))
+    if axes is None or any(shape[a] == -1 for a in axes):
+        return TensorInfo(ins[0].type, None)
+    return TensorInfo(ins[0].type, tuple(d for k, d in enumerate(shape)
+                                         if not (k in axes and d == 1)))
 
 
-@register("Squeeze", "opset15")
+@op("Squeeze", shape=_squeeze_shape, default_version=1)
+def _squeeze1(layer: Layer):
+    return _squeeze
+
+
+@op("Squeeze", versions=(15,), shape=_squeeze_shape)
 def _squeeze15(layer: Layer):
     flag(layer, "allow_axis_skip")  # only changes dynamic-shape inference; values are the same
     return _squeeze
 
 
-@register("Unsqueeze", "opset1")
+def _unsqueeze_shape(layer: Layer, ins, consts) -> TensorInfo:
+    shape = ins[0].shape
+    if shape is None or consts[1] is None:
+        return TensorInfo(ins[0].type, None)
+    axes = axes_of(consts[1], len(shape) + len(set(np.ravel(consts[1]).tolist())))
+    rest = iter(shape)
+    return TensorInfo(ins[0].type, tuple(1 if k in axes else next(rest)
+                                         for k in range(len(shape) + len(axes))))
+
+
+@op("Unsqueeze", shape=_unsqueeze_shape)
 def _unsqueeze(layer: Layer):
     def unsqueeze(x, axes):
         listed = set(ints(axes))  # OpenVINO ignores repeated values: [0, 0] adds one axis
@@ -126,12 +139,21 @@ def _unsqueeze(layer: Layer):
     return unsqueeze
 
 
-@register("ShapeOf", "opset1")
+def _shape_of1_shape(layer: Layer, ins, consts) -> TensorInfo:
+    return TensorInfo("i64", (-1 if ins[0].shape is None else len(ins[0].shape),))
+
+
+def _shape_of3_shape(layer: Layer, ins, consts) -> TensorInfo:
+    return TensorInfo(elements.canonical(attr(layer, "output_type", "i64")),
+                      _shape_of1_shape(layer, ins, consts).shape)
+
+
+@op("ShapeOf", shape=_shape_of1_shape)
 def _shape_of1(layer: Layer):
     return lambda x: np.array(np.shape(x), dtype=np.int64)
 
 
-@register("ShapeOf", "opset3")
+@op("ShapeOf", versions=(3,), shape=_shape_of3_shape)
 def _shape_of3(layer: Layer):
     dtype = index_dtype(layer, "output_type", "i64")
     return lambda x: np.array(np.shape(x), dtype=dtype)
@@ -152,36 +174,58 @@ def _explicit_shape(x, target: list[int], mapping: list[int]) -> tuple[int, ...]
     return tuple(shape)
 
 
-def _broadcast_factory(modes: tuple[str, ...]):
-    def factory(layer: Layer):
-        # Broadcast-1 serializes its explicit mode as "none" (OpenVINO's AutoBroadcastType::NONE).
-        mode = choice(layer, "mode", modes + ("none",), "numpy")
-        mode = "explicit" if mode == "none" else mode
-        axis = int_attr(layer, "axis", -1) if mode == "pdpd" else -1
+def _broadcast_kernel(layer: Layer, modes: tuple[str, ...]):
+    # Broadcast-1 serializes its explicit mode as "none" (OpenVINO's AutoBroadcastType::NONE).
+    mode = choice(layer, "mode", modes + ("none",), "numpy")
+    mode = "explicit" if mode == "none" else mode
+    axis = int_attr(layer, "axis", -1) if mode == "pdpd" else -1
 
-        def broadcast(x, target_shape, axes_mapping=None):
-            target = ints(target_shape)
-            if mode == "bidirectional":
-                target = list(np.broadcast_shapes(x.shape, tuple(target)))
-            elif mode == "explicit":
-                if axes_mapping is None:
-                    raise ValueError("explicit Broadcast needs the axes_mapping input")
-                x = x.reshape(_explicit_shape(x, target, ints(axes_mapping)))
-            elif mode == "pdpd":
-                start = len(target) - x.ndim if axis == -1 else axis
-                x = x.reshape((1,) * start + x.shape + (1,) * (len(target) - start - x.ndim))
-            return np.broadcast_to(x, target).copy()
+    def broadcast(x, target_shape, axes_mapping=None):
+        target = ints(target_shape)
+        if mode == "bidirectional":
+            target = list(np.broadcast_shapes(x.shape, tuple(target)))
+        elif mode == "explicit":
+            if axes_mapping is None:
+                raise ValueError("explicit Broadcast needs the axes_mapping input")
+            x = x.reshape(_explicit_shape(x, target, ints(axes_mapping)))
+        elif mode == "pdpd":
+            start = len(target) - x.ndim if axis == -1 else axis
+            x = x.reshape((1,) * start + x.shape + (1,) * (len(target) - start - x.ndim))
+        return np.broadcast_to(x, target).copy()
 
-        return broadcast
-
-    return factory
+    return broadcast
 
 
-register("Broadcast", "opset1")(_broadcast_factory(("numpy", "explicit", "pdpd")))
-register("Broadcast", "opset3")(_broadcast_factory(("numpy", "explicit", "pdpd", "bidirectional")))
+def _broadcast_shape(layer: Layer, ins, consts) -> TensorInfo:
+    target = dims(consts[1])
+    bidirectional = attr(layer, "mode", "numpy").lower() == "bidirectional"
+    if target is None:
+        n = ins[1].shape[0] if ins[1].shape and ins[1].shape[0] >= 0 else None
+        return TensorInfo(ins[0].type, None if n is None or bidirectional else (-1,) * n)
+    return TensorInfo(ins[0].type, broadcast(ins[0].shape, target) if bidirectional else target)
 
 
-@register("Tile", "opset1")
+@op("Broadcast", shape=_broadcast_shape)
+def _broadcast1(layer: Layer):
+    return _broadcast_kernel(layer, ("numpy", "explicit", "pdpd"))
+
+
+@op("Broadcast", versions=(3,), shape=_broadcast_shape)
+def _broadcast3(layer: Layer):
+    return _broadcast_kernel(layer, ("numpy", "explicit", "pdpd", "bidirectional"))
+
+
+def _tile_shape(layer: Layer, ins, consts) -> TensorInfo:
+    shape, reps = ins[0].shape, dims(consts[1])
+    if shape is None or reps is None:
+        return TensorInfo(ins[0].type, None)
+    rank = max(len(shape), len(reps))
+    shape = (1,) * (rank - len(shape)) + tuple(shape)
+    reps = (1,) * (rank - len(reps)) + reps
+    return TensorInfo(ins[0].type, tuple(-1 if d < 0 else d * r for d, r in zip(shape, reps)))
+
+
+@op("Tile", shape=_tile_shape)
 def _tile(layer: Layer):
     def tile(x, repeats):
         reps = ints(repeats)
@@ -192,7 +236,14 @@ def _tile(layer: Layer):
     return tile
 
 
-@register("Transpose", "opset1")
+def _transpose_shape(layer: Layer, ins, consts) -> TensorInfo:
+    shape, order = ins[0].shape, dims(consts[1])
+    if shape is None or order is None:
+        return same_rank(ins[0])
+    return TensorInfo(ins[0].type, tuple(shape[a] for a in order or range(len(shape))[::-1]))
+
+
+@op("Transpose", shape=_transpose_shape)
 def _transpose(layer: Layer):
     def transpose(x, order):
         perm = ints(order)
@@ -201,70 +252,42 @@ def _transpose(layer: Layer):
     return transpose
 
 
-# ---- Split, VariadicSplit --------------------------------------------------------------------
-
-
-def _split_outputs(layer: Layer) -> int:
-    return int_attr(layer, "num_splits") if layer.type == "Split" else len(layer.outputs)
-
-
-@register("Split", "opset1", outputs=_split_outputs)
-def _split(layer: Layer):
-    n = int_attr(layer, "num_splits")
-    if n < 1:
-        raise ValueError(f"num_splits={n} must be positive")
-    if layer.outputs and len(layer.outputs) != n:
-        raise ValueError(f"num_splits={n} but the layer declares {len(layer.outputs)} outputs")
-
-    def split(x, axis):
-        ax = axis_of(scalar(axis), x.ndim)
-        if x.shape[ax] % n:
-            raise ValueError(f"dimension {ax} of shape {x.shape} does not split into {n} parts")
-        parts = np.split(x, n, axis=ax)
-        return tuple(parts) if n > 1 else parts[0]
-
-    return split
-
-
-@register("VariadicSplit", "opset1", outputs=_split_outputs)
-def _variadic_split(layer: Layer):
-    def variadic_split(x, axis, split_lengths):
-        ax = axis_of(scalar(axis), x.ndim)
-        lengths = ints(split_lengths)
-        dim = x.shape[ax]
-        if lengths.count(-1) > 1:
-            raise ValueError(f"split_lengths {lengths} has more than one -1")
-        if -1 in lengths:
-            lengths[lengths.index(-1)] = dim - (sum(lengths) + 1)
-        if sum(lengths) != dim or any(v < 0 for v in lengths):
-            raise ValueError(f"split_lengths {ints(split_lengths)} do not add up to dimension "
-                             f"{ax} of shape {x.shape}")
-        parts = np.split(x, np.cumsum(lengths[:-1]).tolist(), axis=ax)
-        return tuple(parts) if len(parts) > 1 else parts[0]
-
-    return variadic_split
-
-
 # ---- Range, Identity -------------------------------------------------------------------------
+
+
+def _range_terms(start, stop, step, dtype: np.dtype) -> tuple[float | int, float | int, int]:
+    """First value, step and length of Range in ``dtype`` (integer types truncate all three)."""
+    if dtype.kind in "iu":
+        a, b, s = (int(np.trunc(float(v))) if np.asarray(v).dtype.kind == "f" else int(v)
+                   for v in (start, stop, step))
+        return a, s, (max(-((a - b) // s), 0) if s else 0)
+    a, b, s = float(start), float(stop), float(step)
+    return a, s, (max(math.ceil((b - a) / s), 0) if s else 0)
 
 
 def range_values(start, stop, step, dtype: np.dtype) -> np.ndarray:
     """Range in ``dtype``; integer types truncate the bounds and step to integers first."""
-    if dtype.kind in "iu":
-        a, b, s = (int(np.trunc(float(v))) if np.asarray(v).dtype.kind == "f" else int(v)
-                   for v in (start, stop, step))
-        if s == 0:
-            return np.zeros(0, dtype)
-        n = max(-((a - b) // s), 0)
-        return (a + np.arange(n, dtype=np.int64) * s).astype(dtype)
-    a, b, s = float(start), float(stop), float(step)
-    if s == 0:
-        return np.zeros(0, dtype)
-    n = max(math.ceil((b - a) / s), 0)
-    return (a + np.arange(n, dtype=np.float64) * s).astype(dtype)
+    a, s, n = _range_terms(start, stop, step, dtype)
+    work = np.int64 if dtype.kind in "iu" else np.float64
+    return (a + np.arange(n, dtype=work) * s).astype(dtype)
 
 
-@register("Range", "opset1")
+def _range_shape(out_type: str | None, consts) -> TensorInfo:
+    if out_type is None or any(c is None for c in consts[:3]):
+        return TensorInfo(out_type, (-1,))
+    dtype = elements.numpy_dtype(out_type)
+    return TensorInfo(out_type, (_range_terms(*(np.ravel(c)[0] for c in consts[:3]), dtype)[2],))
+
+
+def _range1_shape(layer: Layer, ins, consts) -> TensorInfo:
+    return _range_shape(ins[0].type, consts)
+
+
+def _range4_shape(layer: Layer, ins, consts) -> TensorInfo:
+    return _range_shape(elements.canonical(attr(layer, "output_type")), consts)
+
+
+@op("Range", shape=_range1_shape)
 def _range1(layer: Layer):
     def range1(start, stop, step):
         return range_values(start, stop, step, np.asarray(start).dtype)
@@ -272,7 +295,7 @@ def _range1(layer: Layer):
     return range1
 
 
-@register("Range", "opset4")
+@op("Range", versions=(4,), shape=_range4_shape)
 def _range4(layer: Layer):
     dtype = dtype_attr(layer, "output_type")
 
@@ -282,4 +305,6 @@ def _range4(layer: Layer):
     return range4
 
 
-register("Identity", "opset16")(lambda layer: lambda x: x)
+@op("Identity", versions=(16,), shape=same)
+def _identity(layer: Layer):
+    return lambda x: x

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
 
-from loopdbg.ir.builder import GraphBuilder
+from loopdbg.builder import GraphBuilder
 
 F32 = np.float32
 UNARY = ("Tanh", "Sigmoid", "Negative", "Abs", "none")

@@ -50,7 +50,7 @@ def accumulate_loop(folder: Path, trip: int = 3) -> tuple[Path, Path]:
     Body layer ids: 0 x_t, 1 acc, 2 iter, 3 acc_new (Add), 4 its Result, 5 Const 5, 6 keep (Less),
     7 its Result (the execution condition).
     """
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("accumulate")
@@ -75,7 +75,7 @@ def accumulate_loop(folder: Path, trip: int = 3) -> tuple[Path, Path]:
 
 def endless_loop(folder: Path, *, scan: bool = False, width: int = 4) -> tuple[Path, Path]:
     """trip -1 and a constant-true body condition: only a cap, a budget or Ctrl+C stops it."""
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("endless")

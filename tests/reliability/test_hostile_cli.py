@@ -307,7 +307,7 @@ def test_broken_loop(base, tmp_path, cli, case):
 
 def _ti(tmp_path: Path, lengths=(3, 3), *, start=0, stride=1, part=1, out_start=0):
     """A TensorIterator summing two sequences sliced along axis 0."""
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("ti")
@@ -549,7 +549,7 @@ def test_kernel_error_names_the_file_loop_iteration_and_layer(cli):
 
 
 def test_kernel_error_in_a_nested_loop_names_the_whole_path(tmp_path, cli):
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("nested")
@@ -575,7 +575,7 @@ def test_kernel_error_in_a_nested_loop_names_the_whole_path(tmp_path, cli):
 
 
 def test_concatenation_whose_shapes_vary_names_the_iteration(tmp_path, cli):
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("grow")
@@ -593,7 +593,7 @@ def test_concatenation_whose_shapes_vary_names_the_iteration(tmp_path, cli):
 
 
 def test_back_edge_that_changes_dtype_names_the_edge(tmp_path, cli):
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("cast")

@@ -42,7 +42,7 @@ def endless_scan(tmp_path_factory):
 
 def _nested_endless(folder: Path) -> tuple[Path, Path]:
     """A bounded outer loop (3 iterations) around an unbounded inner one."""
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("nested_endless")
@@ -221,7 +221,7 @@ def test_memory_budget_with_a_breakpoint_session(endless_scan, cli):
 
 def test_the_budget_counts_what_is_held_not_what_was_ever_held(tmp_path, cli):
     """An inner scan joined 300 times holds 40 KiB at a time: a 1 MiB budget is plenty."""
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("nested_scan")

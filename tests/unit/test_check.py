@@ -21,7 +21,7 @@ from loopdbg.check.extract import NODE, RESULT, standalone_body
 from loopdbg.cli import main
 from loopdbg.engine import Engine, IterationDone
 from loopdbg.engine.inputs import load_npz
-from loopdbg.ir.builder import GraphBuilder
+from loopdbg.builder import GraphBuilder
 from loopdbg.ir.load import read_model
 from loopdbg.ir.xml_reader import read_ir
 from loopdbg.ir.xml_writer import write_ir

@@ -21,7 +21,7 @@ import pytest
 from loopdbg.cli import main
 from loopdbg.engine import Engine
 from loopdbg.engine.inputs import load_npz
-from loopdbg.ir.builder import GraphBuilder
+from loopdbg.builder import GraphBuilder
 from loopdbg.ir.load import read_model
 from loopdbg.teach.explain import explain
 from loopdbg.teach.explain_text import format_text

@@ -19,9 +19,9 @@ import pytest
 from loopdbg.engine import Engine
 from loopdbg.ir import read_ir
 from loopdbg.ir.bin_writer import encode, normalise
-from loopdbg.ir.builder import GraphBuilder, format_attr
+from loopdbg.builder import GraphBuilder, format_attr
 from loopdbg.ir.model import Graph, Layer
-from loopdbg.ir.shape_infer import TensorInfo, broadcast, infer
+from loopdbg.ops.shape_rules import TensorInfo, broadcast, infer
 from loopdbg.ir.xml_writer import to_bytes, write_ir
 from loopdbg.oracle import testing as ovt
 

@@ -19,7 +19,7 @@ import _onnx_models as om  # noqa: E402
 from loopdbg.engine import Engine, IterationDone, LoopFinished, LoopStarted  # noqa: E402
 from loopdbg.engine import events as ev  # noqa: E402
 from loopdbg.engine.inputs import input_specs, load_npz  # noqa: E402
-from loopdbg.errors import ModelError  # noqa: E402
+from loopdbg.errors import ModelError, UnsupportedOperation  # noqa: E402
 from loopdbg.ir import model as irm  # noqa: E402
 from loopdbg.ir.load import read_model  # noqa: E402
 from loopdbg.ir.onnx_reader import INSTALL_HINT, from_proto  # noqa: E402
@@ -111,6 +111,27 @@ def test_initializers_become_constants_and_empty_optional_inputs_stay_unconnecte
     assert g.layers[g.producer(clip.id, 2)[0]].type == "Constant"
     out = Engine(model).run_to_end({"x": np.array([-2, 0.5, 2], np.float32)}).outputs
     np.testing.assert_array_equal(out["y"], [-2, 0.5, 1])
+
+
+@pytest.mark.parametrize("opset, to", [(13, TensorProto.INT32), (1, "INT32")])
+def test_cast_targets_are_read_as_element_type_names(opset, to):
+    """The reader turns ONNX's enum (and Cast-1's spelled name) into ``i32``: no onnx in ops."""
+    m = om.model([helper.make_node("Cast", ["x"], ["y"], to=to)], [om.vi("x", om.F, [3])],
+                 [om.vi("y", TensorProto.INT32, [3])], opset=opset)
+    model = from_proto(m)
+    cast = next(layer for layer in model.graph.layers.values() if layer.type == "onnx.Cast")
+    assert cast.data["to"] == "i32"
+    out = Engine(model).run_to_end({"x": np.array([-2.7, 0.5, 3.9], np.float32)}).outputs["y"]
+    assert out.dtype == np.int32 and out.tolist() == [-2, 0, 3]
+
+
+@pytest.mark.parametrize("to, name", [(TensorProto.STRING, "string"),
+                                      (TensorProto.BFLOAT16, "bf16"), ("TEXT", "TEXT")])
+def test_a_cast_to_a_type_loopdbg_lacks_is_one_sentence_naming_it(to, name):
+    m = om.model([helper.make_node("Cast", ["x"], ["y"], to=to)], [om.vi("x", om.F, [3])],
+                 [om.vi("y", om.F, [3])], opset=1 if isinstance(to, str) else 13)
+    with pytest.raises(UnsupportedOperation, match=f"Cast to element type {name} is not supported"):
+        Engine(from_proto(m)).run_to_end({"x": np.zeros(3, np.float32)})
 
 
 def test_a_name_nothing_defines_is_a_model_error():

@@ -9,7 +9,7 @@ import pytest
 
 from loopdbg.errors import UnsupportedOperation
 from loopdbg.ir.model import Layer, Port
-from loopdbg.ops import convert as cv
+from loopdbg.ops import args
 from loopdbg.ops.registry import make_kernel
 
 
@@ -104,14 +104,14 @@ def test_bad_destination_type_is_a_user_error(data):
 def test_attribute_parsers():
     layer = Layer(id=1, name="x", type="T", version="opset1",
                   data={"b": "true", "i": " 3", "l": "0, 1,2", "e": "", "c": "NumPy", "f": "1e-3"})
-    assert cv.flag(layer, "b") and not cv.flag(layer, "missing")
-    assert cv.int_attr(layer, "i") == 3 and cv.int_attr(layer, "missing", 7) == 7
-    assert cv.int_list(layer, "l") == [0, 1, 2] and cv.int_list(layer, "e") == []
-    assert cv.choice(layer, "c", ("numpy", "none")) == "numpy"
-    assert cv.float_attr(layer, "f") == 1e-3
+    assert args.flag(layer, "b") and not args.flag(layer, "missing")
+    assert args.int_attr(layer, "i") == 3 and args.int_attr(layer, "missing", 7) == 7
+    assert args.int_list(layer, "l") == [0, 1, 2] and args.int_list(layer, "e") == []
+    assert args.choice(layer, "c", ("numpy", "none")) == "numpy"
+    assert args.float_attr(layer, "f") == 1e-3
     with pytest.raises(KeyError, match="'i2'"):
-        cv.int_attr(layer, "i2")
+        args.int_attr(layer, "i2")
     with pytest.raises(ValueError, match="not one of"):
-        cv.choice(layer, "b", ("numpy",))
+        args.choice(layer, "b", ("numpy",))
     with pytest.raises(ValueError, match="boolean"):
-        cv.flag(layer, "i")
+        args.flag(layer, "i")

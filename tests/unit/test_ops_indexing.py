@@ -197,7 +197,7 @@ def test_scatter_update_along_axis_and_copies_input():
 
 def test_scatter_nd_update():
     data = np.arange(8, dtype=np.float32)
-    fn = kernel("ScatterNDUpdate", "opset3", n_in=3)
+    fn = kernel("ScatterNDUpdate", "opset4", n_in=3)
     out = fn(data, np.array([[4], [3], [1], [7]]), np.array([9, 10, 11, 12], np.float32))
     assert out.tolist() == [0, 11, 2, 10, 9, 5, 6, 12]
     d2 = np.zeros((2, 3), np.int32)
@@ -275,3 +275,13 @@ def test_one_hot():
     assert out.shape == (2, 1, 2) and out.tolist() == [[[1, 0]], [[0, 1]]]
     out = kernel("OneHot", n_in=4, axis="1")(np.array([[0, 1]]), ax(2), np.int32(1), np.int32(0))
     assert out.shape == (1, 2, 2) and out.tolist() == [[[1, 0], [0, 1]]]
+
+
+def test_one_hot16_normalizes_negative_indices_only_when_asked():
+    indices, on_off = i64(0, -1, -3, -4, 3), (ax(3), np.float32(1), np.float32(0))
+    ignore = kernel("OneHot", "opset16", n_in=4, axis="-1")(indices, *on_off)
+    assert ignore.tolist() == [[1, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
+    fn = kernel("OneHot", "opset16", n_in=4, axis="-1", negative_indices_mode="normalize")
+    assert fn(indices, *on_off).tolist() == [[1, 0, 0], [0, 0, 1], [1, 0, 0], [0, 0, 0], [0, 0, 0]]
+    with pytest.raises(UnsupportedOperation, match="negative_indices_mode"):
+        kernel("OneHot", "opset16", n_in=4, axis="0", negative_indices_mode="wrap")

@@ -165,7 +165,7 @@ KILL_SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
     from loopdbg.engine import Engine
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.trace import record
 
     b = GraphBuilder("endless")

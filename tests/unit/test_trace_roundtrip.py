@@ -12,7 +12,7 @@ import pytest
 
 from loopdbg.engine import Engine, IterationDone, LoopFinished, LoopStarted, Notice, RunFinished
 from loopdbg.engine.inputs import load_npz
-from loopdbg.ir.builder import GraphBuilder
+from loopdbg.builder import GraphBuilder
 from loopdbg.ir.load import read_model
 from loopdbg.trace import (TraceError, TraceReader, TraceWriter, inputs_sha256, record,
                            recording)

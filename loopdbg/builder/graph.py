@@ -1,107 +1,27 @@
-"""Build models in Python: the test-case factory for loopdbg (and for anyone writing a small IR).
+"""``GraphBuilder``: a graph under construction, and the attribute spelling of ``<data>``.
 
-    b = GraphBuilder("net")
-    seq = b.parameter("seq", "f32", [4, 2])
-    acc0 = b.parameter("acc0", "f32", [1, 2])
-    loop = b.loop("loop", trip=-1, cond=True)      # a LoopBuilder with its own body GraphBuilder
-    x_t = loop.sliced_input(seq, "x_t", axis=0)
-    acc = loop.merged_input(acc0, "acc")
-    it = loop.current_iteration("iter")
-    acc_new = loop.body.op("Add", [acc, x_t], name="acc_new")
-    loop.back_edge(acc_new, acc)
-    loop.condition(loop.body.op("Less", [it, np.array([2], np.int64)]))
-    b.result(loop.output_last(acc_new, name="acc_final"))
-    b.result(loop.output_concat(acc_new, axis=0, name="acc_seq"))
-    model = b.build()              # a loopdbg.ir.model.Model, ready for write_ir(model, path)
-
-Everything is recorded first and turned into a ``Model`` by ``build()``: only then are port types
-and shapes inferred (``shape_infer``), because a body's shapes depend on how its loop is fed and on
-its back edges, which are often declared after the body. Layer ids follow creation order within
-each graph, so Parameter and Result order (the model's inputs and outputs) is creation order too.
-The result is exactly what ``read_ir`` returns for the written file: canonical types with the IR
-spelling in ``ir_type``, ``<data>`` as strings, Const values as they decode from the ``.bin``.
+Versions, output counts and (in ``assemble``) shape rules come from the op table
+(``loopdbg.ops.registry``), which is why the builder sits above ``ops``. Bodies of Loop,
+TensorIterator and If are GraphBuilders too, made by the control builders of ``control``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
+from loopdbg.builder.assemble import assemble
+from loopdbg.builder.control import IfBuilder, LoopBuilder, TensorIteratorBuilder
+from loopdbg.builder.nodes import Node, ResultRef, Tensor
 from loopdbg.ir import elements
 from loopdbg.ir.bin_writer import normalise
+from loopdbg.ir.model import Layer, Model
 from loopdbg.ir.xml_reader import CANONICAL_TYPES
-from loopdbg.ir.xml_writer import IR_SPELLINGS, format_const_shape
-
-if TYPE_CHECKING:
-    from loopdbg.ir.builder_control import IfBuilder, LoopBuilder, TensorIteratorBuilder
-    from loopdbg.ir.model import Model
-
-# The opset that introduced the version of an op OpenVINO 2026 uses; anything else is opset1.
-DEFAULT_VERSIONS = {
-    "Loop": "opset5", "If": "opset8", "Softmax": "opset8", "LogSoftmax": "opset5",
-    "Gather": "opset8", "GatherND": "opset8", "GatherElements": "opset6", "ShapeOf": "opset3",
-    "Range": "opset4", "Broadcast": "opset3", "TopK": "opset11", "LSTMCell": "opset4",
-    "GRUCell": "opset3", "Slice": "opset8", "NonZero": "opset3", "ScatterUpdate": "opset3",
-    "CumSum": "opset3", "Mish": "opset4", "HSwish": "opset4", "Swish": "opset4",
-    "SoftPlus": "opset4", "ReduceL1": "opset4", "ReduceL2": "opset4", "Round": "opset5",
-    "Gelu": "opset7", "Roll": "opset7", "Einsum": "opset7", "HSigmoid": "opset5",
-    "IsNaN": "opset10", "IsInf": "opset10", "IsFinite": "opset10", "SoftSign": "opset9",
-    "BitwiseAnd": "opset13", "BitwiseOr": "opset13", "BitwiseXor": "opset13",
-    "BitwiseNot": "opset13", "Pad": "opset12", "ScatterElementsUpdate": "opset12",
-}
-
-# Ops with more than one output, and how many (Split reads ``num_splits``).
-DEFAULT_OUTPUTS = {"LSTMCell": 2, "TopK": 2, "LSTMSequence": 3, "GRUSequence": 2,
-                   "RNNSequence": 2}
+from loopdbg.ir.xml_writer import format_const_shape
+from loopdbg.ops import registry
 
 _RESERVED = ("Parameter", "Constant", "Result", "Loop", "TensorIterator", "If")
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """One output port of a node in one graph: what ops take as inputs."""
-
-    graph: "GraphBuilder" = field(repr=False)
-    node: int
-    port: int = 0
-
-    @property
-    def name(self) -> str:
-        """The tensor's first name, else ``<layer name>`` (``.k`` for port k > 0)."""
-        node = self.graph._nodes[self.node]
-        names = node.out_names[self.port] if self.port < len(node.out_names) else []
-        if names:
-            return names[0]
-        return node.name if self.port == 0 else f"{node.name}.{self.port}"
-
-
-@dataclass(frozen=True)
-class ResultRef:
-    """A Result layer of a graph (from ``GraphBuilder.result``), for port maps and back edges."""
-
-    graph: "GraphBuilder" = field(repr=False)
-    node: int
-
-
-@dataclass
-class _Node:
-    """A layer as recorded: turned into a ``Layer`` by ``build()`` once types are inferred."""
-
-    id: int
-    name: str
-    type: str
-    version: str
-    attrs: dict[str, str] = field(default_factory=dict)
-    inputs: list[Tensor] = field(default_factory=list)
-    n_out: int = 1
-    out_names: list[list[str]] = field(default_factory=list)
-    out_types: list[str | None] | None = None       # declared by the caller; None: infer
-    out_shapes: list[tuple[int, ...] | None] | None = None
-    declared: tuple[str | None, tuple[int, ...] | None] | None = None   # Parameter type, shape
-    value: np.ndarray | None = None
-    control: Any = None                               # LoopBuilder / IfBuilder
 
 
 class GraphBuilder:
@@ -110,7 +30,7 @@ class GraphBuilder:
     def __init__(self, name: str = "model", *, _owner: Any = None):
         self.name = name
         self._owner = _owner
-        self._nodes: dict[int, _Node] = {}
+        self._nodes: dict[int, Node] = {}
         self._tensor_names: set[str] = set()
         self._auto_results: dict[Tensor, ResultRef] = {}
 
@@ -170,10 +90,11 @@ class GraphBuilder:
         canonical = CANONICAL_TYPES.get(type, type)
         if canonical in _RESERVED:
             raise ValueError(f"use the builder's own method for {canonical}, not op()")
-        n_out = outputs if outputs is not None else _default_outputs(canonical, attrs)
+        version = version or registry.default_version(canonical) or "opset1"
+        data = {k: format_attr(v) for k, v in attrs.items() if v is not None}
+        n_out = outputs if outputs is not None else _default_outputs(canonical, version, data)
         names = list(out_names) if out_names is not None else (
             [name] + [f"{name}.{k}" for k in range(1, n_out)] if name else [])
-        data = {k: format_attr(v) for k, v in attrs.items() if v is not None}
         shapes = _per_port(out_shape, n_out, "out_shape", _dims)
         types = _per_port(out_type, n_out, "out_type", elements.canonical)
         taken = [n for n in names if n in self._tensor_names]
@@ -181,8 +102,7 @@ class GraphBuilder:
             raise ValueError(f"the tensor name '{taken[0]}' is already used in graph "
                              f"'{self.name}'")
         feeds = [self._as_input(x) for x in inputs]
-        node = self._add(name, canonical, version or DEFAULT_VERSIONS.get(canonical, "opset1"),
-                         n_out=n_out, out_names=names)
+        node = self._add(name, canonical, version, n_out=n_out, out_names=names)
         node.inputs, node.attrs, node.out_shapes, node.out_types = feeds, data, shapes, types
         outs = tuple(Tensor(self, node.id, k) for k in range(n_out))
         return outs[0] if n_out == 1 else outs
@@ -203,10 +123,8 @@ class GraphBuilder:
         return ResultRef(self, node.id)
 
     # -- control flow ---------------------------------------------------------------------------
-    def loop(self, name: str, trip: Tensor | int = -1, cond: Tensor | bool = True) -> "LoopBuilder":
+    def loop(self, name: str, trip: Tensor | int = -1, cond: Tensor | bool = True) -> LoopBuilder:
         """A Loop-5 fed ``trip`` (trip count, negative: no limit) and ``cond`` (run at all?)."""
-        from loopdbg.ir.builder_control import LoopBuilder
-
         trip_t = trip if isinstance(trip, Tensor) else self.const(f"{name}/trip_count",
                                                                  np.int64(trip))
         cond_t = cond if isinstance(cond, Tensor) else self.const(f"{name}/exec_cond",
@@ -216,18 +134,14 @@ class GraphBuilder:
         node.control = LoopBuilder(self, node)
         return node.control
 
-    def tensor_iterator(self, name: str) -> "TensorIteratorBuilder":
+    def tensor_iterator(self, name: str) -> TensorIteratorBuilder:
         """A TensorIterator-1; its iteration count comes from its sliced inputs."""
-        from loopdbg.ir.builder_control import TensorIteratorBuilder
-
         node = self._add(name, "TensorIterator", "opset1", n_out=0)
         node.control = TensorIteratorBuilder(self, node)
         return node.control
 
-    def if_(self, name: str, cond: Tensor | bool) -> "IfBuilder":
+    def if_(self, name: str, cond: Tensor | bool) -> IfBuilder:
         """An If-8 choosing ``then_body`` when ``cond`` (one boolean element) is true."""
-        from loopdbg.ir.builder_control import IfBuilder
-
         cond_t = cond if isinstance(cond, Tensor) else self.const(f"{name}/cond", np.bool_(cond))
         node = self._add(name, "If", "opset8", n_out=0)
         node.inputs = [self._as_input(cond_t)]
@@ -235,23 +149,21 @@ class GraphBuilder:
         return node.control
 
     # -- building -------------------------------------------------------------------------------
-    def build(self) -> "Model":
+    def build(self) -> Model:
         """The finished ``Model`` (the builder stays usable; building twice gives equal models)."""
         if self._owner is not None:
             raise ValueError(f"build() the model's top GraphBuilder, not the body '{self.name}'")
-        from loopdbg.ir.builder_assemble import assemble
-
         return assemble(self)
 
     # -- helpers --------------------------------------------------------------------------------
     def _add(self, name: str | None, type_: str, version: str, n_out: int,
-             out_names: Sequence[str] = ()) -> _Node:
+             out_names: Sequence[str] = ()) -> Node:
         node_id = len(self._nodes)
         names = [[n] for n in out_names[:n_out]] + [[] for _ in range(n_out - len(out_names))]
         for port_names in names:
             for n in port_names:
                 self._claim(n)
-        node = _Node(id=node_id, name=name or f"{type_}_{node_id}", type=type_, version=version,
+        node = Node(id=node_id, name=name or f"{type_}_{node_id}", type=type_, version=version,
                      n_out=n_out, out_names=names)
         self._nodes[node_id] = node
         return node
@@ -326,14 +238,17 @@ def format_attr(value) -> str:
     raise TypeError(f"cannot write an attribute of type {type(value).__name__}")
 
 
-def ir_spelling(type_: str) -> str:
-    return IR_SPELLINGS.get(type_, type_)
-
-
-def _default_outputs(type_: str, attrs: dict) -> int:
-    if type_ == "Split" and "num_splits" in attrs:
-        return int(attrs["num_splits"])
-    return DEFAULT_OUTPUTS.get(type_, 1)
+def _default_outputs(type_: str, version: str, data: dict[str, str]) -> int:
+    """The op table's output count for the layer as written so far (no ports yet): 1 for an op
+    loopdbg has no kernel for, or whose count comes from its ports (VariadicSplit) or from an
+    attribute not given."""
+    spec = registry.lookup(type_, version)
+    if spec is None:
+        return 1
+    try:
+        return max(spec.count_outputs(Layer(-1, type_, type_, version, data=data)), 1)
+    except KeyError:
+        return 1
 
 
 def _dims(shape) -> tuple[int, ...] | None:

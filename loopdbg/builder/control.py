@@ -9,23 +9,29 @@ the exact Results matter.
 External port ids follow OpenVINO's serializer: inputs are numbered by position (a Loop's 0 and 1
 are the trip count and the execution condition), outputs by ``n_inputs + position``; since inputs
 may still be added after an output is declared, output ids are fixed by ``build()``.
+
+A body is made with the class of the graph that owns the control layer (``type(parent)``), so this
+module needs only the records of ``nodes``, and ``graph``, which makes control builders, imports it
+without a circle.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from loopdbg.ir.builder import GraphBuilder, ResultRef, Tensor, _Node
+from typing import Any
+
+from loopdbg.builder.nodes import Node, ResultRef, Tensor
 from loopdbg.ir.model import BackEdge, InputMapping, OutputMapping, SubGraph
 
 
 class _IterationBuilder:
     """What Loop and TensorIterator share: sliced/merged/invariant inputs, back edges, outputs."""
 
-    def __init__(self, parent: GraphBuilder, node: _Node):
+    def __init__(self, parent: Any, node: Node):
         self.parent = parent
         self.node = node
-        self.body = GraphBuilder(f"{node.name}/body", _owner=self)
+        self.body = type(parent)(f"{node.name}/body", _owner=self)
         self.inputs: list[InputMapping] = []
         self.outputs: list[OutputMapping] = []      # external_port_id holds the output index
         self.back_edges: list[BackEdge] = []
@@ -124,7 +130,7 @@ class _IterationBuilder:
 class LoopBuilder(_IterationBuilder):
     """Loop-5: adds the current-iteration input and the body condition."""
 
-    def __init__(self, parent: GraphBuilder, node: _Node):
+    def __init__(self, parent: Any, node: Node):
         super().__init__(parent, node)
         self._current: int | None = None
         self._condition: ResultRef | None = None
@@ -168,11 +174,11 @@ class TensorIteratorBuilder(_IterationBuilder):
 class IfBuilder:
     """If-8: two bodies; every input and output is declared for both branches at once."""
 
-    def __init__(self, parent: GraphBuilder, node: _Node):
+    def __init__(self, parent: Any, node: Node):
         self.parent = parent
         self.node = node
-        self.then_body = GraphBuilder(f"{node.name}/then_body", _owner=self)
-        self.else_body = GraphBuilder(f"{node.name}/else_body", _owner=self)
+        self.then_body = type(parent)(f"{node.name}/then_body", _owner=self)
+        self.else_body = type(parent)(f"{node.name}/else_body", _owner=self)
         self.bodies = {"then_body": self.then_body, "else_body": self.else_body}
         self.maps = {role: ([], []) for role in self.bodies}     # (inputs, outputs) per branch
 

@@ -6,7 +6,10 @@ is the fed tensor. A back edge may carry a value of another shape than the initi
 OpenVINO does, the merged Parameter is then widened (differing dims become dynamic) and the body
 inferred again. A concatenated output's axis is ``body dim × iterations`` when the iteration count
 is known from constants (a TensorIterator's sliced input, a Loop with a constant trip count and
-conditions), and dynamic otherwise.
+conditions), and dynamic otherwise. Every other layer's outputs come from its shape rule in the op
+table (``loopdbg.ops.shape_rules.infer``), for the layer's own version.
+
+The graphs handled here are ``GraphBuilder``s (``graph``), used through their records only.
 """
 
 from __future__ import annotations
@@ -15,18 +18,18 @@ import heapq
 
 import numpy as np
 
+from loopdbg.builder.control import IfBuilder, LoopBuilder, TensorIteratorBuilder
 from loopdbg.ir import elements
 from loopdbg.ir.bin_writer import BlobTable
-from loopdbg.ir.builder import GraphBuilder, ir_spelling
-from loopdbg.ir.builder_control import IfBuilder, LoopBuilder, TensorIteratorBuilder
 from loopdbg.ir.model import Edge, Graph, Layer, Model, Port
-from loopdbg.ir.shape_infer import UNKNOWN, TensorInfo, infer
-from loopdbg.ir.xml_writer import format_shape, place_consts
+from loopdbg.ir.xml_writer import IR_SPELLINGS, format_shape, place_consts
+from loopdbg.ops.shape_rules import UNKNOWN, TensorInfo, infer
 
 _WIDEN_ROUNDS = 4
 
 
-def assemble(top: GraphBuilder) -> Model:
+def assemble(top) -> Model:
+    """The ``Model`` of the top GraphBuilder ``top``."""
     a = _Assembler()
     a.infer_graph(top, {})
     graph = place_consts(a.emit(top), BlobTable())
@@ -46,7 +49,7 @@ class _Assembler:
         self.infos: dict[int, dict[tuple[int, int], TensorInfo]] = {}   # by id(GraphBuilder)
 
     # -- inference ------------------------------------------------------------------------------
-    def infer_graph(self, gb: GraphBuilder, feeds: dict[int, TensorInfo]
+    def infer_graph(self, gb, feeds: dict[int, TensorInfo]
                     ) -> dict[tuple[int, int], TensorInfo]:
         info: dict[tuple[int, int], TensorInfo] = {}
         for nid in topological_order(gb):
@@ -62,7 +65,7 @@ class _Assembler:
                 node.control.check()
                 outs = self._infer_control(node.control, ins, consts)
             else:
-                outs = infer(node.type, ins, node.attrs, consts, node.n_out)
+                outs = infer(node.type, ins, node.attrs, consts, node.n_out, node.version)
             for k, out in enumerate(outs[:node.n_out]):
                 if node.out_types is not None and node.out_types[k] is not None:
                     out = TensorInfo(node.out_types[k], out.shape)
@@ -108,7 +111,7 @@ class _Assembler:
         return [widen(a, b) if a != b else a for a, b in zip(*per_branch)]
 
     # -- layers ---------------------------------------------------------------------------------
-    def emit(self, gb: GraphBuilder) -> Graph:
+    def emit(self, gb) -> Graph:
         info = self.infos[id(gb)]
         layers: dict[int, Layer] = {}
         edges = []
@@ -131,18 +134,18 @@ class _Assembler:
                 subgraphs = node.control.subgraphs(self.emit(node.control.body), n_in)
             layers[nid] = Layer(id=nid, name=node.name, type=node.type, version=node.version,
                                 data=data, inputs=inputs, outputs=outputs, subgraphs=subgraphs,
-                                value=node.value, ir_type=ir_spelling(node.type))
+                                value=node.value, ir_type=IR_SPELLINGS.get(node.type, node.type))
             edges.extend(Edge(t.node, t.port, nid, k) for k, t in enumerate(node.inputs))
         return Graph(name=gb.name, layers=layers, edges=tuple(edges),
-                     parameters=tuple(i for i, l in layers.items() if l.type == "Parameter"),
-                     results=tuple(i for i, l in layers.items() if l.type == "Result"))
+                     parameters=tuple(i for i, lay in layers.items() if lay.type == "Parameter"),
+                     results=tuple(i for i, lay in layers.items() if lay.type == "Result"))
 
 
 # ----------------------------------------------------------------------------------------------
 # Helpers
 
 
-def topological_order(gb: GraphBuilder) -> list[int]:
+def topological_order(gb) -> list[int]:
     """Node ids, producers first (lowest id first among the ready); a cycle is a ValueError."""
     waiting = {nid: len(node.inputs) for nid, node in gb._nodes.items()}
     consumers: dict[int, list[int]] = {}
@@ -165,12 +168,12 @@ def topological_order(gb: GraphBuilder) -> list[int]:
     return order
 
 
-def _const_value(gb: GraphBuilder, t) -> np.ndarray | None:
+def _const_value(gb, t) -> np.ndarray | None:
     node = gb._nodes[t.node]
     return node.value if node.type == "Constant" else None
 
 
-def _result_info(gb: GraphBuilder, result_id: int, info) -> TensorInfo:
+def _result_info(gb, result_id: int, info) -> TensorInfo:
     src = gb._nodes[result_id].inputs[0]
     return info[(src.node, src.port)]
 

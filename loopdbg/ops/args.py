@@ -1,0 +1,140 @@
+"""A kernel's arguments: its attributes, parsed once at plan time, and its shape-like inputs.
+
+Every family module reads its arguments with these, so that a bad attribute reads the same in every
+error message (``keep_dims='maybe' is not a boolean``): the registry turns the ValueError or
+KeyError raised here into one sentence naming the layer. OpenVINO attributes are the ``<data>``
+strings of the IR; ONNX attributes are the Python values the ONNX reader made of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from loopdbg.ir import elements
+from loopdbg.ir.model import Layer
+
+# ---- OpenVINO attributes (plan time) ---------------------------------------------------------
+
+
+def attr(layer: Layer, name: str, default: str | None = None) -> str:
+    """The raw attribute string; KeyError naming the attribute when it is missing and required."""
+    value = layer.data.get(name, default)
+    if value is None:
+        raise KeyError(f"attribute '{name}' is missing")
+    return value.strip()
+
+
+def flag(layer: Layer, name: str, default: bool = False) -> bool:
+    text = attr(layer, name, "true" if default else "false").lower()
+    if text in ("true", "1"):
+        return True
+    if text in ("false", "0", ""):
+        return False
+    raise ValueError(f"{name}={text!r} is not a boolean")
+
+
+def int_attr(layer: Layer, name: str, default: int | None = None) -> int:
+    text = attr(layer, name, None if default is None else str(default))
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not an integer") from None
+
+
+def float_attr(layer: Layer, name: str, default: float | None = None) -> float:
+    text = attr(layer, name, None if default is None else repr(default))
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a number") from None
+
+
+def int_list(layer: Layer, name: str, default: Sequence[int] = ()) -> list[int]:
+    """A comma-separated list (``"0, 1"`` or ``"0,1"``); an empty string is an empty list."""
+    text = layer.data.get(name)
+    if text is None:
+        return list(default)
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a list of integers") from None
+
+
+def choice(layer: Layer, name: str, allowed: Sequence[str], default: str | None = None) -> str:
+    """A lowercase keyword attribute that must be one of ``allowed``."""
+    text = attr(layer, name, default).lower()
+    if text not in allowed:
+        raise ValueError(f"{name}={text!r} is not one of {', '.join(allowed)}")
+    return text
+
+
+def dtype_attr(layer: Layer, name: str, default: str | None = None) -> np.dtype:
+    """An element-type attribute (``destination_type``, ``output_type`` ...) as a numpy dtype."""
+    text = attr(layer, name, default)
+    dtype = elements.numpy_dtype(text)
+    if dtype is None:
+        raise ValueError(f"{name}={text!r} names no concrete element type")
+    return dtype
+
+
+def index_dtype(layer: Layer, name: str, default: str, allowed=("i32", "i64")) -> np.dtype:
+    """An integer output type restricted to ``allowed`` (ShapeOf, TopK, NonZero)."""
+    text = attr(layer, name, default)
+    if elements.canonical(text) not in allowed:
+        raise ValueError(f"{name}={text!r} must be one of {', '.join(allowed)}")
+    return elements.numpy_dtype(text)
+
+
+# ---- ONNX attributes (plan time) -------------------------------------------------------------
+
+
+def a(layer: Layer, name: str, default: Any = None) -> Any:
+    """An ONNX attribute as read by the ONNX reader (int, float, str, list, array)."""
+    return layer.data.get(name, default)
+
+
+def opset(layer: Layer) -> int:
+    """The ONNX opset version of a layer (``opset13`` -> 13)."""
+    return int(str(layer.version).removeprefix("opset") or 1)
+
+
+def declared_outputs(layer: Layer) -> int:
+    """As many as the layer declares."""
+    return max(len(layer.outputs), 1)
+
+
+# ---- shape-like inputs (run time) ------------------------------------------------------------
+
+
+def ints(values) -> list[int]:
+    """A shape-like input (scalar or 1-D integer array) as a list of Python ints."""
+    return np.asarray(values).reshape(-1).tolist()
+
+
+def ints_of(value) -> list[int]:
+    """Any integer-valued input or attribute, flattened, as Python ints (ONNX axes, pads)."""
+    return np.asarray(value).reshape(-1).astype(np.int64).tolist()
+
+
+def scalar(value) -> int:
+    """A scalar integer input (an axis, k, depth); a one-element array is accepted too."""
+    flat = np.asarray(value).reshape(-1)
+    if flat.size != 1:
+        raise ValueError(f"expected a scalar, got shape {np.shape(value)}")
+    return int(flat[0])
+
+
+def axis_of(axis: int, rank: int) -> int:
+    """``axis`` normalised to [0, rank); ValueError when out of range."""
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def wrap_negative(indices: np.ndarray, dims) -> np.ndarray:
+    """``indices`` with negative entries counted from the end of ``dims`` (one per last axis)."""
+    if indices.size and indices.min() < 0:
+        return np.where(indices < 0, indices + np.asarray(dims, dtype=indices.dtype), indices)
+    return indices
