@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from loopdbg.debug.session import END, ERROR, START, Stop
+from loopdbg.debug.stop import END, ERROR, START, Stop
 
 
 def fmt_value(value: Any, *, width: int = 60) -> str:

@@ -9,6 +9,7 @@ Keys are listed in BINDINGS (and in the footer and on the help screen, ``?``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from textual import on, work
@@ -129,9 +130,10 @@ class LoopdbgApp(App):
         try:
             stop = method()
         except LoopdbgError as exc:
-            stop = Stop(ERROR, str(exc), self.session.current, error=exc)
+            stop = Stop(kind=ERROR, reason=str(exc), event=self.session.current, error=exc)
         except Exception as exc:  # noqa: BLE001 - a bug must show, not crash the UI
-            stop = Stop(ERROR, f"internal error: {type(exc).__name__}: {exc}", self.session.current)
+            stop = Stop(kind=ERROR, reason=f"internal error: {type(exc).__name__}: {exc}",
+                        event=self.session.current)
         self.post_message(Stopped(stop, name))
 
     def action_step_node(self) -> None:
@@ -203,14 +205,10 @@ class LoopdbgApp(App):
         if event is None:
             return []
         session = self.session
-        out = []
+        timeline = session.timeline
         pos = session.stop.position if session.stop.position >= 0 else session.newest
-        while pos >= session.oldest and len(out) < limit:
-            e = session._at(pos)
-            if e.path == event.path and e.outer == event.outer:
-                out.append(e)
-            pos -= 1
-        return out[::-1]
+        recent = [n for n in timeline.iterations(event.path, event.outer) if n <= pos][-limit:]
+        return [timeline.at(n) for n in recent]
 
     def log_line(self, text: str) -> None:
         self.query_one("#log", RichLog).write(text)
@@ -248,7 +246,8 @@ class LoopdbgApp(App):
                 stop = self.last_stop
                 if stop.event is not None:
                     from loopdbg.debug.breakpoints import EventLookup
-                    stop.watches = self.session.breakpoints.evaluate_watches(EventLookup(stop.event))
+                    stop = replace(stop, watches=tuple(
+                        self.session.breakpoints.evaluate_watches(EventLookup(stop.event))))
                 self.refresh_all(stop)
         self.push_screen(Prompt("Watch the expression …", "h.shape   ·   norm(h)   ·   changed(h)",
                                 self._check_expr(add)), done)
