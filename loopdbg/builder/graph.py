@@ -16,8 +16,7 @@ from loopdbg.builder.control import IfBuilder, LoopBuilder, TensorIteratorBuilde
 from loopdbg.builder.nodes import Node, ResultRef, Tensor
 from loopdbg.ir import elements
 from loopdbg.ir.bin_writer import normalise
-from loopdbg.ir.model import Layer, Model
-from loopdbg.ir.xml_reader import CANONICAL_TYPES
+from loopdbg.ir.model import CANONICAL_TYPES, Layer, Model
 from loopdbg.ir.xml_writer import format_const_shape
 from loopdbg.ops import registry
 

@@ -35,8 +35,10 @@ def run(args) -> int:
         return 2
     title = args.model
     if str(args.model).endswith(".ltrace"):
-        from loopdbg.trace.replay import open_replay
-        session = open_replay(args.model, history=args.history, on_nan=args.on_nan)
+        from loopdbg.trace.replay import open_trace
+        timeline = open_trace(args.model)
+        session = Session(timeline.engine, timeline.inputs, timeline=timeline,
+                          source=timeline.source, on_nan=args.on_nan)
     else:
         model, inputs, source = common.load_model_and_inputs(args)
         title = model.path

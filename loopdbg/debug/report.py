@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from loopdbg.debug.session import END, ERROR, START, Stop
+from loopdbg.debug.stop import END, ERROR, START, Stop
+from loopdbg.engine.events import STOP_TEXT
 
 
 def fmt_value(value: Any, *, width: int = 60) -> str:
@@ -50,6 +51,11 @@ def fmt_value(value: Any, *, width: int = 60) -> str:
         stats.insert(0, f"min {float(finite.min()):.5g} max {float(finite.max()):.5g} "
                         f"mean {float(finite.mean()):.5g}")
     return f"{head} " + ", ".join(stats)
+
+
+def ends_because(event) -> str:
+    """Why the loop ends after ``event`` (its last iteration), in words."""
+    return STOP_TEXT.get(event.stop_reason or "", "it is done")
 
 
 def headline(stop: Stop) -> str:

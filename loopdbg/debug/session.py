@@ -1,10 +1,12 @@
 """A debugging session: the engine's event stream turned into stops you can step between.
 
-The session pulls ``IterationDone`` events from ``Engine.run`` and keeps the most recent ones in a
-bounded history, so it can step forward (``next``, ``step``, ``finish``, ``continue_``,
-``run_to``), node by node inside an iteration (``step_node``), and back (``back``,
-``reverse_continue``, ``first``). Moving forward through history replays it; past the newest
-iteration it pulls from the engine. Every move ends in a ``Stop`` that says where and why.
+The session stands at one iteration of a ``Timeline`` (``loopdbg.engine.timeline``): a live one,
+which it fills with the ``IterationDone`` events it pulls from ``Engine.run`` and which keeps the
+most recent ones (``history``), or a complete one read from a trace (a replay). It steps forward
+(``next``, ``step``, ``finish``, ``continue_``, ``run_to``), node by node inside an iteration
+(``step_node``), back (``back``, ``reverse_continue``, ``first``) and straight to an iteration
+(``goto``). Moving forward through the timeline replays it; past its newest iteration the session
+pulls from the engine. Every move ends in a ``Stop`` that says where and why.
 
     s = Session.open("model.xml", "inputs.npz")
     s.breakpoints.add("i == 3")
@@ -16,67 +18,53 @@ iteration it pulls from the engine. Every move ends in a ``Stop`` that says wher
 from __future__ import annotations
 
 import threading
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
+from loopdbg.debug.stop import (BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUSED, START, STEP,
+                                NodeStep, Stop)
 from loopdbg.engine import events as ev
 from loopdbg.engine.paths import matches_loop
+from loopdbg.engine.replay import node_steps, node_values
 from loopdbg.engine.runner import Engine
+from loopdbg.engine.timeline import LiveTimeline, Timeline
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.model import LAST_VALUE
 
+__all__ = ["BREAKPOINT", "END", "ERROR", "HISTORY", "NAN", "NODE", "PAUSED", "START", "STEP",
+           "NodeStep", "Session", "Stop"]
+
 _FALSE = np.False_
 _NO_HIT = object()
-
-STEP, BREAKPOINT, NAN, END, ERROR, PAUSED, NODE, HISTORY, START = (
-    "step", "breakpoint", "nan", "end", "error", "paused", "node", "history", "start")
-
-
-@dataclass
-class NodeStep:
-    """Where node-by-node stepping stands inside an iteration."""
-
-    event: ev.IterationDone
-    index: int                     # 0-based index of the node just executed
-    total: int
-    layer: Any
-    values: dict[str, Any] = field(default_factory=dict)   # every value computed so far
-
-
-@dataclass
-class Stop:
-    """Where a command stopped and why. ``event`` is the iteration just finished (None at the end)."""
-
-    kind: str
-    reason: str
-    event: ev.IterationDone | None = None
-    hit: Hit | None = None
-    loop_end: ev.LoopFinished | None = None
-    finished: ev.RunFinished | None = None
-    error: LoopdbgError | None = None
-    node: NodeStep | None = None
-    watches: list = field(default_factory=list)
-    position: int = -1             # index of the event in the session's timeline
 
 
 class Session:
     """A debugging session over one model and its inputs (see the module docstring)."""
 
     def __init__(self, engine: Engine, inputs: Mapping[str, Any], *, history: int = 1000,
+                 timeline: Timeline | None = None,
                  max_iterations: int | None = None, max_memory: int | None = None,
                  on_nan: bool = False, source: str = "inputs",
                  record: Callable[[Any], Any] | None = None):
-        """``record`` wraps the engine's event stream on every (re)start, e.g. to write a trace:
-        ``record=lambda events: recording(events, "run.ltrace", ...)``."""
-        if history < 1:
-            raise ValueError("history must hold at least one iteration")
+        """``timeline`` is where the session keeps the run: by default a ``LiveTimeline`` of the
+        last ``history`` iterations; a complete one (a trace's) makes the session a replay that
+        runs nothing.
+
+        ``record`` wraps the engine's event stream on every (re)start, e.g. to write a trace:
+        ``record=lambda events: recording(events, "run.ltrace", ...)``. When what it returns has a
+        ``timeline(engine)`` method (a trace recording does), stepping back past the in-memory
+        history reads that timeline."""
+        if timeline is None:
+            if history < 1:
+                raise ValueError("history must hold at least one iteration")
+            timeline = LiveTimeline(history)
+        if timeline.complete and record is not None:
+            raise ValueError("a complete timeline runs nothing, so there is nothing to record")
         self.engine = engine
         self.inputs = inputs
-        self.history_size = history
+        self.timeline = timeline
         self.max_iterations = max_iterations
         self.max_memory = max_memory
         self.on_nan = on_nan
@@ -84,7 +72,7 @@ class Session:
         self.record = record
         self._recording = None
         self.breakpoints = Breakpoints(known_names=self._names())
-        self._lookup = EventLookup(previous=self._previous)
+        self._lookup = EventLookup(previous=timeline.previous)
         self._pause = threading.Event()
         self.restart()
 
@@ -116,24 +104,30 @@ class Session:
     # -- state --------------------------------------------------------------------------------
     def restart(self) -> Stop:
         """Start the run again from the beginning (breakpoints and watches are kept)."""
-        self._gen = self.engine.run(self.inputs, max_iterations=self.max_iterations,
-                                    max_memory=self.max_memory, source=self.source)
-        if self.record is not None:
-            self.close()
-            self._recording = self.record(self._gen)
-            self._gen = iter(self._recording)
-        # What the session can show before its in-memory history: what it records (a trace).
-        self._older = getattr(self._recording, "event_at", None)
-        self._timeline: deque[ev.IterationDone] = deque(maxlen=self.history_size)
-        self._frontier = 0              # iterations pulled from the engine so far
-        self._pos = -1                  # timeline index of the current stop (-1: before the start)
         self.finished: ev.RunFinished | None = None
         self.error: LoopdbgError | None = None
         self.loop_started: dict[str, ev.LoopStarted] = {}
         self.loop_ends: dict[str, ev.LoopFinished] = {}
         self.notices: list[ev.Notice] = []
+        timeline = self.timeline
+        if timeline.complete:                  # a replay: the timeline is the whole run
+            self._gen = None
+            self.finished = timeline.finished
+            self.notices = list(timeline.notices)
+        else:
+            self._gen = self.engine.run(self.inputs, max_iterations=self.max_iterations,
+                                        max_memory=self.max_memory, source=self.source)
+            if self.record is not None:
+                self.close()
+                self._recording = self.record(self._gen)
+                self._gen = iter(self._recording)
+            # What the session can show before its in-memory history: what it records (a trace).
+            older = getattr(self._recording, "timeline", None)
+            timeline.clear(older(self.engine) if older is not None else None)
+        self._pos = -1                  # ordinal of the current stop (-1: before the start)
         self._node: tuple[ev.IterationDone, Any, NodeStep | None] | None = None
-        self.stop = Stop(START, "not started: step, next or continue to run the first iteration")
+        self.stop = Stop(kind=START,
+                         reason="not started: step, next or continue to run the first iteration")
         return self.stop
 
     @property
@@ -158,45 +152,34 @@ class Session:
         """The iteration the session stands at (None before the first one)."""
         return self._current
 
-    def _previous(self, event: ev.IterationDone) -> ev.IterationDone | None:
-        """The previous iteration of ``event``'s loop execution, if still held (for ``changed``).
-
-        Found by looking back from the newest iteration: ``changed()`` asks about the newest one
-        or one near it, so this stays cheap, and the hot path keeps no extra bookkeeping.
-        """
-        if event.iteration == 0:
-            return None
-        timeline = self._timeline
-        k = len(timeline) - 1
-        while k >= 0 and timeline[k] is not event:
-            k -= 1
-        path, outer, want = event.path, event.outer, event.iteration - 1
-        for j in range(k - 1, -1, -1):
-            e = timeline[j]
-            if e.path == path and e.outer == outer:
-                return e if e.iteration == want else None
-        return None
-
     @property
     def done(self) -> bool:
         return (self.finished is not None or self.error is not None) and \
-            self._pos >= self._frontier - 1
+            self._pos >= len(self.timeline) - 1
 
     @property
     def oldest(self) -> int:
-        return 0 if self._older is not None else self._frontier - len(self._timeline)
+        """The first ordinal the session can step back to."""
+        return self.timeline.oldest
 
     @property
     def newest(self) -> int:
-        return self._frontier - 1
+        """The ordinal of the newest iteration run (or recorded) so far."""
+        return len(self.timeline) - 1
 
     def _at(self, pos: int) -> ev.IterationDone:
-        k = pos - (self._frontier - len(self._timeline))
-        if k >= 0:
-            return self._timeline[k]
-        if self._older is None:
-            raise IndexError(pos)
-        return self._older(pos, self.engine)
+        event = self.timeline.at(pos)
+        if not event.continues:              # a trace knows how every loop execution ended
+            end = self.timeline.loop_end(event.path, event.outer)
+            if end is not None:
+                self.loop_ends[event.path] = end
+        return event
+
+    def values(self, event: ev.IterationDone) -> dict[str, Any]:
+        """Every value of ``event``'s iteration by name: body Parameters, each node's outputs
+        (``name``, ``name:1``, ...) and the body Results. Recomputed when the run did not keep
+        them (kernels are pure, so it gives the same values)."""
+        return node_values(event) | event.outputs
 
     def request_pause(self) -> None:
         """Ask a running ``continue_`` (in another thread) to stop at the next iteration."""
@@ -213,8 +196,7 @@ class Session:
             for event in gen:
                 kind = type(event)
                 if kind is iteration_done:
-                    self._timeline.append(event)
-                    self._frontier += 1
+                    self.timeline.append(event)
                     return event
                 self._note(event)
         except LoopdbgError as exc:
@@ -251,18 +233,18 @@ class Session:
     def _forward(self) -> ev.IterationDone | None:
         """Move one iteration forward (replaying history, else pulling); None at the end."""
         nxt = self._position + 1
-        if nxt < self._frontier:
+        if nxt < len(self.timeline):
             self._pos = nxt
             return self._current
         event = self._pull()
         if event is not None:                 # at the frontier: no index arithmetic needed
-            self._position = self._frontier - 1
+            self._position = len(self.timeline) - 1
             self._current = event
         return event
 
     def _peek(self) -> ev.IterationDone | None:
         nxt = self._pos + 1
-        if nxt < self._frontier:
+        if nxt < len(self.timeline):
             return self._at(nxt)
         return self._pull()
 
@@ -274,13 +256,13 @@ class Session:
         breakpoints = self.breakpoints if self.breakpoints.items else None
         lookup = self._lookup
         forward = self._forward
-        timeline = self._timeline
+        timeline = self.timeline
         iteration_done = ev.IterationDone
         quick = breakpoints.quick_conditions() if breakpoints is not None else None
         count = 0
+        gen = None                    # set once the timeline is replayed and the engine is pulled
         while True:
-            gen = self._gen
-            if self._position + 1 >= self._frontier and gen is not None:
+            if gen is not None:
                 # At the frontier: take the engine's next event here, without _forward/_pull
                 # (the per-iteration cost of a breakpoint is a target of the benchmark).
                 try:
@@ -295,14 +277,15 @@ class Session:
                 if type(event) is not iteration_done:
                     self._note(event)
                     continue
-                timeline.append(event)
-                self._frontier += 1
-                self._position = self._frontier - 1
+                self._position = timeline.append(event)
                 self._current = event
-            else:
+            elif self._position + 1 < len(timeline) or self._gen is None:
                 event = forward()
                 if event is None:
                     return self._stop_at_end()
+            else:
+                gen = self._gen
+                continue
             if on_nan:
                 stop = self._check(event, lookup)
                 if stop is not None:
@@ -396,8 +379,6 @@ class Session:
 
     def step_node(self) -> Stop:
         """Execute the next body node of the coming iteration (of the current loop)."""
-        from loopdbg.engine.replay import node_steps
-
         if self._node is None:
             cur = self.current
             target = self._peek()
@@ -417,15 +398,12 @@ class Session:
             values[layer.name if j == 0 else f"{layer.name}:{j}"] = value
         total = len(target.spec.body.steps)
         index = last.index + 1 if last else 0
-        node = NodeStep(target, index, total, layer, values)
+        node = NodeStep(event=target, index=index, total=total, layer=layer, values=values)
         self._node = (target, steps, node)
-        stop = self._make_stop(NODE, f"node {index + 1} of {total}: {layer.describe()}",
-                               self.current)
-        stop.node = node
-        self.stop = stop
-        return stop
+        return self._make_stop(NODE, f"node {index + 1} of {total}: {layer.describe()}",
+                               self.current, node=node)
 
-    # -- moving back --------------------------------------------------------------------------
+    # -- moving back and jumping -------------------------------------------------------------
     def back(self) -> Stop:
         """To the previous iteration of the current loop (else the previous one at its depth)."""
         self._node = None
@@ -467,6 +445,12 @@ class Session:
         """To the newest iteration run so far."""
         return self._jump(self.newest, "last recorded iteration")
 
+    def goto(self, path: str, iteration: int, outer: tuple = ()) -> Stop:
+        """Straight to ``iteration`` of loop ``path`` at ``outer``, if the timeline holds it
+        (O(1); on a replay, any recorded iteration). Raises a one-sentence LoopdbgError if not."""
+        return self._jump(self.timeline.index(path, iteration, tuple(outer)),
+                          f"iteration {iteration} of loop {path}")
+
     def _jump(self, pos: int, reason: str) -> Stop:
         if self.newest < self.oldest:
             return self.stop
@@ -484,28 +468,33 @@ class Session:
 
     def _history_edge(self) -> Stop:
         if self.oldest > 0:
-            text = (f"the history holds only the last {self.history_size} iterations; "
+            text = (f"the history holds only the last {self.timeline.capacity} iterations; "
                     f"record a trace to step back further")
         else:
             text = "at the first iteration: nothing to step back to"
-        stop = self._make_stop(HISTORY, text, self.current)
-        return stop
+        return self._make_stop(HISTORY, text, self.current)
 
     # -- stops --------------------------------------------------------------------------------
-    def _make_stop(self, kind: str, reason: str, event, *, hit: Hit | None = None) -> Stop:
+    def _make_stop(self, kind: str, reason: str, event, *, hit: Hit | None = None,
+                   node: NodeStep | None = None) -> Stop:
         loop_end = None
         if event is not None and not event.continues:
             if self._pos >= self.newest and event.path not in self.loop_ends and self._gen:
                 self._peek_loop_end(event)
-            end = self.loop_ends.get(event.path)
-            if end is not None and end.outer == event.outer:
-                loop_end = end
-        watches = []
-        if self.breakpoints.watches and event is not None:
-            watches = self.breakpoints.evaluate_watches(self._lookup.bind(event))
-        stop = Stop(kind, reason, event, hit, loop_end, None, None, None, watches, self._pos)
+            loop_end = self._loop_end_of(event)
+        stop = Stop(kind=kind, reason=reason, event=event, hit=hit, loop_end=loop_end, node=node,
+                    watches=self._watches(event), position=self._pos)
         self.stop = stop
         return stop
+
+    def _loop_end_of(self, event) -> ev.LoopFinished | None:
+        end = self.loop_ends.get(event.path)
+        return end if end is not None and end.outer == event.outer else None
+
+    def _watches(self, event) -> tuple:
+        if self.breakpoints.watches and event is not None:
+            return tuple(self.breakpoints.evaluate_watches(self._lookup.bind(event)))
+        return ()
 
     def _peek_loop_end(self, event) -> None:
         """Read ahead to the loop's LoopFinished (it follows its last iteration directly)."""
@@ -531,16 +520,16 @@ class Session:
 
     def _stop_at_end(self) -> Stop:
         self._pos = max(self._pos, self.newest)
+        event = self.current
         if self.error is not None:
-            stop = Stop(ERROR, str(self.error), self.current, error=self.error, position=self._pos)
+            kind, reason = ERROR, str(self.error)
         else:
-            stop = Stop(END, "the run finished", self.current, finished=self.finished,
-                        position=self._pos)
-        if stop.event is not None:
-            end = self.loop_ends.get(stop.event.path)
-            stop.loop_end = end if end is not None and end.outer == stop.event.outer else None
-            if self.breakpoints.watches:           # watches are shown at every stop, this one too
-                stop.watches = self.breakpoints.evaluate_watches(self._lookup.bind(stop.event))
+            kind, reason = END, "the run finished"
+        stop = Stop(kind=kind, reason=reason, event=event, error=self.error,
+                    finished=self.finished if self.error is None else None,
+                    loop_end=self._loop_end_of(event) if event is not None else None,
+                    watches=self._watches(event),       # shown at every stop, this one too
+                    position=self._pos)
         self.stop = stop
         return stop
 

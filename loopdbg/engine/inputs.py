@@ -33,7 +33,7 @@ class InputSpec:
 
 def input_specs(model: Model) -> list[InputSpec]:
     from loopdbg.ir.elements import numpy_dtype
-    from loopdbg.ir.xml_reader import parse_shape
+    from loopdbg.ir.shapes import parse_shape
 
     specs = []
     g = model.graph

@@ -137,7 +137,7 @@ class LoopSpec:
 
     def _current_iteration_type(self, pos: int) -> None:
         from loopdbg.ir.elements import numpy_dtype
-        from loopdbg.ir.xml_reader import parse_shape
+        from loopdbg.ir.shapes import parse_shape
 
         layer = self.body.graph.layers[self.body.param_ids[pos]]
         et = layer.data.get("element_type", "i64")

@@ -10,7 +10,10 @@ __all__ = ["read_ir", "parse_shape"]
 
 
 def __getattr__(name: str):
-    if name in ("read_ir", "parse_shape"):
-        from loopdbg.ir import xml_reader
-        return getattr(xml_reader, name)
+    if name == "read_ir":
+        from loopdbg.ir.xml_reader import read_ir
+        return read_ir
+    if name == "parse_shape":
+        from loopdbg.ir.shapes import parse_shape
+        return parse_shape
     raise AttributeError(f"module 'loopdbg.ir' has no attribute {name!r}")

@@ -23,6 +23,9 @@ CONCAT = "concat"
 LAST_VALUE = "last_value"
 EXECUTION_CONDITION = "execution_condition"
 
+# IR type spellings that OpenVINO writes for an op loopdbg knows under another name.
+CANONICAL_TYPES = {"Const": "Constant", "ReLU": "Relu", "PReLU": "PRelu", "SoftMax": "Softmax"}
+
 
 @dataclass(frozen=True, slots=True)
 class Port:

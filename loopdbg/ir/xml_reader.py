@@ -19,13 +19,13 @@ from typing import Callable, Iterator
 
 from loopdbg.errors import ModelError
 from loopdbg.ir import elements
-from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
+from loopdbg.ir.model import (CANONICAL_TYPES, BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
+from loopdbg.ir.shapes import parse_dim, parse_shape
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 
 # IR spellings of type names that differ from the opset's (DESER translate_type_name).
-CANONICAL_TYPES = {"Const": "Constant", "ReLU": "Relu", "PReLU": "PRelu", "SoftMax": "Softmax"}
 
 # Element tags and attributes with their synonyms (docs/semantics.md rule 15).
 _LAYER_CONTAINERS = ("layers", "operations")
@@ -43,36 +43,6 @@ _LXML_POSITION = re.compile(r",\s*line \d+,\s*column \d+\s*$")
 
 # ----------------------------------------------------------------------------------------------
 # Public helpers
-
-
-def parse_shape(text: str) -> tuple[int, ...] | None:
-    """Parse a Parameter/Const ``shape`` string; ``None`` means dynamic rank.
-
-    ``""`` is a scalar, ``"2,3"`` / ``"2, 3"`` static, ``"?"`` or ``"-1"`` a dynamic dim, and a
-    bounded dim ``"1..10"`` is treated as dynamic (-1) because values, not bounds, decide shapes at
-    run time. ``"..."`` is dynamic rank. Anything else raises ``ValueError``.
-    """
-    text = text.strip()
-    if text == "":
-        return ()
-    if text == "...":
-        return None
-    return tuple(_parse_dim(part) for part in text.split(","))
-
-
-def _parse_dim(text: str) -> int:
-    text = text.strip()
-    if text in ("?", "-1"):
-        return -1
-    if ".." in text:
-        low, _, high = text.partition("..")
-        for bound in (low, high):
-            if bound.strip() and not bound.strip().isdigit():
-                raise ValueError(f"bad dimension '{text}'")
-        return -1
-    if not text.isdigit():
-        raise ValueError(f"bad dimension '{text}'")
-    return int(text)
 
 
 def read_ir(xml_path: str | Path, bin_path: str | Path | None = None) -> Model:
@@ -412,7 +382,7 @@ def _read_ports(el, label: str, ctx: _Context) -> tuple[Port, ...]:
 
 def _dim(text: str | None, fail: Callable[[str], ModelError]) -> int:
     try:
-        return _parse_dim(text or "")
+        return parse_dim(text or "")
     except ValueError:
         raise fail(f"has a bad <dim> '{(text or '').strip()}'") from None
 

@@ -115,24 +115,12 @@ class Recording:
     def __next__(self):
         return next(self._gen)
 
-    def event_at(self, ordinal: int, engine):
-        """Iteration ``ordinal`` of the run so far, rebuilt from what the trace holds.
+    def timeline(self, engine):
+        """The run so far as read back from the trace (a ``RecordingTimeline``): how a live
+        session steps back past its in-memory history."""
+        from loopdbg.trace.timeline import RecordingTimeline
 
-        This is how a live session steps back past its in-memory history: the frames written so
-        far are synced to disk and read back (the reader is reopened only when more were written).
-        """
-        from loopdbg.trace.reader import TraceReader
-        from loopdbg.trace.replay import TraceTimeline
-
-        written = self.writer.frames
-        cached = getattr(self, "_timeline", None)
-        if cached is None or cached[0] != written:
-            self.writer.sync()
-            if cached is not None:
-                cached[1].reader.close()
-            reader = TraceReader(self.writer.path, scan=True)
-            self._timeline = cached = (written, TraceTimeline(reader, engine))
-        return cached[1].event(ordinal)
+        return RecordingTimeline(self.writer, engine)
 
     def close(self, status: str | None = None, error: str | None = None) -> None:
         """Stop: close the event source and finish the file (status "stopped" unless told)."""

@@ -2,34 +2,44 @@
 
 Every command (next, step, continue, ...) runs the session in a worker thread, so the screen never
 freezes and a running continue can be paused; the worker posts the resulting Stop back and every
-panel redraws from it. The UI decides nothing about loop semantics: it shows what the session says.
+panel (``PANELS``) is shown it (``loopdbg.tui.panel``). The UI decides nothing about loop
+semantics: it shows what the session says.
 
 Keys are listed in BINDINGS (and in the footer and on the help screen, ``?``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, RichLog, Static, TabbedContent, TabPane
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Header, RichLog, TabbedContent, TabPane
 
+from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.debug.report import headline
 from loopdbg.debug.session import ERROR, Session, Stop
 from loopdbg.errors import LoopdbgError
-from loopdbg.tui.messages import Busy, Stopped
+from loopdbg.tui.messages import (Busy, DeleteBreakpoint, DeleteWatch, EditBreakpoint, Stopped,
+                                  ToggleBreakpoint)
+from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.screens.help import HelpScreen
 from loopdbg.tui.screens.prompt import Prompt
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable
-from loopdbg.tui.widgets.code import PseudoCode
+from loopdbg.tui.widgets.code import CodePanel
 from loopdbg.tui.widgets.graph import GraphView
-from loopdbg.tui.widgets.heatmap import heatmap
 from loopdbg.tui.widgets.inspector import Inspector
 from loopdbg.tui.widgets.state import LoopState
-from loopdbg.tui.widgets.tables import BackEdgeTable, ScanTable
+from loopdbg.tui.widgets.tables import BackEdgeTable, ScanPanel
+
+# Every panel, in the order it appears in its area (Panel.AREA); the Log tab comes last.
+PANELS: tuple[type[Panel], ...] = (
+    GraphView, LoopState, CodePanel,
+    BackEdgeTable, ScanPanel, Inspector, BreakpointTable, WatchTable,
+)
 
 COMMANDS = {
     "next": "next", "back": "back", "step": "step", "finish": "finish", "continue": "continue_",
@@ -73,30 +83,26 @@ class LoopdbgApp(App):
         self.autostart = autostart
         self.busy = False
         self.last_stop: Stop = session.stop
-        self._previous_values: dict = {}
+        self.view = View(session.stop, session)
+        self.panels: list[Panel] = []
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        self.panels = [panel(id=panel.ID) for panel in PANELS]
+        placed = {area: [p for p in self.panels if p.AREA == area]
+                  for area in ("main", "side", "tabs")}
+        unplaced = [type(p).__name__ for p in self.panels if p.AREA not in placed]
+        if unplaced:
+            raise ValueError(f"panels with an unknown AREA: {', '.join(unplaced)}")
         yield Header(show_clock=False)
         with Horizontal(id="top"):
-            yield GraphView(id="graph")
+            yield from placed["main"]
             with Vertical(id="side"):
-                yield LoopState(id="state")
-                with VerticalScroll(id="code-scroll"):
-                    yield PseudoCode(id="code")
+                yield from placed["side"]
         with TabbedContent(id="tabs"):
-            with TabPane("Back edges", id="tab-back"):
-                yield BackEdgeTable(id="back")
-            with TabPane("Scan outputs", id="tab-scan"):
-                with Horizontal():
-                    yield ScanTable(id="scan")
-                    yield Static(id="heat")
-            with TabPane("Inspector", id="tab-inspect"):
-                yield Inspector(id="inspector")
-            with TabPane("Breakpoints", id="tab-bp"):
-                yield BreakpointTable(id="bps")
-            with TabPane("Watches", id="tab-watch"):
-                yield WatchTable(id="watches")
+            for panel in placed["tabs"]:
+                with TabPane(panel.TAB, id=panel.TAB_ID or None):
+                    yield panel
             with TabPane("Log", id="tab-log"):
                 yield RichLog(id="log", wrap=True, markup=False)
         yield Footer()
@@ -129,9 +135,10 @@ class LoopdbgApp(App):
         try:
             stop = method()
         except LoopdbgError as exc:
-            stop = Stop(ERROR, str(exc), self.session.current, error=exc)
+            stop = Stop(kind=ERROR, reason=str(exc), event=self.session.current, error=exc)
         except Exception as exc:  # noqa: BLE001 - a bug must show, not crash the UI
-            stop = Stop(ERROR, f"internal error: {type(exc).__name__}: {exc}", self.session.current)
+            stop = Stop(kind=ERROR, reason=f"internal error: {type(exc).__name__}: {exc}",
+                        event=self.session.current)
         self.post_message(Stopped(stop, name))
 
     def action_step_node(self) -> None:
@@ -177,40 +184,19 @@ class LoopdbgApp(App):
 
     # -- drawing ------------------------------------------------------------------------------
     def refresh_all(self, stop: Stop) -> None:
-        self.last_stop = stop
-        session = self.session
-        event = stop.event or (stop.node.event if stop.node else None)
-        mode = ""
-        if event is not None:
-            from loopdbg.teach.modes import loop_mode
-            mode = loop_mode(event.spec, session.loop_started.get(event.path)).mode
-        self.query_one(LoopState).show(stop, session, mode)
-        self.query_one(PseudoCode).show(
-            stop, session.loop_started.get(event.path) if event is not None else None)
-        self.query_one(GraphView).show(stop, session)
-        history = self._loop_history(event)
-        self.query_one(BackEdgeTable).show(stop, history)
-        self.query_one(ScanTable).show(stop)
-        self.query_one("#heat", Static).update(heatmap(stop))
-        self.query_one(Inspector).show(stop)
-        self.query_one(BreakpointTable).show(session.breakpoints)
-        self.query_one(WatchTable).show(session.breakpoints, stop)
-        graph = self.query_one(GraphView)
-        graph.border_title = graph.border_title_text or "body"
+        """Show every panel a new stop."""
+        self.show_view(View(stop, self.session))
 
-    def _loop_history(self, event, limit: int = 48) -> list:
-        """Recent iterations of the current loop execution, oldest first, for sparklines."""
-        if event is None:
-            return []
-        session = self.session
-        out = []
-        pos = session.stop.position if session.stop.position >= 0 else session.newest
-        while pos >= session.oldest and len(out) < limit:
-            e = session._at(pos)
-            if e.path == event.path and e.outer == event.outer:
-                out.append(e)
-            pos -= 1
-        return out[::-1]
+    def show_view(self, view: View) -> None:
+        """Every panel shows ``view`` (the panel contract, loopdbg.tui.panel)."""
+        self.view = view
+        self.last_stop = view.stop
+        for panel in self.panels:
+            panel.show(view)
+
+    def show_again(self, stop: Stop | None = None) -> None:
+        """Show the current stop again: breakpoints or watches changed (or the stop's watches)."""
+        self.show_view(self.view.again(stop))
 
     def log_line(self, text: str) -> None:
         self.query_one("#log", RichLog).write(text)
@@ -233,7 +219,7 @@ class LoopdbgApp(App):
 
         def done(result):
             if result:
-                self.refresh_all(self.last_stop)
+                self.show_again()
                 self.log_line(f"breakpoint added: {result}")
         hint = "i == 7   ·   not cond   ·   isnan(h).any()"
         title = "Break after an iteration where … " + (f"(loops: any; current: {scope})" if scope else "")
@@ -247,9 +233,9 @@ class LoopdbgApp(App):
             if result:
                 stop = self.last_stop
                 if stop.event is not None:
-                    from loopdbg.debug.breakpoints import EventLookup
-                    stop.watches = self.session.breakpoints.evaluate_watches(EventLookup(stop.event))
-                self.refresh_all(stop)
+                    stop = replace(stop, watches=tuple(
+                        self.session.breakpoints.evaluate_watches(EventLookup(stop.event))))
+                self.show_again(stop)
         self.push_screen(Prompt("Watch the expression …", "h.shape   ·   norm(h)   ·   changed(h)",
                                 self._check_expr(add)), done)
 
@@ -261,28 +247,33 @@ class LoopdbgApp(App):
         self.push_screen(Prompt("Inspect …", "h   ·   h[0, :4]   ·   t[\"name with spaces\"]",
                                 lambda text: None), done)
 
-    def toggle_breakpoint(self, number: int) -> None:
-        bp = self.session.breakpoints.get(number)
+    @on(ToggleBreakpoint)
+    def _toggle_breakpoint(self, message: ToggleBreakpoint) -> None:
+        bp = self.session.breakpoints.get(message.number)
         bp.enabled = not bp.enabled
-        self.refresh_all(self.last_stop)
+        self.show_again()
 
-    def edit_breakpoint(self, number: int) -> None:
+    @on(EditBreakpoint)
+    def _edit_breakpoint(self, message: EditBreakpoint) -> None:
+        number = message.number
         bp = self.session.breakpoints.get(number)
 
         def done(result):
             if result:
-                self.refresh_all(self.last_stop)
+                self.show_again()
         self.push_screen(Prompt(f"Edit breakpoint {number}", bp.text,
                                 self._check_expr(lambda t: self.session.breakpoints.edit(number, t)),
                                 value=bp.text), done)
 
-    def delete_breakpoint(self, number: int) -> None:
-        self.session.breakpoints.delete(number)
-        self.refresh_all(self.last_stop)
+    @on(DeleteBreakpoint)
+    def _delete_breakpoint(self, message: DeleteBreakpoint) -> None:
+        self.session.breakpoints.delete(message.number)
+        self.show_again()
 
-    def delete_watch(self, number: int) -> None:
-        self.session.breakpoints.delete_watch(number)
-        self.refresh_all(self.last_stop)
+    @on(DeleteWatch)
+    def _delete_watch(self, message: DeleteWatch) -> None:
+        self.session.breakpoints.delete_watch(message.number)
+        self.show_again()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -1,4 +1,8 @@
-"""Messages the UI posts to itself: the engine worker reports stops and failures through these."""
+"""Messages of the UI: the engine worker reports stops through these, and panels ask for changes.
+
+A panel never calls the app: it posts one of these, which bubbles up to the app, and the app
+changes the session and shows every panel the result.
+"""
 
 from __future__ import annotations
 
@@ -21,3 +25,27 @@ class Busy(Message):
         super().__init__()
         self.running = running
         self.command = command
+
+
+class _Numbered(Message):
+    """A panel asks the app to change the breakpoint or watch numbered ``number``."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__()
+        self.number = number
+
+
+class ToggleBreakpoint(_Numbered):
+    """Enable a disabled breakpoint, or disable an enabled one."""
+
+
+class EditBreakpoint(_Numbered):
+    """Ask for a new condition for the breakpoint (in a prompt)."""
+
+
+class DeleteBreakpoint(_Numbered):
+    """Delete the breakpoint."""
+
+
+class DeleteWatch(_Numbered):
+    """Delete the watch."""

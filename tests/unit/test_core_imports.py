@@ -19,7 +19,7 @@ import pytest
 import loopdbg
 
 ROOT = Path(loopdbg.__file__).resolve().parent
-CORE = ["ir", "ops", "builder", "engine", "debug", "trace", "teach", "layout", "cli"]
+CORE = ["ir", "ops", "builder", "engine", "debug", "trace", "teach", "layout", "check", "cli"]
 UI = ("textual", "rich")
 
 # Imports each module of one package in turn, and reports the first module after whose import a UI

@@ -419,7 +419,7 @@ def test_the_history_keeps_only_the_last_iterations_of_a_100000_iteration_run():
     st = s.continue_()
     assert at(st) == (END, "count", (), 99_999)
     assert int(st.finished.outputs["c_final"]) == 100_000
-    assert len(s._timeline) == 16 and (s.oldest, s.newest) == (99_984, 99_999)
+    assert len(s.timeline) == 100_000 and (s.oldest, s.newest) == (99_984, 99_999)
     gc.collect()
     alive = sum(1 for o in gc.get_objects() if type(o) is IterationDone)
     assert alive <= 2 * 16 + 2                           # the history (and changed()'s links) only
@@ -544,7 +544,7 @@ def test_breakpoint_names_are_refused_before_the_run_starts():
         s.breakpoints.add("h > 0")
     with pytest.raises(ExprError, match="the model has no loop 'lstm'"):
         s.breakpoints.add("i == 1", loop="lstm")
-    assert s.current is None and s._frontier == 0       # nothing ran
+    assert s.current is None and len(s.timeline) == 0   # nothing ran
 
 
 def test_extra_outputs_of_a_node_are_names_too():

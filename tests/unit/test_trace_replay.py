@@ -7,10 +7,17 @@ import pytest
 
 from loopdbg.debug import Session, format_stop
 from loopdbg.trace import TraceError, record_model
-from loopdbg.trace.replay import open_replay
+from loopdbg.trace.replay import open_trace
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def open_replay(trace, **options) -> Session:
+    """A session whose timeline is the trace: a replay."""
+    timeline = open_trace(trace)
+    return Session(timeline.engine, timeline.inputs, timeline=timeline, source=timeline.source,
+                   **options)
 
 
 def recorded(tmp_path, model: Path, inputs=None):
@@ -45,14 +52,14 @@ def test_nested_loops_replay_with_their_outer_iterations(tmp_path):
         assert format_stop(a, replay) == format_stop(b, live)
         if a.kind == "end":
             break
-    paths = {e.path for e in (replay.timeline.event(n) for n in range(len(replay.timeline)))}
+    paths = {e.path for e in (replay.timeline.at(n) for n in range(len(replay.timeline)))}
     assert len(paths) == 2
 
 
 def test_goto_any_iteration_and_step_back_past_any_history(tmp_path):
     model = CORPUS / "loop_while_iter" / "model.xml"
     trace, inputs = recorded(tmp_path, model)
-    replay = open_replay(trace, history=1)
+    replay = open_replay(trace, history=1)     # a replay holds every iteration anyway
     stop = replay.goto("loop", 5)
     assert stop.event.iteration == 5
     live = Session.open(model, inputs)

@@ -6,13 +6,18 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from loopdbg.debug.report import fmt_value
+from loopdbg.tui.messages import DeleteBreakpoint, DeleteWatch, EditBreakpoint, ToggleBreakpoint
+from loopdbg.tui.panel import Panel, View
 
 
-class BreakpointTable(DataTable):
+class BreakpointTable(Panel, DataTable):
     """Breakpoints: number, condition, loop, enabled, hits, ignore.
 
-    Keys: enter/space toggles the selected breakpoint, e edits it, d deletes it.
+    Keys: enter/space toggles the selected breakpoint, e edits it, d deletes it (each posts a
+    message; the app changes the session).
     """
+
+    TAB, TAB_ID, ID = "Breakpoints", "tab-bp", "bps"
 
     BINDINGS = [Binding("enter,t", "toggle", "enable/disable"), Binding("e", "edit", "edit"),
                 Binding("d,delete", "delete", "delete")]
@@ -21,9 +26,9 @@ class BreakpointTable(DataTable):
         self.cursor_type = "row"
         self.add_columns("#", "condition", "loop", "enabled", "hits", "ignore")
 
-    def show(self, breakpoints) -> None:
+    def show(self, view: View) -> None:
         self.clear()
-        for bp in breakpoints.items.values():
+        for bp in view.breakpoints.items.values():
             self.add_row(str(bp.number), bp.text, bp.loop or "any", "yes" if bp.enabled else "no",
                          str(bp.hits), str(bp.ignore) + (" (temporary)" if bp.temporary else ""),
                          key=str(bp.number))
@@ -37,21 +42,23 @@ class BreakpointTable(DataTable):
     def action_toggle(self) -> None:
         n = self._selected()
         if n is not None:
-            self.app.toggle_breakpoint(n)
+            self.post_message(ToggleBreakpoint(n))
 
     def action_edit(self) -> None:
         n = self._selected()
         if n is not None:
-            self.app.edit_breakpoint(n)
+            self.post_message(EditBreakpoint(n))
 
     def action_delete(self) -> None:
         n = self._selected()
         if n is not None:
-            self.app.delete_breakpoint(n)
+            self.post_message(DeleteBreakpoint(n))
 
 
-class WatchTable(DataTable):
+class WatchTable(Panel, DataTable):
     """Watches and their values at the current stop. Key: d deletes the selected watch."""
+
+    TAB, TAB_ID, ID = "Watches", "tab-watch", "watches"
 
     BINDINGS = [Binding("d,delete", "delete", "delete")]
 
@@ -59,10 +66,10 @@ class WatchTable(DataTable):
         self.cursor_type = "row"
         self.add_columns("#", "expression", "value")
 
-    def show(self, breakpoints, stop) -> None:
+    def show(self, view: View) -> None:
         self.clear()
-        values = {w.number: (v, err) for w, v, err in (stop.watches or [])}
-        for w in breakpoints.watches.values():
+        values = {w.number: (v, err) for w, v, err in (view.stop.watches or ())}
+        for w in view.breakpoints.watches.values():
             value, err = values.get(w.number, (None, "not evaluated yet"))
             self.add_row(str(w.number), w.text, err if err else fmt_value(value, width=80),
                          key=str(w.number))
@@ -71,4 +78,4 @@ class WatchTable(DataTable):
         if self.row_count == 0:
             return
         key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        self.app.delete_watch(int(key.value))
+        self.post_message(DeleteWatch(int(key.value)))

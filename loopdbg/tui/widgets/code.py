@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from loopdbg.teach.pseudocode import pseudocode
+from loopdbg.tui.panel import Panel, View
 
 
 def phase_of(stop) -> str:
@@ -25,8 +28,8 @@ class PseudoCode(Static):
 
     DEFAULT_CSS = "PseudoCode { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }"
 
-    def show(self, stop, started=None) -> None:
-        e = stop.event or (stop.node.event if stop.node else None)
+    def show(self, view: View) -> None:
+        stop, e = view.stop, view.event
         if e is None:
             self.update(Text("(no loop has started)", style="dim"))
             return
@@ -34,10 +37,23 @@ class PseudoCode(Static):
         node = stop.node.index if stop.node is not None else None
         text = Text(no_wrap=True, overflow="ellipsis")
         body_line = -1
-        for line in pseudocode(e.spec, started=started, detail=True, by_mode=True):
+        for line in pseudocode(e.spec, started=view.started, detail=True, by_mode=True):
             if line.phase == "body":
                 body_line += 1          # detail mode: one body line per plan step, in order
             current = (body_line == node) if node is not None and line.phase == "body" else (
                 line.phase == phase and node is None)
             text.append(line.render() + "\n", style="reverse bold" if current else "")
         self.update(text)
+
+
+class CodePanel(Panel, VerticalScroll):
+    """The pseudo-code in the side column, scrolling when the loop is long."""
+
+    AREA = "side"
+    ID = "code-scroll"
+
+    def compose(self) -> ComposeResult:
+        yield PseudoCode(id="code")
+
+    def show(self, view: View) -> None:
+        self.query_one(PseudoCode).show(view)

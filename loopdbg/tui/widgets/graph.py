@@ -16,6 +16,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from loopdbg.tui.panel import Panel, View
 
 STYLES = {
     None: Style(),
@@ -48,9 +49,11 @@ def short_value(value) -> str:
     return f"{shape} {float(finite.min()):.2g}…{float(finite.max()):.2g}{bad}"
 
 
-class GraphView(ScrollView, can_focus=True):
+class GraphView(Panel, ScrollView, can_focus=True):
     """Scrollable drawing of the current loop's body (arrow keys pan when focused)."""
 
+    AREA = "main"
+    ID = "graph"
     DEFAULT_CSS = "GraphView { scrollbar-size: 1 1; }"
 
     BINDINGS = [Binding("escape", "close_nested", "back to the running loop", show=False)]
@@ -61,16 +64,20 @@ class GraphView(ScrollView, can_focus=True):
         super().__init__(**kw)
         self._layout = None
         self._spec = None
-        self._stop = self._session = None
+        self._view: View | None = None
         self._lines: list[str] = []
         self._styles: list[list[str | None]] = []
         self._previous: dict[str, np.ndarray] = {}
         self._previous_key = None
         self._focus_box = None
 
-    def show(self, stop, session) -> None:
-        self._stop, self._session = stop, session
-        event = stop.event or (stop.node.event if stop.node else None)
+    def show(self, view: View) -> None:
+        self._draw_view(view)
+        self.border_title = self.border_title_text or "body"
+
+    def _draw_view(self, view: View) -> None:
+        self._view = view
+        stop, session, event = view.stop, view.session, view.event
         opened = session.engine.loops.get(self.opened) if self.opened else None
         if opened is not None and (event is None or event.spec is not opened):
             self.border_title_text = " › ".join(opened.path.split("/")) + "  (opened; Esc returns)"
@@ -85,7 +92,7 @@ class GraphView(ScrollView, can_focus=True):
             spec, values = specs[0], {}
         else:
             spec = event.spec
-            values = self._values(event, stop)
+            values = self._values(event, view)
         key = (spec.path, event.outer if event is not None else ())
         self.border_title_text = " › ".join(spec.path.split("/"))
         changed = set()
@@ -111,12 +118,11 @@ class GraphView(ScrollView, can_focus=True):
             self.call_after_refresh(self.scroll_to_region, Region(box.x, box.y, box.w, box.h),
                                     animate=False)
 
-    def _values(self, event, stop) -> dict:
-        if stop.node is not None:
-            return dict(stop.node.values)
-        from loopdbg.engine.replay import node_values
+    def _values(self, event, view: View) -> dict:
+        if view.stop.node is not None:
+            return dict(view.stop.node.values)
         try:
-            return node_values(event) | event.outputs      # Results are no plan steps
+            return view.values(event)
         except Exception:  # noqa: BLE001 - values are decoration; the graph still draws
             return dict(event.inputs) | dict(event.outputs)
 
@@ -139,7 +145,7 @@ class GraphView(ScrollView, can_focus=True):
 
     def on_click(self, event) -> None:
         """Clicking a nested Loop/TensorIterator's box opens its body (Esc comes back)."""
-        if self._layout is None or self._spec is None or self._session is None:
+        if self._layout is None or self._spec is None or self._view is None:
             return
         x, y = event.x + int(self.scroll_offset.x), event.y + int(self.scroll_offset.y)
         box = self._layout.box_at(x, y)
@@ -148,15 +154,15 @@ class GraphView(ScrollView, can_focus=True):
         layer = self._spec.body.graph.layers.get(box.id)
         if layer is not None and layer.type in ("Loop", "TensorIterator"):
             path = f"{self._spec.path}/{layer.name}"
-            if path in self._session.engine.loops:
+            if path in self._view.session.engine.loops:
                 self.opened = path
-                self.show(self._stop, self._session)
+                self._draw_view(self._view)
                 self._announce()
 
     def action_close_nested(self) -> None:
         if self.opened is not None:
             self.opened = None
-            self.show(self._stop, self._session)
+            self._draw_view(self._view)
             self._announce()
 
     def _announce(self) -> None:

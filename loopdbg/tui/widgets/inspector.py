@@ -14,6 +14,7 @@ from textual.widgets import Input, Static
 
 from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.debug.expr import Expression
+from loopdbg.tui.panel import Panel, View
 
 
 def describe(value) -> Text:
@@ -33,8 +34,10 @@ def describe(value) -> Text:
     return t
 
 
-class Inspector(Vertical):
+class Inspector(Panel, Vertical):
     """An input line for the expression and a scrollable view of the value."""
+
+    TAB, TAB_ID, ID = "Inspector", "tab-inspect", "inspector"
 
     DEFAULT_CSS = """
     Inspector Input { height: 3; }
@@ -51,8 +54,8 @@ class Inspector(Vertical):
         with VerticalScroll():
             yield Static(id="inspect-view")
 
-    def show(self, stop) -> None:
-        self._event = stop.event
+    def show(self, view: View) -> None:
+        self._event = view.stop.event
         if self._text:
             self._update_view()
 

@@ -5,18 +5,21 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from loopdbg.debug.report import headline
-from loopdbg.engine.events import STOP_TEXT
+from loopdbg.debug.report import ends_because, headline
+from loopdbg.tui.panel import Panel, View
 
 
-class LoopState(Static):
+class LoopState(Panel, Static):
     """Shows where the session stands; updated from each Stop."""
 
+    AREA = "side"
+    ID = "state"
     DEFAULT_CSS = """
     LoopState { height: auto; padding: 0 1; }
     """
 
-    def show(self, stop, session, mode: str = "") -> None:
+    def show(self, view: View) -> None:
+        stop, session, mode = view.stop, view.session, view.mode
         t = Text()
         kind_style = {"breakpoint": "bold red", "nan": "bold red", "error": "bold red",
                       "end": "bold green"}.get(stop.kind, "bold cyan")
@@ -57,7 +60,7 @@ class LoopState(Static):
         elif e.continues:
             nxt = f"iteration {e.iteration + 1} runs next"
         else:
-            nxt = "the loop ends: " + STOP_TEXT.get(e.stop_reason or "", "it is done")
+            nxt = "the loop ends: " + ends_because(e)
         if spec.kind == "Loop":
             t.append("condition         ", style="dim")
             t.append("true" if e.cond else "false", style="bold green" if e.cond else "bold red")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from textual.widgets import DataTable
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Static
 
 from loopdbg.debug.report import fmt_value
 from loopdbg.teach.pseudocode import result_source
+from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.widgets.heatmap import heatmap
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -36,18 +40,21 @@ def shape_text(a) -> str:
     return "(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
 
 
-class BackEdgeTable(DataTable):
+class BackEdgeTable(Panel, DataTable):
     """Result → Parameter with shape, dtype, min/max/mean and a sparkline of the mean."""
+
+    TAB, TAB_ID, ID = "Back edges", "tab-back", "back"
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
         self.add_columns("back edge", "shape", "dtype", "min", "max", "mean", "mean over iterations")
 
-    def show(self, stop, history) -> None:
+    def show(self, view: View) -> None:
         self.clear()
-        e = stop.event
+        e = view.stop.event
         if e is None:
             return
+        history = view.history
         spec = e.spec
         for p, r in spec.back_edge_view:
             value = e.body_out[r]
@@ -67,9 +74,9 @@ class ScanTable(DataTable):
         self.cursor_type = "row"
         self.add_columns("output", "axis", "shape so far", "last slice")
 
-    def show(self, stop) -> None:
+    def show(self, view: View) -> None:
         self.clear()
-        e = stop.event
+        e = view.stop.event
         if e is None:
             return
         for o in e.spec.concats:
@@ -78,3 +85,17 @@ class ScanTable(DataTable):
             how = f"new axis {o.axis} (stacked)" if e.spec.onnx else f"{o.axis}"
             self.add_row(o.name, f"{how}{direction}", shape_text(so_far),
                          fmt_value(e.scan_slices[o.name], width=50), key=o.name)
+
+
+class ScanPanel(Panel, Horizontal):
+    """The scan outputs tab: the table, and a heat map of the first concatenated output."""
+
+    TAB, TAB_ID = "Scan outputs", "tab-scan"
+
+    def compose(self) -> ComposeResult:
+        yield ScanTable(id="scan")
+        yield Static(id="heat")
+
+    def show(self, view: View) -> None:
+        self.query_one(ScanTable).show(view)
+        self.query_one("#heat", Static).update(heatmap(view.stop))

@@ -1,0 +1,38 @@
+"""Shapes as the model files write them: ``"2,3"``, ``"?"``, ``"1..10"``, ``"..."``.
+
+Plain text parsing with no reader attached, so the engine (which checks Parameter shapes against
+inputs) and the readers share one definition without the engine depending on a file format.
+"""
+
+from __future__ import annotations
+
+
+def parse_shape(text: str) -> tuple[int, ...] | None:
+    """Parse a Parameter/Const ``shape`` string; ``None`` means dynamic rank.
+
+    ``""`` is a scalar, ``"2,3"`` / ``"2, 3"`` static, ``"?"`` or ``"-1"`` a dynamic dim, and a
+    bounded dim ``"1..10"`` is treated as dynamic (-1) because values, not bounds, decide shapes at
+    run time. ``"..."`` is dynamic rank. Anything else raises ``ValueError``.
+    """
+    text = text.strip()
+    if text == "":
+        return ()
+    if text == "...":
+        return None
+    return tuple(parse_dim(part) for part in text.split(","))
+
+
+def parse_dim(text: str) -> int:
+    """One dimension of a shape (or the text of a ``<dim>``): -1 when dynamic or bounded."""
+    text = text.strip()
+    if text in ("?", "-1"):
+        return -1
+    if ".." in text:
+        low, _, high = text.partition("..")
+        for bound in (low, high):
+            if bound.strip() and not bound.strip().isdigit():
+                raise ValueError(f"bad dimension '{text}'")
+        return -1
+    if not text.isdigit():
+        raise ValueError(f"bad dimension '{text}'")
+    return int(text)

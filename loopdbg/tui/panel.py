@@ -1,0 +1,97 @@
+"""The panel contract: what every panel of the UI is given, and what it promises.
+
+A panel is a widget that also derives from ``Panel``. It says where it goes (``AREA``: the large
+``"main"`` box, the ``"side"`` column, or a tab of the bottom ``"tabs"``, titled ``TAB``) and
+implements ``show(view)``. After every stop (the ``Stopped`` message), and whenever breakpoints or
+watches change, the app calls ``show`` on each panel with one ``View``: the ``Stop`` and the
+session it came from. A panel only reads the view; to ask for a change it posts a message
+(``loopdbg.tui.messages``), never calls the app.
+
+Adding a panel: one file in ``loopdbg/tui/widgets/`` with the class, and its entry in ``PANELS``
+(``loopdbg/tui/app.py``), in the order it appears within its area.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+from loopdbg.debug.session import Session, Stop
+
+HISTORY_LIMIT = 48          # iterations of the current loop execution a panel can plot
+
+
+@dataclass(frozen=True)
+class View:
+    """One stop as the panels see it. What is derived from the session is computed on first use.
+
+    Panels must not change the session; read what the stop says, and ask the session only for
+    values (``values``) and for the timeline of the run (``session.timeline``).
+    """
+
+    stop: Stop
+    session: Session
+
+    @cached_property
+    def event(self):
+        """The iteration shown: the stop's, or the one being run node by node."""
+        stop = self.stop
+        return stop.event or (stop.node.event if stop.node else None)
+
+    @cached_property
+    def started(self):
+        """The ``LoopStarted`` of the shown iteration's loop (None without one, or in a replay)."""
+        e = self.event
+        return self.session.loop_started.get(e.path) if e is not None else None
+
+    @cached_property
+    def mode(self) -> str:
+        """The loop's mode (for, while, do-while, ...) or "" before any iteration."""
+        if self.event is None:
+            return ""
+        from loopdbg.teach.modes import loop_mode
+        return loop_mode(self.event.spec, self.started).mode
+
+    @cached_property
+    def history(self) -> list:
+        """The recent iterations of the shown loop execution up to the stop, oldest first."""
+        e = self.event
+        if e is None:
+            return []
+        session = self.session
+        timeline = session.timeline
+        pos = session.stop.position if session.stop.position >= 0 else session.newest
+        recent = [n for n in timeline.iterations(e.path, e.outer) if n <= pos][-HISTORY_LIMIT:]
+        return [timeline.at(n) for n in recent]
+
+    @property
+    def breakpoints(self):
+        return self.session.breakpoints
+
+    def values(self, event) -> dict[str, Any]:
+        """Every value of an iteration by name (body Parameters, nodes, Results)."""
+        return self.session.values(event)
+
+    def again(self, stop: Stop | None = None) -> "View":
+        """The same stop shown again (breakpoints or watches changed; ``stop`` with new watches).
+
+        What was read from the timeline is kept: the app may re-show while a command runs in
+        the worker thread, which alone may use the timeline then.
+        """
+        view = View(stop if stop is not None else self.stop, self.session)
+        if "history" in self.__dict__:
+            view.__dict__["history"] = self.__dict__["history"]
+        return view
+
+
+class Panel:
+    """Mixed into a widget to make it a panel (see the module docstring)."""
+
+    AREA: ClassVar[str] = "tabs"     # "main", "side" or "tabs"
+    TAB: ClassVar[str] = ""          # the tab's title (AREA "tabs")
+    TAB_ID: ClassVar[str] = ""       # the tab's id, for the app and tests to select it
+    ID: ClassVar[str | None] = None  # the panel widget's id (the stylesheet refers to it)
+
+    def show(self, view: View) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement show(view)")

@@ -1,0 +1,95 @@
+"""The panel contract: a panel is a widget class with a place and show(view); the app composes
+every entry of PANELS and shows each one every stop, and panels ask for changes by messages."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import Static, TabbedContent  # noqa: E402
+
+import loopdbg.tui.app as app_module  # noqa: E402
+from loopdbg.debug.session import Session  # noqa: E402
+from loopdbg.tui.app import PANELS, LoopdbgApp  # noqa: E402
+from loopdbg.tui.messages import ToggleBreakpoint  # noqa: E402
+from loopdbg.tui.panel import Panel, View  # noqa: E402
+
+CASE = Path(__file__).resolve().parents[1] / "corpus" / "loop_while_iter"
+SIZE = (160, 48)
+
+
+async def settle(pilot) -> None:
+    """Wait until the engine worker has finished and its Stop has been drawn."""
+    for _ in range(1000):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not pilot.app.busy:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the app is still busy")
+
+
+async def press(pilot, *keys: str) -> None:
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+
+
+def text_of(widget: Static) -> str:
+    return getattr(widget.content, "plain", str(widget.content))
+
+
+class Seen(Panel, Static):
+    """A panel added by a test: it shows where every view it was given stands."""
+
+    TAB, TAB_ID, ID = "Seen", "tab-seen", "seen"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.views: list[View] = []
+
+    def show(self, view: View) -> None:
+        self.views.append(view)
+        e = view.event
+        self.update(f"{view.stop.kind} at {e.iteration if e is not None else '-'}, "
+                    f"{len(view.history)} in history")
+
+
+def test_every_panel_keeps_the_contract():
+    for panel in PANELS:
+        assert issubclass(panel, Panel), panel
+        assert "show" in vars(panel), f"{panel.__name__} does not implement show(view)"
+        assert panel.AREA in ("main", "side", "tabs"), panel
+        assert panel.AREA != "tabs" or (panel.TAB and panel.TAB_ID), panel
+
+
+async def test_a_new_panel_is_one_class_and_one_entry(monkeypatch):
+    monkeypatch.setattr(app_module, "PANELS", PANELS + (Seen,))
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "n", "n")
+        app.query_one(TabbedContent).active = "tab-seen"
+        await pilot.pause()
+        seen = app.query_one(Seen)
+        assert text_of(seen) == "step at 2, 3 in history"
+        assert [v.stop.kind for v in seen.views] == ["start", "step", "step", "step"]
+        assert seen.views[-1].stop is session.stop is app.last_stop
+
+
+async def test_a_panel_asks_the_app_by_message():
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    session.breakpoints.add("i == 2")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        shown = app.view
+        app.query_one("#bps").post_message(ToggleBreakpoint(1))
+        await pilot.pause()
+        assert session.breakpoints.get(1).enabled is False
+        assert app.view is not shown and app.view.stop is shown.stop      # shown again
