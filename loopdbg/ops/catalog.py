@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from loopdbg.ops.registry import KernelSpec, default_version, specs
+from loopdbg.ops.registry import KernelSpec, default_version, refused, specs
 
 OPENVINO_TABLE = Path(__file__).with_name("openvino_opsets.txt")
 REGENERATE = "python -m loopdbg.ops.catalog > docs/ops.md"
@@ -128,11 +128,19 @@ def render() -> str:
         "`loopdbg/ops/openvino_opsets.txt` by `tools/openvino_opsets.py`). That release's opset17 "
         "holds only a few types, so most types end at opset16.",
         "",
-        "| Type | Version | Opsets |",
-        "|---|---|---|",
+        "| Type | Version | Opsets | Why |",
+        "|---|---|---|---|",
     ]
+    why = refused()
     for name, version, opsets in missing:
-        out.append(f"| {name} | {version} | {_span(opsets)} |")
+        reason = why.get((name, opsets[0]), "no kernel yet")
+        out.append(f"| {name} | {version} | {_span(opsets)} | {reason} |")
+    noted = [s for s in all_specs if s.notes]
+    if noted:
+        out += ["", "## Notes: departures from the specifications, and limits", ""]
+        for s in noted:
+            at = f"ONNX opset {s.version}" if s.type.startswith("onnx.") else f"opset{s.version}"
+            out.append(f"- **{s.type}** (registered at {at}): {s.notes}")
     return "\n".join(out) + "\n"
 
 

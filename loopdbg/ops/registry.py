@@ -17,7 +17,12 @@ table of them), and that one entry carries
 * the **shape rule** the model builder declares output ports with (see ``shape_rules``), or, as
   ``no_shape``, the reason the op needs none. ONNX kernels never need one: ONNX layers come from
   the ONNX reader, whose port shapes are onnx's own inference, and the builder writes IR only;
-* the builder's **default version** of the type, when it is not the newest registered one.
+* the builder's **default version** of the type, when it is not the newest registered one;
+* **notes**: where OpenVINO's CPU plugin (or reference) departs from the operation's
+  specification and which one loopdbg follows, or any other limit a user must know.
+
+An operation loopdbg deliberately does not run is registered with ``refuse(type, versions,
+reason)``: the layer is refused with that reason, and ``docs/ops.md`` lists it.
 
 A kernel is registered as a *factory*: it receives the ``Layer`` once, when the execution plan is
 built, parses its attributes, and returns the function that runs it on arrays. That function takes
@@ -75,6 +80,7 @@ class KernelSpec:
     outputs: int | Callable[[Layer], int] = 1
     shape: ShapeRule | None = None
     no_shape: str | None = None          # why there is no shape rule
+    notes: str | None = None             # departures from the specification, limits
 
     def count_outputs(self, layer: Layer) -> int:
         return self.outputs(layer) if callable(self.outputs) else self.outputs
@@ -82,6 +88,7 @@ class KernelSpec:
 
 _REGISTRY: dict[str, dict[int, KernelSpec]] = {}
 _DEFAULTS: dict[str, int] = {}           # builder default versions that are not the newest
+_REFUSED: dict[tuple[str, int], str] = {}  # (type, version) -> why loopdbg does not run it
 _LOADED = False
 
 # Versions that are not "opsetN": where OpenVINO takes such ops from (DESER create_node).
@@ -93,7 +100,8 @@ LATEST_OPENVINO_OPSET = 17
 
 def op(type_: str, *, versions: Sequence[int] = (1,), outputs: int | Callable[[Layer], int] = 1,
        shape: ShapeRule | None = None, no_shape: str | None = None,
-       default_version: int | None = None) -> Callable[[KernelFactory], KernelFactory]:
+       default_version: int | None = None,
+       notes: str | None = None) -> Callable[[KernelFactory], KernelFactory]:
     """Decorator: register ``factory`` as the kernel of ``type_`` at each of ``versions``.
 
     OpenVINO types take ``shape`` (a rule, see ``shape_rules``) or ``no_shape`` (why none is
@@ -115,13 +123,29 @@ def op(type_: str, *, versions: Sequence[int] = (1,), outputs: int | Callable[[L
         for v in versions:
             if v in table:
                 raise ValueError(f"{type_} version {v} is registered twice")
-            table[v] = KernelSpec(type_, v, factory, outputs, shape, no_shape)
+            table[v] = KernelSpec(type_, v, factory, outputs, shape, no_shape, notes)
         if default_version is not None:
             if _DEFAULTS.setdefault(type_, default_version) != default_version:
                 raise ValueError(f"{type_} has two builder default versions")
         return factory
 
     return deco
+
+
+def refuse(type_: str, versions: Sequence[int], reason: str) -> None:
+    """Record that loopdbg does not run ``type_`` at ``versions`` (opset numbers), and why: a
+    layer of it is refused with ``reason`` (one clause, e.g. "its output depends on OpenVINO's
+    random generator, which loopdbg does not reproduce")."""
+    for v in versions:
+        if (type_, v) in _REFUSED:
+            raise ValueError(f"{type_} version {v} is refused twice")
+        _REFUSED[(type_, v)] = reason
+
+
+def refused() -> dict[tuple[str, int], str]:
+    """Every deliberately refused (type, opset version) with its reason."""
+    _load_all()
+    return dict(_REFUSED)
 
 
 def opset_number(version: str) -> int:
@@ -183,6 +207,15 @@ def default_version(type_: str) -> str | None:
     return f"opset{_DEFAULTS.get(type_, max(versions))}"
 
 
+def _refusal(type_: str, version: str) -> str | None:
+    try:
+        n = opset_number(version)
+    except ValueError:
+        return None
+    hits = [v for (t, v) in _REFUSED if t == type_ and v <= n]
+    return _REFUSED[(type_, max(hits))] if hits else None
+
+
 def make_kernel(layer: Layer, where: str = "") -> tuple[Kernel, int]:
     """Build the kernel for ``layer``; return it with its number of outputs.
 
@@ -190,6 +223,11 @@ def make_kernel(layer: Layer, where: str = "") -> tuple[Kernel, int]:
     """
     spec = lookup(layer.type, layer.version)
     if spec is None:
+        reason = _refusal(layer.type, layer.version)
+        if reason is not None:
+            raise UnsupportedOperation(
+                f"{where}{layer.describe()} has type {layer.type} version {layer.version!r}, "
+                f"which loopdbg does not run: {reason}.")
         known = supported()
         if layer.type in known:
             vs = ", ".join(f"opset{v}" for v in known[layer.type])
