@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
                                    "seeded random data, to edit or to run with.")
     common.add_model_args(p, inputs=False)
     p.add_argument("-o", "--output", required=True, metavar="INPUTS.npz")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=common.seed, default=0, help="random seed (default 0)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="the shape of an input with dynamic dimensions (repeatable)")
     p.set_defaults(handler=run)

@@ -11,7 +11,7 @@ def add_model_args(p, inputs: bool = True) -> None:
     if inputs:
         p.add_argument("inputs", nargs="?", help="inputs.npz (default: inputs.npz beside the model, "
                                                  "else seeded random data)")
-        p.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+        p.add_argument("--seed", type=seed, default=0, help="seed for random inputs (default 0)")
 
 
 def add_limit_args(p) -> None:
@@ -20,6 +20,17 @@ def add_limit_args(p) -> None:
     p.add_argument("--max-memory", type=memory_size, metavar="SIZE",
                    help="budget for concatenated outputs, e.g. 512M or 4G "
                         "(default: a quarter of the machine's memory)")
+
+
+def seed(text: str) -> int:
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value < 2**128:
+        raise argparse.ArgumentTypeError("must be a whole number from 0 to 2**128 - 1")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -66,12 +77,13 @@ def load_model_and_inputs(args, *, say=None):
     model = read_model(args.model)
     say = say or (lambda text: print(text, file=sys.stderr))
     source = getattr(args, "inputs", None)
+    limit = getattr(args, "max_memory", None)          # inputs count against the budget too
     if source:
-        return model, load_npz(source), source
+        return model, load_npz(source, limit), source
     beside = Path(model.path or args.model).with_name("inputs.npz")
     if beside.exists():
         say(f"inputs: {beside}")
-        return model, load_npz(beside), str(beside)
+        return model, load_npz(beside, limit), str(beside)
     say(f"inputs: none given and no inputs.npz beside the model; using random data "
         f"(seed {getattr(args, 'seed', 0)})")
     return model, random_inputs(model, seed=getattr(args, "seed", 0)), "random inputs"
