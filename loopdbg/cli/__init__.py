@@ -15,7 +15,7 @@ import sys
 
 from loopdbg import __version__
 
-COMMANDS = ("open", "run", "inputs", "trace", "explain", "graph", "check")
+COMMANDS = ("open", "run", "inputs", "trace", "explain", "graph", "plot", "check")
 DESCRIPTION = "Watch the Loop and TensorIterator operations of a model run, step by step."
 EPILOG = """examples:
   loopdbg demos/for_loop/model.xml              open the debugger on a model (inputs.npz beside it)
