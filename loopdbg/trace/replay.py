@@ -12,9 +12,6 @@ come from the trace itself.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 from loopdbg.debug.session import Session
 from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
@@ -165,18 +162,8 @@ class ReplaySession(Session):
 
 def open_replay(trace_path, **options) -> ReplaySession:
     """A ReplaySession on a trace file; the model it names must be there, unchanged."""
-    from loopdbg.ir.load import read_model
+    from loopdbg.trace.record import open_recorded_model
 
     reader = TraceReader(trace_path)
-    model_info = (reader.header or {}).get("model") or {}
-    path = model_info.get("path")
-    if not path or not Path(path).exists():
-        raise TraceError(f"{trace_path}: the model it was recorded from ({path or 'unknown'}) "
-                         f"is not there, so it cannot be replayed; `loopdbg trace show` still "
-                         f"reads the recorded values.")
-    want = model_info.get("xml_sha256")
-    if want and hashlib.sha256(Path(path).read_bytes()).hexdigest() != want:
-        raise TraceError(f"{trace_path}: {path} changed since the trace was recorded (its sha256 "
-                         f"differs), so the replay would not show the recorded run.")
-    engine = Engine(read_model(path))
+    engine = Engine(open_recorded_model(reader, trace_path))    # .xml, .bin, inputs: unchanged
     return ReplaySession(engine, TraceTimeline(reader, engine), **options)
