@@ -85,7 +85,7 @@ def check_output(path, reads: Reads = (), *, what: str = "the output") -> Path:
     docstring; ``OutputError`` naming ``path`` otherwise."""
     given = str(path)
     if not given or given.endswith(("/", os.sep)):
-        raise OutputError(f"{what} needs a file name, not {given!r}.")
+        raise OutputError(f"give {what} a file name, not {given!r}.")
     try:
         target = Path(os.path.realpath(given))
     except (OSError, ValueError) as exc:
@@ -127,7 +127,7 @@ class Output:
     def __init__(self, path, reads: Reads = (), *, npz: bool = False, what: str = "the output"):
         self.given = str(path)
         p = Path(self.given)
-        self.suffix_added = bool(npz and not p.suffix and not os.path.lexists(p)
+        self.suffix_added = bool(npz and p.name and not p.suffix and not os.path.lexists(p)
                                  and not self.given.endswith(os.sep))
         self.path = str(p.with_name(p.name + ".npz")) if self.suffix_added else self.given
         self.reads = list(reads)

@@ -59,7 +59,7 @@ def _run(args) -> int:
     args.model_file = model.path
     reads = common.model_reads(model, getattr(args, "inputs_file", None))
     output = None
-    if args.output:            # checked before the run, written after it
+    if args.output is not None:      # checked before the run, written after it
         output = Output(args.output, reads, npz=True, what="the outputs (-o)")
         distinct_outputs(("-o", output.path), ("--trace", args.trace))
     engine = Engine(model)
@@ -142,7 +142,8 @@ def report(final) -> str:
     for path, runs in per_path.items():
         if len(runs) == 1:
             r = runs[0]
-            lines.append(f"  {safe(path)}: {r.iterations} iteration{'s' if r.iterations != 1 else ''}, "
+            plural = "s" if r.iterations != 1 else ""
+            lines.append(f"  {safe(path)}: {r.iterations} iteration{plural}, "
                          f"stopped because {safe(r.reason_text)}")
         else:
             total = sum(r.iterations for r in runs)

@@ -28,7 +28,8 @@ def model_reads(model, inputs_file=None) -> list[tuple[str, str | None]]:
     """The files a command on ``model`` reads, as ``loopdbg.files`` wants them: its outputs must
     never be one of these."""
     path = getattr(model, "path", None) if not isinstance(model, (str, Path)) else str(model)
-    reads = [("the model", path), ("the model's weights (.bin)", getattr(model, "weights_path", None))]
+    reads = [("the model", path),
+             ("the model's weights (.bin)", getattr(model, "weights_path", None))]
     if path and str(path).lower().endswith(".xml"):
         reads.append(("the model's weights (.bin)", str(Path(path).with_suffix(".bin"))))
     if inputs_file:

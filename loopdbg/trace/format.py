@@ -57,7 +57,8 @@ def recorded_sources(header) -> list[tuple[str, str]]:
     header = header if isinstance(header, dict) else {}
     model = header.get("model") if isinstance(header.get("model"), dict) else {}
     inputs = header.get("inputs") if isinstance(header.get("inputs"), dict) else {}
-    found = [("the model", model.get("path")), ("the model's weights (.bin)", model.get("bin_path")),
+    found = [("the model", model.get("path")),
+             ("the model's weights (.bin)", model.get("bin_path")),
              ("the inputs file", inputs.get("source"))]
     return [(what, p) for what, p in found if isinstance(p, str) and p]
 

@@ -156,7 +156,8 @@ class TraceFile:
                 else:
                     ix.ex_start[row] = off
             else:
-                iterations, reason, error = int(meta["iterations"]), meta["reason"], meta.get("error")
+                iterations = int(meta["iterations"])
+                reason, error = meta["reason"], meta.get("error")
                 if not isinstance(reason, str) or not isinstance(error, (str, type(None))):
                     raise TypeError("its reason or error is not text")
                 if row is None:

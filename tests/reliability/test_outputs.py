@@ -56,7 +56,7 @@ def assert_untouched(before: dict) -> None:
         assert p.read_bytes() == data, f"{p} was changed"
 
 
-# -- 4. never overwrite an input --------------------------------------------------------------------
+# -- 4. never overwrite an input ------------------------------------------------------------------
 
 @pytest.mark.parametrize("flag", ["--trace", "-o"])
 @pytest.mark.parametrize("victim", ["xml", "bin", "given inputs", "inputs beside"])
@@ -268,7 +268,7 @@ def test_a_missing_folder_is_one_sentence(cli, files, tmp_path):
     xml, *_ = files
     for flag in ("-o", "--trace"):
         assert_refused(cli("run", xml, flag, tmp_path / "nope" / "x.npz"), "does not exist")
-        assert_refused(cli("run", xml, flag, f"{tmp_path / 'new'}/"), "needs a file name")
+        assert_refused(cli("run", xml, flag, f"{tmp_path / 'new'}/"), "a file name, not")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
 
 
