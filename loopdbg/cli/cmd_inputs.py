@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from loopdbg.cli import common
 
 
@@ -34,16 +32,16 @@ def parse_shapes(items) -> dict:
 
 
 def run(args) -> int:
-    import numpy as np
-
     from loopdbg.engine.inputs import input_specs, random_inputs
+    from loopdbg.files import Output
     from loopdbg.ir.load import read_model
 
     model = read_model(args.model)
+    output = Output(args.output, common.model_reads(model), npz=True, what="the inputs template")
     arrays = random_inputs(model, seed=args.seed, shapes=parse_shapes(args.shape))
-    np.savez(args.output, **arrays)
+    output.write_npz(arrays)
     for spec in input_specs(model):
         a = arrays[spec.name]
-        print(f"  {spec.name}: {a.dtype} {tuple(a.shape)}")
-    print(f"wrote {args.output}", file=sys.stderr)
+        common.out(f"  {common.safe(spec.name)}: {a.dtype} {tuple(a.shape)}")
+    common.err(f"wrote {common.safe(output.path)}{common.safe(output.note)}")
     return 0
