@@ -59,6 +59,7 @@ def _memory(text):
 
 def run(args) -> int:
     from loopdbg.errors import LoopdbgError
+    from loopdbg.text import safe
 
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
@@ -73,16 +74,22 @@ def run(args) -> int:
         inputs = words.pop(0)
     if not words:
         raise LoopdbgError("give at least one expression to plot, e.g. \"mean(h)\".")
-    _refuse_overwrite(out, [args.source, inputs])
+    from loopdbg.cli.common import model_reads
+    from loopdbg.files import Output
+
+    reads = model_reads(args.source, inputs)
+    if is_trace:
+        reads.append(("the trace", args.source))
+    output = Output(out, reads, what="the plot")        # checked before the run, written after
     series, title = (_from_trace(args, words, outer) if is_trace
                      else _from_model(args, inputs, words, outer))
     if not series.x:
         raise LoopdbgError(f"loop '{series.loop}' ran no iteration"
                            + (f" at outer iterations {list(outer)}" if outer else "")
                            + ", so there is nothing to plot.")
-    _draw(pyplot, series, title, out)
-    print(f"{len(series.x)} iterations of loop '{series.loop}' plotted in {out}",
-          file=sys.stderr)
+    _draw(pyplot, series, title, output)
+    print(f"{len(series.x)} iterations of loop '{safe(series.loop)}' plotted in "
+          f"{safe(output.path)}", file=sys.stderr)
     return 0
 
 
@@ -107,15 +114,6 @@ def _outer(text: str | None) -> tuple | None:
     except ValueError:
         raise LoopdbgError(f"--outer {text!r}: give the outer iterations as whole numbers, "
                            f"e.g. 2 or 2,0.") from None
-
-
-def _refuse_overwrite(out: Path, sources) -> None:
-    from loopdbg.errors import LoopdbgError
-    target = out.resolve()
-    for s in sources:
-        if s and Path(s).resolve() == target:
-            raise LoopdbgError(f"{out} is one of the files this command reads; write the plot "
-                               f"elsewhere.")
 
 
 def _from_trace(args, words, outer):
@@ -166,9 +164,7 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _draw(pyplot, series, title: str, out: Path) -> None:
-    from loopdbg.errors import LoopdbgError
-
+def _draw(pyplot, series, title: str, output) -> None:
     n = len(series.expressions)
     fig, axes = pyplot.subplots(n, 1, sharex=True, figsize=(8, 1.2 + 2.2 * n), squeeze=False)
     several = series.executions > 1
@@ -189,9 +185,8 @@ def _draw(pyplot, series, title: str, out: Path) -> None:
                            f"(dotted lines: a new execution)")
     fig.suptitle(_plain(title))
     fig.tight_layout()
+    fmt = Path(output.path).suffix.lower().lstrip(".")
     try:
-        fig.savefig(out)
-    except OSError as exc:
-        raise LoopdbgError(f"{out}: cannot write it: {exc.strerror or exc}.") from None
+        output.write(lambda f: fig.savefig(f, format=fmt))
     finally:
         pyplot.close(fig)

@@ -9,7 +9,7 @@ from typing import Mapping
 import numpy as np
 
 from loopdbg.errors import InputError
-from loopdbg.ir.files import read_npz
+from loopdbg.files.read import read_npz
 from loopdbg.ir.model import Model
 
 
@@ -70,7 +70,7 @@ def output_names(model: Model) -> list[str]:
 
 def load_npz(path: str | Path, limit: int | None = None) -> dict[str, np.ndarray]:
     """Read an .npz of named arrays without ever unpickling anything, within a byte budget
-    (default a quarter of physical memory): see ``loopdbg.ir.files.read_npz``."""
+    (default a quarter of physical memory): see ``loopdbg.files.read.read_npz``."""
     return read_npz(path, InputError, limit)
 
 

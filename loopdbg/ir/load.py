@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 
 from loopdbg.errors import ModelError
-from loopdbg.ir.files import kind_of
+from loopdbg.files import kind_of
 from loopdbg.ir.model import Model
 
 

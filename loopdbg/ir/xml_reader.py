@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 
 from loopdbg.errors import ModelError
 from loopdbg.ir import elements
-from loopdbg.ir.files import map_regular, read_regular
+from loopdbg.files.read import map_regular, read_regular
 from loopdbg.ir.model import (CANONICAL_TYPES, BackEdge, Edge, Graph, InputMapping, Layer, Model,
                               OutputMapping,
                               Port, SubGraph)

@@ -505,7 +505,7 @@ def test_inputs_given_as_a_plain_npy(base, tmp_path, cli):
 
 def test_inputs_file_missing_or_a_folder(base, tmp_path, cli):
     assert_refused(cli("run", base[0], tmp_path / "gone.npz"), "gone.npz", "does not exist")
-    assert_refused(cli("run", base[0], tmp_path), str(tmp_path), "is a directory, not a")
+    assert_refused(cli("run", base[0], tmp_path), str(tmp_path), "is a folder, not a regular file")
 
 
 def test_npz_with_a_damaged_member(base, tmp_path, cli):
@@ -755,8 +755,8 @@ def test_only_regular_files_are_read(base, tmp_path, cli, kind, role):
         target.mkdir()
     if role == "inputs":
         inputs = target
-    what = {"fifo": "FIFO", "device": "character device",
-            "folder": "folder without a model.xml" if role == "model" else "directory"}[kind]
+    what = {"fifo": "pipe (FIFO)", "device": "a device",
+            "folder": "folder without a model.xml" if role == "model" else "a folder"}[kind]
     assert_refused(cli("run", xml, inputs), str(target), what)
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from loopdbg.errors import LoopdbgError
+from loopdbg.files import kind_of
 
 try:
     import fcntl
@@ -51,18 +52,6 @@ Reads = Iterable[tuple[str, "str | os.PathLike | None"]]     # (what it is, path
 
 def _strerror(exc: OSError) -> str:
     return exc.strerror or str(exc)
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def same_file(a, b) -> bool:
@@ -100,7 +89,7 @@ def check_output(path, reads: Reads = (), *, what: str = "the output") -> Path:
             from None
     if st is not None and not stat.S_ISREG(st.st_mode):
         hint = "; give a file name inside it" if stat.S_ISDIR(st.st_mode) else ""
-        raise OutputError(f"{given}{link} is {_kind(st.st_mode)}, not a regular file; loopdbg "
+        raise OutputError(f"{given}{link} is {kind_of(st.st_mode)}, not a regular file; loopdbg "
                           f"writes {what} only to a regular file{hint}.")
     for label, other in reads:                # files the command reads: those that exist
         if other is not None and os.path.lexists(other) and same_file(target, other):
@@ -213,7 +202,7 @@ def open_recording(path, reads: Reads = (), *, what: str = "the trace") -> int:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise OutputError(f"{path} is {_kind(st.st_mode)}, not a regular file; loopdbg "
+            raise OutputError(f"{path} is {kind_of(st.st_mode)}, not a regular file; loopdbg "
                               f"writes {what} only to a regular file.")
         if fcntl is not None:
             try:

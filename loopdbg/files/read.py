@@ -21,10 +21,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
-
+from loopdbg.files import kind_of
 
 def physical_memory() -> int:
     """Bytes of physical memory (8 GiB when that cannot be read)."""
@@ -32,13 +29,6 @@ def physical_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 8 * 2**30
-
-
-def kind_of(mode: int) -> str:
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def open_regular(path: str | Path, error: type[Exception], what: str = "") -> BinaryIO:
@@ -49,7 +39,7 @@ def open_regular(path: str | Path, error: type[Exception], what: str = "") -> Bi
     except FileNotFoundError:
         raise error(f"{label} does not exist.") from None
     except IsADirectoryError:
-        raise error(f"{label} is a directory, not a file.") from None
+        raise error(f"{label} is a folder, not a regular file.") from None
     except OSError as err:
         raise error(f"{label} cannot be opened ({err.strerror}).") from None
     try:
