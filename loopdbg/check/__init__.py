@@ -11,10 +11,11 @@ standalone model), ``oracle`` (OpenVINO), ``checker`` (the check), ``bookkeeping
 part of a loop that differs when its bodies agree), ``report`` (the text).
 """
 
-from loopdbg.check.checker import CheckReport, Divergence, LoopCheck, check
+from loopdbg.check.checker import check
 from loopdbg.check.compare import Comparison, compare
 from loopdbg.check.oracle import CheckUnavailable
 from loopdbg.check.report import format_report
+from loopdbg.check.results import CheckReport, Divergence, LoopCheck
 
 __all__ = ["check", "CheckReport", "Divergence", "LoopCheck", "Comparison", "compare",
            "CheckUnavailable", "format_report"]

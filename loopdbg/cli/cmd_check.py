@@ -38,7 +38,11 @@ def add_parser(sub) -> None:
                    help="also compare every body iteration (nested bodies too)")
     p.add_argument("--all-nodes", action="store_true",
                    help="with --per-iteration: compare every body node, not only the Results")
-    p.add_argument("--device", default="CPU", help="OpenVINO device (default CPU)")
+    p.add_argument("--runtime", choices=("openvino", "onnxruntime"),
+                   help="what to compare with (default: OpenVINO for an IR, onnxruntime for an "
+                        "ONNX model)")
+    p.add_argument("--device", default="CPU",
+                   help="OpenVINO device or onnxruntime execution provider (default CPU)")
     p.add_argument("--rtol", type=_tolerance, default=1e-5,
                    help="relative tolerance for floats (default 1e-5)")
     p.add_argument("--atol", type=_tolerance, default=1e-5,
@@ -70,9 +74,11 @@ def _seconds(text: str) -> float:
 
 
 def run(args) -> int:
-    from loopdbg.check.oracle import require_openvino
+    from loopdbg.check.oracle import default_runtime, require_runtime
 
-    require_openvino()                  # before anything slow: say how to install it
+    fmt = "onnx" if str(args.model).lower().endswith(".onnx") else "ir"
+    runtime = args.runtime or default_runtime(fmt)
+    require_runtime(runtime, fmt)       # before anything slow: say how to install it
     from loopdbg.check import check, format_report
 
     say = lambda text: print(text, file=sys.stderr)  # noqa: E731
@@ -91,6 +97,7 @@ def run(args) -> int:
                    per_iteration=args.per_iteration, all_nodes=args.all_nodes,
                    trace=args.trace, source=source,
                    max_memory=args.max_memory or common.default_memory_budget(),
-                   max_iterations=args.max_iterations, timeout=args.timeout)
+                   max_iterations=args.max_iterations, timeout=args.timeout,
+                   runtime=runtime)
     print(format_report(report))
     return report.exit_code

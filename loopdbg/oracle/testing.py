@@ -1,4 +1,4 @@
-"""For test suites: OpenVINO and onnxruntime as oracles that skip, never kill, when they cannot answer.
+"""For test suites: OpenVINO and onnxruntime as oracles that skip, never kill, when they fail.
 
 A test that consults a runtime and finds it missing, crashed (a CPU plugin's SIGFPE), hung or out
 of memory is *skipped with that reason*; a loopdbg result that disagrees with a working runtime
@@ -49,7 +49,7 @@ def onnxruntime() -> OnnxRuntime:
 
 
 def answer(call, *args, label: str = "OpenVINO"):
-    """``call(*args)``, skipping the test when the runtime is missing, crashed, hung or out of memory."""
+    """``call(*args)``; the test is skipped when the runtime is missing, crashed, hung or OOM."""
     try:
         return call(*args)
     except OracleFailure as exc:

@@ -306,7 +306,7 @@ def test_ti_sliced_from_1_is_a_slicing_divergence_and_loopdbg_follows_the_spec(t
     # loopdbg follows the specification: chunks 1..4 of x; OpenVINO's CPU plugin takes 0..3.
     x = TI_INPUTS["x"]
     np.testing.assert_array_equal(report.loopdbg_outputs["h_seq"], np.cumsum(x[1:], axis=0))
-    np.testing.assert_array_equal(report.openvino_outputs["h_seq"], np.cumsum(x[:4], axis=0))
+    np.testing.assert_array_equal(report.runtime_outputs["h_seq"], np.cumsum(x[:4], axis=0))
 
     from loopdbg.check import format_report
     text = format_report(report)
