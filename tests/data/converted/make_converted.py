@@ -1,0 +1,178 @@
+"""Build the ONNX models of tests/data/converted, convert each with OpenVINO's ONNX frontend, and
+make the broken conversions. Run once, by hand (it needs onnx and openvino); the tests use the
+files it wrote and never convert anything themselves:
+
+    python tests/data/converted/make_converted.py
+
+Each model gets a folder with ``model.onnx`` (built with onnx.helper), ``model.xml``/``model.bin``
+(``openvino.convert_model`` + ``openvino.save_model``, weights kept in f32) and ``inputs.npz``:
+
+* ``nested_loops``: a Loop (3 iterations) whose body holds a Loop (4 iterations) that reads a
+  value of the outer body and one of the top graph by name; both scan their states.
+* ``while_loop``: a Loop without a trip count: doubles a vector while its sum stays below a limit
+  (a constant inside the body), scanning every value.
+* ``attention_decoder``: a decoding loop of 6 steps: the state attends over keys and values read
+  from the top graph (MatMul, Softmax, MatMul), is projected and squashed (MatMul, Add, Tanh),
+  and gives the step's logits (scanned).
+
+And two broken conversions, each an edited copy of a converted IR (``broken.xml``/``broken.bin``
+beside the source): in ``while_loop`` the body's limit constant is 60 instead of 100, so the loop
+stops one iteration early (the first departure is the condition, at iteration 4); in
+``attention_decoder`` one weight of the output projection inside the body is changed, so the
+first departure is the projection ``proj`` at iteration 0.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+from lxml import etree
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+HERE = Path(__file__).resolve().parent
+F, I64, B = TP.FLOAT, TP.INT64, TP.BOOL
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def init(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def save(name: str, graph, inputs: dict) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    folder = HERE / name
+    folder.mkdir(exist_ok=True)
+    onnx.save(model, folder / "model.onnx")
+    np.savez(folder / "inputs.npz", **inputs)
+    import openvino as ov
+    converted = ov.convert_model(str(folder / "model.onnx"))
+    ov.save_model(converted, str(folder / "model.xml"), compress_to_fp16=False)
+    return folder
+
+
+def nested_loops() -> None:
+    inner = helper.make_graph(
+        [helper.make_node("Mul", ["h_in", "half"], ["h_half"]),
+         helper.make_node("Add", ["h_half", "acc_in"], ["h_mix"]),
+         helper.make_node("Add", ["h_mix", "x"], ["h_out"]),
+         helper.make_node("Identity", ["inner_cond_in"], ["inner_cond_out"]),
+         helper.make_node("Identity", ["h_out"], ["h_scan"])],
+        "inner_body",
+        [vi("j", I64, []), vi("inner_cond_in", B, []), vi("h_in", F, [2, 3])],
+        [vi("inner_cond_out", B, []), vi("h_out", F, [2, 3]), vi("h_scan", F, [2, 3])],
+        initializer=[init("half", np.float32(0.5))])
+    outer = helper.make_graph(
+        [helper.make_node("Loop", ["inner_trips", "", "acc_in"], ["h_last", "h_all"],
+                          body=inner, name="inner"),
+         helper.make_node("ReduceSum", ["h_all", "axis0"], ["h_sum"], keepdims=0),
+         helper.make_node("Sub", ["h_sum", "h_last"], ["acc_out"]),
+         helper.make_node("Identity", ["outer_cond_in"], ["outer_cond_out"])],
+        "outer_body",
+        [vi("i", I64, []), vi("outer_cond_in", B, []), vi("acc_in", F, [2, 3])],
+        [vi("outer_cond_out", B, []), vi("acc_out", F, [2, 3]), vi("h_all", F, [4, 2, 3])],
+        initializer=[init("inner_trips", np.int64(4)), init("axis0", np.array([0], np.int64))])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["outer_trips", "", "acc0"], ["acc_final", "all_inner"],
+                          body=outer, name="outer")],
+        "nested_loops", [vi("x", F, [2, 3]), vi("acc0", F, [2, 3])],
+        [vi("acc_final", F, [2, 3]), vi("all_inner", F, [3, 4, 2, 3])],
+        initializer=[init("outer_trips", np.int64(3))])
+    rng = np.random.default_rng(20)
+    save("nested_loops", g, {"x": rng.standard_normal((2, 3)).astype(np.float32),
+                             "acc0": rng.standard_normal((2, 3)).astype(np.float32) * 0.1})
+
+
+def while_loop() -> None:
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["v_in", "two"], ["v_out"]),
+         helper.make_node("ReduceSum", ["v_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["keep_going"]),
+         helper.make_node("Identity", ["v_out"], ["v_scan"])],
+        "while_body",
+        [vi("k", I64, []), vi("cond_in", B, []), vi("v_in", F, [2])],
+        [vi("keep_going", B, []), vi("v_out", F, [2]), vi("v_scan", F, [2])],
+        initializer=[init("two", np.float32(2.0)), init("limit", np.float32(100.0))])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["", "go", "v0"], ["v_final", "v_all"], body=body,
+                          name="doubling")],
+        "while_loop", [vi("go", B, []), vi("v0", F, [2])],
+        [vi("v_final", F, [2]), vi("v_all", F, [None, 2])])
+    folder = save("while_loop", g, {"go": np.array(True), "v0": np.ones(2, np.float32)})
+    broken(folder, lambda layer: layer.get("name") == "limit", np.float32, lambda v: v * 0 + 60)
+
+
+def attention_decoder() -> None:
+    d, s, t = 4, 5, 6
+    rng = np.random.default_rng(7)
+    wq, wo = (rng.standard_normal((d, d)).astype(np.float32) * 0.5 for _ in range(2))
+    wout = rng.standard_normal((d, 3)).astype(np.float32) * 0.5
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "Wq"], ["q"]),
+         helper.make_node("Transpose", ["keys"], ["keys_t"], perm=[1, 0]),
+         helper.make_node("MatMul", ["q", "keys_t"], ["scores"]),
+         helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+         helper.make_node("Softmax", ["scaled"], ["attn"], axis=-1),
+         helper.make_node("MatMul", ["attn", "values"], ["context"]),
+         helper.make_node("MatMul", ["context", "Wo"], ["proj"]),
+         helper.make_node("Add", ["proj", "h_in"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]),
+         helper.make_node("MatMul", ["h_out", "Wout"], ["logits"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "decoder_body", [vi("step", I64, []), vi("cond_in", B, []), vi("h_in", F, [1, d])],
+        [vi("cond_out", B, []), vi("h_out", F, [1, d]), vi("logits", F, [1, 3]),
+         vi("attn", F, [1, s])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["steps", "", "h0"], ["h_final", "all_logits", "all_attn"],
+                          body=body, name="decoder")],
+        "attention_decoder", [vi("keys", F, [s, d]), vi("values", F, [s, d]), vi("h0", F, [1, d])],
+        [vi("h_final", F, [1, d]), vi("all_logits", F, [t, 1, 3]), vi("all_attn", F, [t, 1, s])],
+        initializer=[init("Wq", wq), init("Wo", wo), init("Wout", wout),
+                     init("steps", np.int64(t)), init("scale", np.float32(1 / np.sqrt(d)))])
+    folder = save("attention_decoder", g, {
+        "keys": rng.standard_normal((s, d)).astype(np.float32),
+        "values": rng.standard_normal((s, d)).astype(np.float32),
+        "h0": rng.standard_normal((1, d)).astype(np.float32)})
+
+    def feeds_proj(layer) -> bool:          # the weight constant of the MatMul named proj
+        return layer.get("type") == "Const" and layer.get("id") in _sources(layer, "proj")
+    broken(folder, feeds_proj, np.float32, lambda v: v + np.eye(*v.shape, dtype=v.dtype) * 0.25)
+
+
+def _sources(layer, consumer: str) -> set[str]:
+    """Ids of the layers feeding the layer named ``consumer`` in ``layer``'s graph."""
+    graph = layer.getparent().getparent()
+    ids = {el.get("id") for el in graph.iter("layer") if el.get("name") == consumer}
+    return {e.get("from-layer") for e in graph.find("edges") if e.get("to-layer") in ids}
+
+
+def broken(folder: Path, pick, dtype, change) -> None:
+    """``broken.xml``/``broken.bin``: the converted IR with the one body constant ``pick`` finds
+    rewritten in place by ``change`` (same size, same offset)."""
+    tree = etree.parse(str(folder / "model.xml"))
+    hits = [el for body in tree.iter("body") for el in body.iter("layer")
+            if el.get("type") == "Const" and pick(el)]
+    if len(hits) != 1:
+        raise SystemExit(f"{folder.name}: {len(hits)} constants match, not one")
+    data = hits[0].find("data")
+    offset, size = int(data.get("offset")), int(data.get("size"))
+    blob = bytearray((folder / "model.bin").read_bytes())
+    value = np.frombuffer(bytes(blob[offset:offset + size]), dtype)
+    shape = [int(x) for x in data.get("shape").replace(" ", "").split(",") if x]
+    new = np.asarray(change(value.reshape(shape)), dtype)
+    blob[offset:offset + size] = new.tobytes()
+    shutil.copy(folder / "model.xml", folder / "broken.xml")
+    (folder / "broken.bin").write_bytes(bytes(blob))
+
+
+if __name__ == "__main__":
+    nested_loops()
+    while_loop()
+    attention_decoder()
