@@ -228,9 +228,10 @@ class _Lockstep:
                 continue
             if first is None:
                 layer = _layer_type(e.spec, a)
+                ours = np.asarray(nodes[a])
                 first = Departure(pc.pair.path, pc.pair.reference, e.outer, e.iteration, VALUE,
-                                  tensor, a, layer, b, c, np.asarray(nodes[a]),
-                                  np.asarray(theirs[b]))
+                                  tensor, a, layer, b, c, ours,
+                                  aligned(ours, np.asarray(theirs[b])))
             else:
                 first.others.append(tensor)
         if first is not None:
@@ -281,13 +282,20 @@ def compare_values(name: str, ours, theirs, rtol: float, atol: float,
     ``(4,)``: a converter's added or dropped unit axis) are compared element by element."""
     if theirs is not None:
         a, b = np.asarray(ours), np.asarray(theirs)
-        if a.shape != b.shape and a.size == b.size and \
-                tuple(d for d in a.shape if d != 1) == tuple(d for d in b.shape if d != 1):
-            c = compare(name, a, b.reshape(a.shape), rtol, atol, other)
+        if a.shape != b.shape and aligned(a, b).shape == a.shape:
+            c = compare(name, a, aligned(a, b), rtol, atol, other)
             c.other_shape = b.shape
             c.note = (c.note + "; " if c.note else "") + f"{other}'s shape is {b.shape}"
             return c
     return compare(name, ours, theirs, rtol, atol, other)
+
+
+def aligned(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``b`` in ``a``'s shape when the two differ only by unit axes, else ``b`` as it is."""
+    if a.shape != b.shape and a.size == b.size and \
+            tuple(d for d in a.shape if d != 1) == tuple(d for d in b.shape if d != 1):
+        return b.reshape(a.shape)
+    return b
 
 
 def _layer_type(spec, value: str) -> str | None:

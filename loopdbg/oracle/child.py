@@ -13,7 +13,9 @@ own, so one that crashes never takes the other with it.
 Fault injection for tests: ``LOOPDBG_OPENVINO_FAULT`` (``LOOPDBG_ONNXRUNTIME_FAULT`` for
 onnxruntime) ``=SIGFPE|SIGSEGV|SIGABRT|hang|raise`` makes every compile/infer/evaluate/describe
 request fail that way; ``...:compile`` (or ``:infer``) limits it to one kind of request. The
-fault fires before the runtime is imported, so a suite run with a fault on is quick.
+fault fires before the runtime is imported, so a suite run with a fault on is quick. ``wrongN``
+(``wrong`` for ``wrong1``) makes the runtime answer wrongly instead: from this child's N-th
+``infer`` on, every float output comes back with 1 added (a plugin that goes astray mid-run).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main(argv: list[str]) -> int:
         return 2
     env = FAULT_ENVS[runtime]
     backend = None
+    infers = 0
     while True:
         try:
             header, arrays = wire.receive(rfd)
@@ -56,6 +59,9 @@ def main(argv: list[str]) -> int:
                 backend = importlib.import_module(BACKENDS[runtime]).Backend()
             reply, out = backend.handle(op, header, arrays)
             reply["ok"] = True
+            if op == "infer":
+                infers += 1
+                out = _maybe_wrong(env, infers, out)
         except Exception as exc:         # noqa: BLE001 - every runtime error is an answer
             reply, out = {"ok": False, "error": first_line(exc), "type": type(exc).__name__}, []
         try:
@@ -72,6 +78,14 @@ def _fault_for(env: str, op) -> str:
     if not kind or op not in FAULTY_OPS or (only and only != op):
         return ""
     return kind
+
+
+def _maybe_wrong(env: str, infers: int, out: list) -> list:
+    kind = _fault_for(env, "infer")
+    if not kind.startswith("wrong") or infers < int(kind[5:] or 1):
+        return out
+    return [a + a.dtype.type(1) if getattr(a, "dtype", None) is not None and a.dtype.kind == "f"
+            else a for a in out]
 
 
 def _maybe_fault(env: str, op) -> None:
