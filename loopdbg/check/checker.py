@@ -39,6 +39,7 @@ from loopdbg.check import bookkeeping as bk
 from loopdbg.check import from_trace
 from loopdbg.check.compare import Comparison, compare
 from loopdbg.check.extract import RESULT, Target, signature
+from loopdbg.check.extract_onnx import is_batch_loop
 from loopdbg.check.oracle import (CheckUnavailable, Oracle, OracleFailure, default_runtime,
                                   require_runtime)
 from loopdbg.check.results import CheckReport, Divergence, LoopCheck
@@ -211,10 +212,13 @@ class _Check:
         lc = self.loops.get(path)
         if lc is None:
             lc = self.loops[path] = LoopCheck(path, spec.kind, spec.layer.name)
+            if self.model.format == "onnx" and is_batch_loop(spec):
+                lc.note = ("loopdbg's batch loop around a Scan-8, with no ONNX body of its own "
+                           "(the Scan inside it is checked)")
         if outer not in lc._outers:
             lc._outers.add(outer)
             lc.executions += 1
-        if lc.divergence is not None or lc.error is not None:
+        if lc.divergence is not None or lc.error is not None or lc.note is not None:
             lc.skipped += 1
             return
         body = self._body(spec, body_in, lc, nodes)

@@ -8,8 +8,9 @@ run by the runtime itself), with three changes:
   Parameters of the body), each typed by the value loopdbg fed it with dims of unknown size, so
   one model serves every iteration of the same ranks (``extract.signature``);
 * its outputs are one ``Identity`` per ``Target`` (``extract.body_targets``): the body's outputs
-  in order, then with ``all_nodes`` every output of every node loopdbg runs; untyped, so the
-  runtime's own types come back and a declared type never makes the copy invalid;
+  in order, then with ``all_nodes`` every output of every node loopdbg runs; typed as ONNX's
+  shape inference types them from the inputs (the body's declared types are not kept: one that
+  a dynamic value contradicts would make the copy invalid);
 * the model keeps the file's opset imports, IR version and local functions.
 
 The body is found by its node's op type and output tensor names, which ONNX makes unique in a
@@ -32,15 +33,20 @@ class NoBody(ValueError):
     """The loop has no ONNX body of its own to extract (one sentence why)."""
 
 
+def is_batch_loop(spec: LoopSpec) -> bool:
+    """Whether ``spec`` is the batch loop loopdbg's ONNX reader wraps around a Scan-8."""
+    return str(spec.layer.data.get(SCAN8, "")).lower() == "true"
+
+
 def body_key(spec: LoopSpec, parent: LoopSpec | None) -> tuple[str, tuple[str, ...]]:
     """(op type, output tensor names) of the node whose body ``spec`` runs."""
     layer = spec.layer
-    if str(layer.data.get(SCAN8, "")).lower() == "true":
+    if is_batch_loop(spec):
         raise NoBody("it is the batch loop loopdbg wraps around a Scan-8, which has no ONNX body "
                      "of its own (the Scan inside it is checked)")
     op = str(layer.data.get("onnx_op") or layer.ir_type or layer.type)
     source = layer
-    if parent is not None and str(parent.layer.data.get(SCAN8, "")).lower() == "true":
+    if parent is not None and is_batch_loop(parent):
         source = parent.layer                 # the Scan-8 node's outputs are the batch loop's
     names = tuple(p.names[0] if p.names else "" for p in source.outputs)
     return op, names
@@ -94,7 +100,27 @@ def standalone_onnx_body(proto, node, spec: LoopSpec, values: Sequence, *,
     model = helper.make_model(g, opset_imports=list(proto.opset_import),
                               ir_version=proto.ir_version)
     model.functions.extend(proto.functions)
+    _type_outputs(model)
     return model.SerializeToString(), targets
+
+
+def _type_outputs(model) -> None:
+    """Give each output the type ONNX's shape inference finds for it (the copy is then a valid
+    model; its dims follow from the inputs', of unknown size); an output it cannot type stays
+    untyped, which the runtimes accept."""
+    from onnx import shape_inference
+
+    try:
+        inferred = shape_inference.infer_shapes(model)
+    except Exception:                    # noqa: BLE001 - inference is optional here
+        return
+    g = inferred.graph
+    types = {v.name: v.type for v in list(g.value_info) + list(g.output)
+             if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type}
+    for out in model.graph.output:
+        t = types.get(out.name)
+        if t is not None:
+            out.type.CopyFrom(t)
 
 
 def _tensor(t: Target, body) -> str | None:

@@ -47,6 +47,7 @@ def _check(r) -> dict:
                    "runs": lc.executions, "iterations": lc.iterations, "tensors": lc.tensors,
                    "max_abs": _num(lc.max_abs), "max_rel": _num(lc.max_rel),
                    "skipped": lc.skipped, "error": lc.error, "failure": lc.failure,
+                   "note": lc.note,
                    "divergence": divergence(lc.divergence)} for lc in r.loops.values()],
         "divergence": divergence(r.divergence),
         "findings": [{"loop": f.path, "aspect": f.aspect, "rule": f.rule, "text": f.text,

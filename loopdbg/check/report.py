@@ -128,6 +128,8 @@ def _loops(r: CheckReport) -> list[str]:
     for lc in r.loops.values():
         if lc.error:
             v = "not checked: " + lc.error
+        elif lc.note:
+            v = "not checked: " + lc.note
         elif lc.divergence is not None:
             d = lc.divergence
             v = f"diverges at iteration {d.iteration}" + (f" (outer {d.outer})" if d.outer else "")
