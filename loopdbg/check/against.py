@@ -17,14 +17,14 @@ with whom.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
 
-from loopdbg.check.compare import Comparison, compare
+from loopdbg.check.compare import Comparison, compare, keep_largest
 from loopdbg.check.pairing import LoopPair, pair_loops, pair_outputs
+from loopdbg.check.results import where
 from loopdbg.engine import events as ev
 from loopdbg.engine.inputs import input_specs
 from loopdbg.ir.model import Model
@@ -53,9 +53,7 @@ class Departure:
 
     @property
     def where(self) -> str:
-        at = (f" (outer iteration{'s' if len(self.outer) > 1 else ''} "
-              f"{', '.join(map(str, self.outer))})") if self.outer else ""
-        return f"loop '{self.path}'{at}, iteration {self.iteration}"
+        return where(self.path, self.outer, self.iteration)
 
 
 @dataclass
@@ -220,10 +218,7 @@ class _Lockstep:
             if a not in nodes or b not in theirs:
                 continue
             c = compare_values(tensor, nodes[a], theirs[b], self.rtol, self.atol)
-            if c.max_abs is not None and math.isfinite(c.max_abs):
-                pc.max_abs = max(pc.max_abs, c.max_abs)
-            if c.max_rel is not None and math.isfinite(c.max_rel):
-                pc.max_rel = max(pc.max_rel, c.max_rel)
+            keep_largest(pc, c)
             if c.ok:
                 continue
             if first is None:

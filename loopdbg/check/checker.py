@@ -29,7 +29,6 @@ The runtime is OpenVINO for an IR, onnxruntime for an ONNX model (or OpenVINO, w
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Mapping
 
@@ -37,7 +36,7 @@ import numpy as np
 
 from loopdbg.check import bookkeeping as bk
 from loopdbg.check import from_trace
-from loopdbg.check.compare import Comparison, compare
+from loopdbg.check.compare import Comparison, compare, keep_largest
 from loopdbg.check.extract import RESULT, Target, signature
 from loopdbg.check.extract_onnx import is_batch_loop
 from loopdbg.check.oracle import (CheckUnavailable, Oracle, OracleFailure, default_runtime,
@@ -244,10 +243,7 @@ class _Check:
             ours = body_out[t.index] if t.kind == RESULT else _node(nodes, t)
             c = compare(t.name, ours, theirs[k] if k < len(theirs) else None, self.rtol,
                         self.atol, self.label)
-            if c.max_abs is not None and math.isfinite(c.max_abs):
-                lc.max_abs = max(lc.max_abs, c.max_abs)
-            if c.max_rel is not None and math.isfinite(c.max_rel):
-                lc.max_rel = max(lc.max_rel, c.max_rel)
+            keep_largest(lc, c)
             if c.ok:
                 continue
             if first is None:

@@ -10,6 +10,7 @@ kind (an IR v10 model's i64 output that OpenVINO hands back as i32) is compared 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,6 +77,15 @@ def compare(name: str, ours, theirs, rtol: float = 1e-5, atol: float = 1e-5,
         c.ok = False
         c.why = "values differ" if ka in ("float", "complex") else f"{ka} values differ"
     return c
+
+
+def keep_largest(holder, c: Comparison) -> None:
+    """Raise ``holder.max_abs``/``max_rel`` (a loop's largest errors so far) to ``c``'s finite
+    ones."""
+    if c.max_abs is not None and math.isfinite(c.max_abs):
+        holder.max_abs = max(holder.max_abs, c.max_abs)
+    if c.max_rel is not None and math.isfinite(c.max_rel):
+        holder.max_rel = max(holder.max_rel, c.max_rel)
 
 
 def errors(fa: np.ndarray, fb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from loopdbg.check.compare import fmt_err, fmt_shape
 from loopdbg.check.results import KIND_SHORT, CheckReport, Divergence
-from loopdbg.check.text import lines, short_version, side_by_side, table, value_range
+from loopdbg.check.text import difference_lines, lines, short_version, table, value_range
 
 
 def format_report(r: CheckReport) -> str:
@@ -149,17 +149,8 @@ def divergence_lines(d: Divergence) -> list[str]:
     if d.error is not None:
         out.append(f"  {d.runtime}: {d.error}")
         return out
-    c = d.comparison
-    if c.max_abs is not None:
-        out.append(f"  {c.why}: max abs error {fmt_err(c.max_abs)}, max rel error "
-                   f"{fmt_err(c.max_rel)}")
-    else:
-        out.append(f"  {c.why}")
-    out += side_by_side(d.ours, d.theirs, "loopdbg", d.runtime)
-    if d.others:
-        more = ", ".join(d.others[:6]) + (", ..." if len(d.others) > 6 else "")
-        out.append(f"  also different in this iteration: {more}")
-    return out
+    return out + difference_lines(d.comparison, d.ours, d.theirs, "loopdbg", d.runtime,
+                                  d.others)
 
 
 def _findings(r: CheckReport) -> list[str]:

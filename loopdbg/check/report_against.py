@@ -8,8 +8,8 @@ with ``--runtimes`` who agrees with whom.
       v_final  (2,)    float32  16       0.5      values differ
 
     loops (paired tensors compared at every iteration):
-      loop   reference  paired by     tensors  runs  iterations  max abs  max rel  verdict
-      v_all  doubling   output names  5        1     5           1        inf      departs at iteration 4
+      loop   reference  paired by     tensors  runs  iterations  max abs  verdict
+      v_all  doubling   output names  5        1     5           1        departs at iteration 4
 
     first departure: loop 'v_all', iteration 4 (reference loop 'doubling'): tensor 'keep_going'
     ...
@@ -23,7 +23,7 @@ from pathlib import Path
 from loopdbg.check.against import COUNT, AgainstReport, Departure
 from loopdbg.check.compare import fmt_err, fmt_shape
 from loopdbg.check.report import divergence_lines
-from loopdbg.check.text import lines, plural, side_by_side, table
+from loopdbg.check.text import difference_lines, lines, plural, table
 
 
 def _short(path: str) -> str:
@@ -83,17 +83,8 @@ def departure_lines(d: Departure, a: str, b: str) -> list[str]:
     layer = f", {d.layer_type}" if d.layer_type else ""
     out = [head + f"tensor '{d.tensor}' (the model's '{d.value}'{layer}; the reference's "
                   f"'{d.reference_value}')"]
-    c = d.comparison
-    if c.max_abs is not None:
-        out.append(f"  {c.why}: max abs error {fmt_err(c.max_abs)}, max rel error "
-                   f"{fmt_err(c.max_rel)}")
-    else:
-        out.append(f"  {c.why}")
-    out += side_by_side(d.ours, d.theirs, a, b if b != a else "the reference")
-    if d.others:
-        more = ", ".join(d.others[:6]) + (", ..." if len(d.others) > 6 else "")
-        out.append(f"  also different in this iteration: {more}")
-    return out
+    return out + difference_lines(d.comparison, d.ours, d.theirs, a,
+                                  b if b != a else "the reference", d.others)
 
 
 def _runtimes(r: AgainstReport) -> list[str]:

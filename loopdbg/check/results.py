@@ -17,6 +17,13 @@ from loopdbg.check.extract import NODE, Target
 KIND_SHORT = {"Loop": "Loop", "TensorIterator": "TI"}
 
 
+def where(path: str, outer: tuple, iteration: int) -> str:
+    """How a report names one iteration: ``loop 'p' (outer iteration 1), iteration 2``."""
+    at = (f" (outer iteration{'s' if len(outer) > 1 else ''} "
+          f"{', '.join(map(str, outer))})") if outer else ""
+    return f"loop '{path}'{at}, iteration {iteration}"
+
+
 @dataclass
 class Divergence:
     """The first body iteration of a loop where the runtime and loopdbg disagree."""
@@ -36,9 +43,7 @@ class Divergence:
 
     @property
     def where(self) -> str:
-        at = (f" (outer iteration{'s' if len(self.outer) > 1 else ''} "
-              f"{', '.join(map(str, self.outer))})") if self.outer else ""
-        return f"loop '{self.path}'{at}, iteration {self.iteration}"
+        return where(self.path, self.outer, self.iteration)
 
     @property
     def what(self) -> str:

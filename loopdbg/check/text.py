@@ -30,6 +30,20 @@ def table(header, rows, indent: int = 2) -> list[str]:
     return out
 
 
+def difference_lines(c, ours, theirs, left: str, right: str, others=()) -> list[str]:
+    """What differs in a comparison ``c``, the values side by side, the other tensors."""
+    if c.max_abs is not None:
+        out = [f"  {c.why}: max abs error {fmt_err(c.max_abs)}, max rel error "
+               f"{fmt_err(c.max_rel)}"]
+    else:
+        out = [f"  {c.why}"]
+    out += side_by_side(ours, theirs, left, right)
+    if others:
+        more = ", ".join(others[:6]) + (", ..." if len(others) > 6 else "")
+        out.append(f"  also different in this iteration: {more}")
+    return out
+
+
 def side_by_side(ours, theirs, left: str = "loopdbg", right: str = "OpenVINO") -> list[str]:
     """The values around the largest difference: index, ``left``'s, ``right``'s, |difference|."""
     a, b = np.asarray(ours), np.asarray(theirs)

@@ -238,9 +238,11 @@ def test_check_without_openvino_says_how_to_install_it(monkeypatch, capsys):
     assert "pip install 'loopdbg[openvino]'" in err
 
 
-def test_the_check_package_imports_neither_openvino_nor_a_ui_library():
-    probe = ("import sys, loopdbg.check, loopdbg.cli.cmd_check; "
-             "print([m for m in ('openvino', 'textual', 'rich') if m in sys.modules])")
+def test_the_check_package_imports_neither_runtime_nor_a_ui_library():
+    probe = ("import sys, loopdbg.check, loopdbg.cli.cmd_check, loopdbg.check.against, "
+             "loopdbg.check.verdicts, loopdbg.check.json_report, loopdbg.check.report_against; "
+             "print([m for m in ('openvino', 'onnxruntime', 'textual', 'rich') "
+             "if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr

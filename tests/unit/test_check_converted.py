@@ -1,4 +1,4 @@
-"""check, round 2: ONNX models against onnxruntime, converted models against their source (issue 20).
+"""check, round 2: ONNX models against onnxruntime, converted models against their sources.
 
 The models of tests/data/converted were built with onnx.helper and converted once by OpenVINO's
 ONNX frontend (make_converted.py there); ``broken.xml`` files are converted IRs with one body
@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from loopdbg.check.against import COUNT, VALUE, check_against
-from loopdbg.check.json_report import to_json
 from loopdbg.check.report_against import format_against
 from loopdbg.cli import main
 from loopdbg.engine import Engine
@@ -344,6 +343,22 @@ def test_cli_checks_an_onnx_model_per_iteration_and_never_loads_a_runtime_itself
     assert "verdict: loopdbg and onnxruntime agree (outputs and every body iteration)." in \
         proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == "0 []"
+
+
+@pytest.mark.oracle
+def test_check_json_follows_the_documented_schema(capsys):
+    d = DATA / "nested_loops"
+    code = main(["check", str(d / "model.onnx"), "--per-iteration", "--all-nodes", "--format",
+                 "json"])
+    obj = json.loads(capsys.readouterr().out)
+    if obj["runtime"]["failure"] in ovt.UNAVAILABLE:
+        pytest.skip(obj["runtime"]["error"])
+    _assert_schema(obj, "check", _documented())
+    assert code == 0 == obj["exit_code"]
+    assert (obj["runtime"]["name"], obj["runtime"]["precision"]) == ("onnxruntime", None)
+    assert [(lc["path"], lc["runs"], lc["iterations"]) for lc in obj["loops"]] == \
+        [("outer/inner", 3, 12), ("outer", 1, 3)]
+    assert obj["verdict"] == "loopdbg and onnxruntime agree (outputs and every body iteration)."
 
 
 @pytest.mark.oracle

@@ -18,6 +18,7 @@ import pytest
 from loopdbg.oracle import (CRASH, ERROR, HANG, MEMORY, OpenVINO, OracleFailure,
                             openvino_installed, shutdown, wire)
 from loopdbg.oracle.child import FAULT_ENV
+from loopdbg.oracle.worker import _shared
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMOS = ROOT / "demos"
@@ -132,6 +133,15 @@ def test_an_openvino_exception_is_an_error_answer_and_the_worker_lives_on(fault,
     assert "\n" not in str(info.value)
     _, outs = ov.run(WHILE / "model.xml", while_inputs())      # same worker, still serving
     assert outs[0].tolist() == [128.0]
+
+
+def test_a_request_names_its_runtime_and_the_other_child_refuses_it(fault):
+    fault(None)
+    ov = OpenVINO("CPU")
+    reply, _ = ov._worker().request({"op": "hello", "runtime": "onnxruntime"}, (), "greeting",
+                                    30, None)
+    assert reply["ok"] is False and "this is the openvino worker" in reply["error"]
+    assert ov._worker() is not _shared("onnxruntime", "onnxruntime")   # one child per runtime
 
 
 def test_memory_past_the_budget_stops_the_worker(tmp_path):
