@@ -84,6 +84,7 @@ class AgainstReport:
     output_pairs: list[tuple[str, str | None]] = field(default_factory=list)
     departure: Departure | None = None
     notes: list[str] = field(default_factory=list)
+    capped: bool = False                                      # a loop stopped at the cap
     runtime_checks: dict = field(default_factory=dict)        # "model"/"reference" -> CheckReport
     agreement: list = field(default_factory=list)             # verdicts.OutputAgreement
     judgements: list = field(default_factory=list)            # verdicts.Judgement
@@ -98,7 +99,7 @@ class AgainstReport:
     def exit_code(self) -> int:
         if not self.conversion_ok or any(j.wrong for j in self.judgements):
             return 1
-        if not self.outputs and not any(p.iterations for p in self.loops):
+        if self.capped or (not self.outputs and not any(p.iterations for p in self.loops)):
             return 2
         if any(r.exit_code == 2 for r in self.runtime_checks.values()):
             return 2
@@ -253,6 +254,7 @@ class _Lockstep:
     def _finish(self, final_a) -> None:
         r = self.report
         if self.capped:
+            r.capped = True
             r.notes.append("a loop stopped at the iteration cap (--max-iterations), so the "
                            "outputs were not compared")
             return

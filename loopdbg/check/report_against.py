@@ -128,6 +128,9 @@ def verdict(r: AgainstReport) -> str:
                 f"iteration agrees: the difference lies outside the paired loops' bodies.")
     code = r.exit_code
     if code == 2:
+        if r.capped:
+            return (f"{a} agrees with {b} as far as both ran, but a loop stopped at the "
+                    f"iteration cap, so the outputs were not compared.")
         if r.runtime_checks and (r.outputs or any(p.iterations for p in r.loops)):
             return (f"{a} agrees with {b} in loopdbg, but a runtime could not be compared "
                     f"(see above).")

@@ -115,6 +115,13 @@ def test_an_edited_weight_is_pinned_to_its_tensor_with_both_values():
     assert "<- largest" in text
 
 
+def test_an_iteration_cap_compares_the_iterations_but_not_the_outputs():
+    xml, onnx_model, inputs = files("while_loop")
+    r = check_against(xml, onnx_model, inputs, max_iterations=3)
+    assert (r.exit_code, r.capped, r.outputs, r.loops[0].iterations) == (2, True, [], 3)
+    assert "outputs were not compared" in format_against(r).splitlines()[-1]
+
+
 def test_a_loop_that_runs_longer_than_its_partner_departs_at_the_first_missing_iteration():
     from loopdbg.check.against import _Lockstep, AgainstReport, PairCheck
     from loopdbg.check.pairing import LoopPair
