@@ -1,6 +1,7 @@
 """Imports every kernel module so that each registers its kernels (see registry.py)."""
 
 from loopdbg.ops import (  # noqa: F401
+    attention,
     convert,
     elementwise,
     indexing,

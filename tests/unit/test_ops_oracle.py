@@ -539,3 +539,30 @@ def test_one_hot(tmp_path):
         check(tmp_path, lambda i, d, on, off: o1.one_hot(i, d, on, off, axis),
               [P(np.array([[0, 2], [-1, 3]], np.int64)), C(np.array(3, np.int64)),
                C(np.array(5.0, np.float32)), C(np.array(-1.0, np.float32))])
+
+
+# ---- ScaledDotProductAttention-13 (what OpenVINO's frontends fuse attention into) -------------
+
+Q, K, V = f32(2, 3, 4), f32(2, 5, 4), f32(2, 5, 6)
+SQUARE_K, SQUARE_V = f32(2, 3, 4), f32(2, 3, 6)
+BOOL_MASK = np.array([[True, False, True, True, False]] * 2 + [[False, True, True, True, True]])
+FLOAT_MASK = f32(3, 5)
+
+
+@pytest.mark.parametrize("case", ["plain", "causal", "causal_square", "bool_mask", "float_mask",
+                                  "scale"])
+def test_scaled_dot_product_attention(tmp_path, case):
+    sdpa = o13.scaled_dot_product_attention
+    if case == "plain":
+        check(tmp_path, sdpa, [P(Q), P(K), P(V)], version="opset13")
+    elif case == "causal":
+        check(tmp_path, lambda q, k, v: sdpa(q, k, v, causal=True), [P(Q), P(K), P(V)])
+    elif case == "causal_square":
+        check(tmp_path, lambda q, k, v, m: sdpa(q, k, v, m, causal=True),
+              [P(Q), P(SQUARE_K), P(SQUARE_V), P(FLOAT_MASK[:, :3])])   # the mask is ignored
+    elif case == "bool_mask":
+        check(tmp_path, sdpa, [P(Q), P(K), P(V), P(BOOL_MASK)])
+    elif case == "float_mask":
+        check(tmp_path, sdpa, [P(Q), P(K), P(V), P(FLOAT_MASK)])
+    else:
+        check(tmp_path, sdpa, [P(Q), P(K), P(V), P(FLOAT_MASK), C(np.float32(0.3))])
