@@ -28,7 +28,7 @@ from loopdbg.oracle import testing as ovt
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "converted"
-MODELS = ("nested_loops", "while_loop", "attention_decoder")
+MODELS = ("nested_loops", "while_loop", "attention_decoder", "fused_attention")
 
 
 def files(name: str, xml: str = "model.xml"):
@@ -113,6 +113,18 @@ def test_an_edited_weight_is_pinned_to_its_tensor_with_both_values():
     header = next(ln for ln in text.splitlines() if ln.strip().startswith("index"))
     assert header.split() == ["index", "broken.xml", "model.onnx", "|difference|"]
     assert "<- largest" in text
+
+
+def test_an_attention_fused_into_sdpa_pairs_with_the_matmul_softmax_chain_of_its_source():
+    fused, onnx_model, inputs = files("fused_attention", "fused.xml")
+    r = check_against(fused, onnx_model, inputs)
+    assert r.exit_code == 0, format_against(r)
+    [pc] = r.loops
+    assert ("context", "context", "context") in pc.pair.values
+    spec = Engine(fused).loops[pc.pair.path]
+    assert [s.layer.type for s in spec.body.steps if s.layer.name == "context"] == \
+        ["ScaledDotProductAttention"]
+    assert pc.iterations == 6 and pc.max_abs < 1e-5
 
 
 def test_an_iteration_cap_compares_the_iterations_but_not_the_outputs():
@@ -314,6 +326,17 @@ def test_an_onnx_model_is_checked_per_iteration_with_onnx_bodies(name, runtime):
     done = [e for e in Engine(model).run(inputs) if type(e).__name__ == "IterationDone"]
     assert sum(lc.iterations for lc in report.loops.values()) == len(done)
     assert all(lc.compiled == 1 and lc.tensors >= 4 for lc in report.loops.values())
+
+
+@pytest.mark.oracle
+def test_a_fused_attention_loop_is_checked_per_iteration_in_openvino():
+    from loopdbg.check import check
+
+    fused, _, inputs = files("fused_attention", "fused.xml")
+    report = check(fused, inputs, per_iteration=True, all_nodes=True)
+    ovt.skip_unless_compared(report)
+    assert report.exit_code == 0
+    assert [(lc.iterations, lc.compiled) for lc in report.loops.values()] == [(6, 1)]
 
 
 @pytest.mark.oracle

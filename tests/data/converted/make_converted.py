@@ -14,6 +14,12 @@ Each model gets a folder with ``model.onnx`` (built with onnx.helper), ``model.x
 * ``attention_decoder``: a decoding loop of 6 steps: the state attends over keys and values read
   from the top graph (MatMul, Softmax, MatMul), is projected and squashed (MatMul, Add, Tanh),
   and gives the step's logits (scanned).
+* ``fused_attention``: the same decoder with a batch axis (``[1, 1, 4]`` states), as PyTorch
+  exports it. Besides the ONNX frontend's conversion, ``fused.xml`` is that model as OpenVINO's
+  PyTorch frontend writes an attention: built here with ``openvino.opset13`` factories, the
+  MatMul-Softmax-MatMul chain fused into one ScaledDotProductAttention-13 named ``context``, the
+  other tensors named as in the ONNX model (the ONNX frontend itself does not fuse; the CPU
+  plugin does, when it compiles).
 
 And two broken conversions, each an edited copy of a converted IR (``broken.xml``/``broken.bin``
 beside the source): in ``while_loop`` the body's limit constant is 60 instead of 100, so the loop
@@ -146,6 +152,82 @@ def attention_decoder() -> None:
     broken(folder, feeds_proj, np.float32, lambda v: v + np.eye(*v.shape, dtype=v.dtype) * 0.25)
 
 
+def fused_attention() -> None:
+    d, s, t = 4, 5, 6
+    rng = np.random.default_rng(11)
+    wq, wo = (rng.standard_normal((d, d)).astype(np.float32) * 0.5 for _ in range(2))
+    wout = rng.standard_normal((d, 3)).astype(np.float32) * 0.5
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "Wq"], ["q"]),
+         helper.make_node("Transpose", ["keys"], ["keys_t"], perm=[0, 2, 1]),
+         helper.make_node("MatMul", ["q", "keys_t"], ["scores"]),
+         helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+         helper.make_node("Softmax", ["scaled"], ["attn"], axis=-1),
+         helper.make_node("MatMul", ["attn", "values"], ["context"]),
+         helper.make_node("MatMul", ["context", "Wo"], ["proj"]),
+         helper.make_node("Add", ["proj", "h_in"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]),
+         helper.make_node("MatMul", ["h_out", "Wout"], ["logits"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "decoder_body", [vi("step", I64, []), vi("cond_in", B, []), vi("h_in", F, [1, 1, d])],
+        [vi("cond_out", B, []), vi("h_out", F, [1, 1, d]), vi("logits", F, [1, 1, 3])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["steps", "", "h0"], ["h_final", "all_logits"], body=body,
+                          name="decoder")],
+        "fused_attention",
+        [vi("keys", F, [1, s, d]), vi("values", F, [1, s, d]), vi("h0", F, [1, 1, d])],
+        [vi("h_final", F, [1, 1, d]), vi("all_logits", F, [t, 1, 1, 3])],
+        initializer=[init("Wq", wq), init("Wo", wo), init("Wout", wout),
+                     init("steps", np.int64(t)), init("scale", np.float32(1 / np.sqrt(d)))])
+    folder = save("fused_attention", g, {
+        "keys": rng.standard_normal((1, s, d)).astype(np.float32),
+        "values": rng.standard_normal((1, s, d)).astype(np.float32),
+        "h0": rng.standard_normal((1, 1, d)).astype(np.float32)})
+    fused_ir(folder / "fused.xml", wq, wo, wout, d, s, t)
+
+
+def fused_ir(path: Path, wq, wo, wout, d: int, s: int, t: int) -> None:
+    """The decoder as OpenVINO's PyTorch frontend writes it: attention as one SDPA-13."""
+    import openvino as ov
+    import openvino.opset1 as o1
+    import openvino.opset5 as o5
+    import openvino.opset13 as o13
+
+    def named(node, name):
+        node.set_friendly_name(name)
+        node.output(0).set_names({name})
+        return node
+
+    keys = named(o1.parameter([1, s, d], np.float32), "keys")
+    values = named(o1.parameter([1, s, d], np.float32), "values")
+    h0 = named(o1.parameter([1, 1, d], np.float32), "h0")
+    b_step = named(o1.parameter([], np.int64), "step")
+    b_h = named(o1.parameter([1, 1, d], np.float32), "h_in")
+    b_k = named(o1.parameter([1, s, d], np.float32), "keys_1")
+    b_v = named(o1.parameter([1, s, d], np.float32), "values_1")
+    q = named(o1.matmul(b_h, o1.constant(wq), False, False), "q")
+    context = named(o13.scaled_dot_product_attention(q, b_k, b_v), "context")
+    proj = named(o1.matmul(context, o1.constant(wo), False, False), "proj")
+    h_out = named(o1.tanh(named(o1.add(proj, b_h), "pre")), "h_out")
+    logits = named(o1.matmul(h_out, o1.constant(wout), False, False), "logits")
+    res_cond, res_h = o1.result(o1.constant(np.array(True))), o1.result(h_out)
+    res_logits = o1.result(o1.unsqueeze(logits, o1.constant(np.array([0], np.int64))))
+    body = ov.Model([res_cond, res_h, res_logits], [b_step, b_h, b_k, b_v], "decoder_body")
+    loop = o5.loop(o1.constant(np.array(t, np.int64)), o1.constant(np.array(True)))
+    loop.set_function(body)
+    loop.set_special_body_ports([0, 0])
+    loop.set_merged_input(b_h, h0.output(0), res_h.output(0))
+    loop.set_invariant_input(b_k, keys.output(0))
+    loop.set_invariant_input(b_v, values.output(0))
+    h_final = loop.get_iter_value(res_h.output(0), -1)
+    all_logits = loop.get_concatenated_slices(res_logits.output(0), 0, 1, 1, -1, 0)
+    loop.set_friendly_name("decoder")
+    h_final.set_names({"h_final"})
+    all_logits.set_names({"all_logits"})
+    model = ov.Model([h_final, all_logits], [keys, values, h0], "fused_attention")
+    ov.save_model(model, str(path), compress_to_fp16=False)
+
+
 def _sources(layer, consumer: str) -> set[str]:
     """Ids of the layers feeding the layer named ``consumer`` in ``layer``'s graph."""
     graph = layer.getparent().getparent()
@@ -176,3 +258,4 @@ if __name__ == "__main__":
     nested_loops()
     while_loop()
     attention_decoder()
+    fused_attention()
