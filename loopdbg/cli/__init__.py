@@ -83,7 +83,8 @@ def _call(args) -> int:
     try:
         return int(args.handler(args) or 0)
     except LoopdbgError as exc:
-        print(f"loopdbg: {exc}", file=sys.stderr)
+        from loopdbg.printable import printable
+        print(f"loopdbg: {printable(str(exc))}", file=sys.stderr)    # names from files, escaped
         return exc.exit_code
     except KeyboardInterrupt:
         print("loopdbg: interrupted.", file=sys.stderr)

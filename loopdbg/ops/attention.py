@@ -1,13 +1,14 @@
-"""ScaledDotProductAttention-13: what OpenVINO's ONNX and PyTorch frontends fuse attention into.
+"""ScaledDotProductAttention-13: one op for a whole attention, as OpenVINO's PyTorch frontend
+writes ``scaled_dot_product_attention`` (and its CPU plugin fuses a MatMul-Softmax-MatMul chain).
 
     weights = softmax(query @ key^T * scale + bias, axis=-1);  output = weights @ value
 
-``query`` is ``[N, ..., L, E]``, ``key`` ``[N, ..., S, E]``, ``value`` ``[N, ..., S, Ev]`` (rank 3 at
-least, as OpenVINO's shape inference demands), their leading dims broadcast. ``scale`` (the fifth input) defaults to ``1 / sqrt(E)``. ``bias`` is 0, or:
-with ``causal``, ``-inf`` above the diagonal of the ``[L, S]`` matrix (the attention mask is then
-ignored); else the attention mask (fourth input), added when it holds numbers, ``-inf`` where it
-is False when it holds booleans. A row masked entirely gives NaN, as the specification's
-softmax of ``-inf`` everywhere does.
+``query`` is ``[N, ..., L, E]``, ``key`` ``[N, ..., S, E]``, ``value`` ``[N, ..., S, Ev]`` (rank 3
+at least, as OpenVINO's shape inference demands), their leading dims broadcast. ``scale`` (the
+fifth input) defaults to ``1 / sqrt(E)``. ``bias`` is 0, or: with ``causal``, ``-inf`` above the
+diagonal of the ``[L, S]`` matrix (the attention mask is then ignored); else the attention mask
+(fourth input), added when it holds numbers, ``-inf`` where it is False when it holds booleans.
+A row masked entirely gives NaN, as the specification's softmax of ``-inf`` everywhere does.
 """
 
 from __future__ import annotations

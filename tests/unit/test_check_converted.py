@@ -292,6 +292,13 @@ def test_an_onnx_body_is_copied_with_loopdbgs_parameters_as_inputs(tmp_path):
     assert nodes.index("h_half") < nodes.index("h_mix") < nodes.index("h_out")
 
 
+def test_an_error_naming_a_file_is_escaped_too(tmp_path, capsys):
+    bad = tmp_path / "m\x1b[2J\n.onnx"
+    assert main(["check", str(DATA / "while_loop" / "model.xml"), "--against", str(bad)]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert "\x1b" not in err and err.startswith("loopdbg: ") and "m\\x1b[2J\\n.onnx: no such" in err
+
+
 def test_runtimes_needs_against_and_against_refuses_trace(capsys):
     d = DATA / "while_loop"
     assert main(["check", str(d / "model.xml"), "--runtimes"]) == 2
