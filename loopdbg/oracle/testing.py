@@ -98,11 +98,13 @@ def describe(path: str | Path, what: str = "the model") -> dict:
 
 
 def skip_unless_compared(report) -> None:
-    """Skip when a ``loopdbg.check`` report could not compare because OpenVINO failed."""
+    """Skip when a ``loopdbg.check`` report (or ``check --against --runtimes``) could not compare
+    because a runtime failed."""
     label = getattr(report, "runtime", "OpenVINO")
     if getattr(report, "runtime_failure", None) in UNAVAILABLE:
         skip(report.runtime_error, label)
-    for lc in getattr(report, "loops", {}).values():
+    loops = getattr(report, "loops", {})
+    for lc in loops.values() if isinstance(loops, dict) else ():
         if getattr(lc, "failure", None) in UNAVAILABLE:
             skip(f"loop '{lc.path}': {lc.error}", label)
     for sub in getattr(report, "runtime_checks", {}).values():    # a check --against --runtimes
