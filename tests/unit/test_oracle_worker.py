@@ -222,8 +222,10 @@ def test_the_oracle_tests_stay_green_when_openvino_crashes_on_every_call():
     not end or fail the run. (The whole ``-m oracle`` set was run this way too; this sample runs
     in CI: it covers each way the tests consult OpenVINO.)"""
     files = ["tests/unit/test_demos.py", "tests/unit/test_check.py",
-             "tests/unit/test_ir_builder.py", "tests/reliability/test_fuzz_differential.py"]
-    env = dict(os.environ, **{FAULT_ENV: "SIGFPE:compile", "LOOPDBG_FUZZ_EXAMPLES": "3"})
+             "tests/unit/test_ir_builder.py", "tests/reliability/test_fuzz_differential.py",
+             "tests/unit/test_check_converted.py", "tests/unit/test_onnx_oracle.py"]
+    env = dict(os.environ, **{FAULT_ENV: "SIGFPE:compile", "LOOPDBG_FUZZ_EXAMPLES": "3",
+                              "LOOPDBG_ONNXRUNTIME_FAULT": "SIGSEGV:compile"})
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "oracle", "-p",
                            "no:cacheprovider", *files], capture_output=True, text=True,
                           timeout=600, cwd=ROOT, env=env)
@@ -231,3 +233,4 @@ def test_the_oracle_tests_stay_green_when_openvino_crashes_on_every_call():
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "skipped" in tail and "failed" not in tail and "error" not in tail, tail
     assert "crashed (SIGFPE) while compiling" in proc.stdout
+    assert "onnxruntime crashed (SIGSEGV) while compiling" in proc.stdout
