@@ -115,14 +115,25 @@ def while_loop() -> None:
     broken(folder, lambda layer: layer.get("name") == "limit", np.float32, lambda v: v * 0 + 60)
 
 
-def attention_decoder() -> None:
+def decoder(name: str, seed: int, batch: bool, scan_attention: bool) -> tuple[Path, tuple]:
+    """The attention decoder (6 steps, states of 4, 5 keys); ``batch`` adds a leading axis of 1
+    to every tensor, as a PyTorch export has; ``scan_attention`` scans the attention weights too.
+    Returns the folder and (wq, wo, wout, d, s, t), what ``fused_ir`` needs."""
     d, s, t = 4, 5, 6
-    rng = np.random.default_rng(7)
+    lead = [1] if batch else []
+    rng = np.random.default_rng(seed)
     wq, wo = (rng.standard_normal((d, d)).astype(np.float32) * 0.5 for _ in range(2))
     wout = rng.standard_normal((d, 3)).astype(np.float32) * 0.5
+    outs = [vi("cond_out", B, []), vi("h_out", F, lead + [1, d]), vi("logits", F, lead + [1, 3])]
+    loop_outs = ["h_final", "all_logits"]
+    graph_outs = [vi("h_final", F, lead + [1, d]), vi("all_logits", F, [t] + lead + [1, 3])]
+    if scan_attention:
+        outs.append(vi("attn", F, lead + [1, s]))
+        loop_outs.append("all_attn")
+        graph_outs.append(vi("all_attn", F, [t] + lead + [1, s]))
     body = helper.make_graph(
         [helper.make_node("MatMul", ["h_in", "Wq"], ["q"]),
-         helper.make_node("Transpose", ["keys"], ["keys_t"], perm=[1, 0]),
+         helper.make_node("Transpose", ["keys"], ["keys_t"], perm=[0, 2, 1] if batch else [1, 0]),
          helper.make_node("MatMul", ["q", "keys_t"], ["scores"]),
          helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
          helper.make_node("Softmax", ["scaled"], ["attn"], axis=-1),
@@ -132,20 +143,22 @@ def attention_decoder() -> None:
          helper.make_node("Tanh", ["pre"], ["h_out"]),
          helper.make_node("MatMul", ["h_out", "Wout"], ["logits"]),
          helper.make_node("Identity", ["cond_in"], ["cond_out"])],
-        "decoder_body", [vi("step", I64, []), vi("cond_in", B, []), vi("h_in", F, [1, d])],
-        [vi("cond_out", B, []), vi("h_out", F, [1, d]), vi("logits", F, [1, 3]),
-         vi("attn", F, [1, s])])
+        "decoder_body", [vi("step", I64, []), vi("cond_in", B, []), vi("h_in", F, lead + [1, d])],
+        outs)
     g = helper.make_graph(
-        [helper.make_node("Loop", ["steps", "", "h0"], ["h_final", "all_logits", "all_attn"],
-                          body=body, name="decoder")],
-        "attention_decoder", [vi("keys", F, [s, d]), vi("values", F, [s, d]), vi("h0", F, [1, d])],
-        [vi("h_final", F, [1, d]), vi("all_logits", F, [t, 1, 3]), vi("all_attn", F, [t, 1, s])],
+        [helper.make_node("Loop", ["steps", "", "h0"], loop_outs, body=body, name="decoder")],
+        name, [vi("keys", F, lead + [s, d]), vi("values", F, lead + [s, d]),
+               vi("h0", F, lead + [1, d])], graph_outs,
         initializer=[init("Wq", wq), init("Wo", wo), init("Wout", wout),
                      init("steps", np.int64(t)), init("scale", np.float32(1 / np.sqrt(d)))])
-    folder = save("attention_decoder", g, {
-        "keys": rng.standard_normal((s, d)).astype(np.float32),
-        "values": rng.standard_normal((s, d)).astype(np.float32),
-        "h0": rng.standard_normal((1, d)).astype(np.float32)})
+    folder = save(name, g, {"keys": rng.standard_normal(lead + [s, d]).astype(np.float32),
+                            "values": rng.standard_normal(lead + [s, d]).astype(np.float32),
+                            "h0": rng.standard_normal(lead + [1, d]).astype(np.float32)})
+    return folder, (wq, wo, wout, d, s, t)
+
+
+def attention_decoder() -> None:
+    folder, _ = decoder("attention_decoder", 7, batch=False, scan_attention=True)
 
     def feeds_proj(layer) -> bool:          # the weight constant of the MatMul named proj
         return layer.get("type") == "Const" and layer.get("id") in _sources(layer, "proj")
@@ -153,37 +166,8 @@ def attention_decoder() -> None:
 
 
 def fused_attention() -> None:
-    d, s, t = 4, 5, 6
-    rng = np.random.default_rng(11)
-    wq, wo = (rng.standard_normal((d, d)).astype(np.float32) * 0.5 for _ in range(2))
-    wout = rng.standard_normal((d, 3)).astype(np.float32) * 0.5
-    body = helper.make_graph(
-        [helper.make_node("MatMul", ["h_in", "Wq"], ["q"]),
-         helper.make_node("Transpose", ["keys"], ["keys_t"], perm=[0, 2, 1]),
-         helper.make_node("MatMul", ["q", "keys_t"], ["scores"]),
-         helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
-         helper.make_node("Softmax", ["scaled"], ["attn"], axis=-1),
-         helper.make_node("MatMul", ["attn", "values"], ["context"]),
-         helper.make_node("MatMul", ["context", "Wo"], ["proj"]),
-         helper.make_node("Add", ["proj", "h_in"], ["pre"]),
-         helper.make_node("Tanh", ["pre"], ["h_out"]),
-         helper.make_node("MatMul", ["h_out", "Wout"], ["logits"]),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
-        "decoder_body", [vi("step", I64, []), vi("cond_in", B, []), vi("h_in", F, [1, 1, d])],
-        [vi("cond_out", B, []), vi("h_out", F, [1, 1, d]), vi("logits", F, [1, 1, 3])])
-    g = helper.make_graph(
-        [helper.make_node("Loop", ["steps", "", "h0"], ["h_final", "all_logits"], body=body,
-                          name="decoder")],
-        "fused_attention",
-        [vi("keys", F, [1, s, d]), vi("values", F, [1, s, d]), vi("h0", F, [1, 1, d])],
-        [vi("h_final", F, [1, 1, d]), vi("all_logits", F, [t, 1, 1, 3])],
-        initializer=[init("Wq", wq), init("Wo", wo), init("Wout", wout),
-                     init("steps", np.int64(t)), init("scale", np.float32(1 / np.sqrt(d)))])
-    folder = save("fused_attention", g, {
-        "keys": rng.standard_normal((1, s, d)).astype(np.float32),
-        "values": rng.standard_normal((1, s, d)).astype(np.float32),
-        "h0": rng.standard_normal((1, 1, d)).astype(np.float32)})
-    fused_ir(folder / "fused.xml", wq, wo, wout, d, s, t)
+    folder, weights = decoder("fused_attention", 11, batch=True, scan_attention=False)
+    fused_ir(folder / "fused.xml", *weights)
 
 
 def fused_ir(path: Path, wq, wo, wout, d: int, s: int, t: int) -> None:
