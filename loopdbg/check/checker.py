@@ -220,7 +220,7 @@ class _Check:
         if lc.divergence is not None or lc.error is not None or lc.note is not None:
             lc.skipped += 1
             return
-        body = self._body(spec, body_in, lc, nodes)
+        body = self._body(spec, body_in, lc)
         if body is None:
             lc.skipped += 1
             return
@@ -256,7 +256,7 @@ class _Check:
         if first is not None:
             lc.divergence = first
 
-    def _body(self, spec: LoopSpec, body_in: tuple, lc: LoopCheck, nodes):
+    def _body(self, spec: LoopSpec, body_in: tuple, lc: LoopCheck):
         key = (spec.path, signature(body_in))
         if key in self._bodies:
             return self._bodies[key]
