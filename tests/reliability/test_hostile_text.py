@@ -225,9 +225,9 @@ def test_traces(cli, model, tmp_path):
 
 
 def test_check_report(model, tmp_path):
-    """The check report with loopdbg's own outputs (OpenVINO made to fail: no OpenVINO run)."""
+    """The check report with loopdbg's own outputs (the runtimes made to fail: none runs)."""
     pytest.importorskip("openvino")
-    env = dict(subprocess_env(), LOOPDBG_OPENVINO_FAULT="raise")
+    env = dict(subprocess_env(), LOOPDBG_OPENVINO_FAULT="raise", LOOPDBG_ONNXRUNTIME_FAULT="raise")
     proc = subprocess.run([sys.executable, "-m", "loopdbg", "check", *map(str, model)],
                           capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
