@@ -1,0 +1,119 @@
+"""ROI pooling family: ROIAlign-3/9, ROIAlignRotated-15, ROIPooling, PSROIPooling,
+DeformablePSROIPooling: hand-computed values (no OpenVINO) and differential tests against
+OpenVINO (``-m oracle``)."""
+
+import numpy as np
+import pytest
+
+from loopdbg.ir.model import Layer, Port
+from loopdbg.ops.registry import make_kernel
+
+oracle = pytest.mark.oracle
+
+
+def kernel(type_, version, n_in=3, **data):
+    layer = Layer(id=1, name="roi", type=type_, version=f"opset{version}",
+                  data={k: str(v) for k, v in data.items()},
+                  inputs=tuple(Port(i, i) for i in range(n_in)), outputs=(Port(n_in, 0),))
+    return make_kernel(layer)[0]
+
+
+RAMP = np.tile(np.arange(8, dtype=np.float32), (1, 2, 6, 1))      # value = x
+RAMP[0, 1] *= -1                                                 # channel 1: -x
+
+
+def test_roi_align_samples_a_ramp_at_bin_centres():
+    fn = kernel("ROIAlign", 3, pooled_h=1, pooled_w=2, sampling_ratio=1, spatial_scale=1,
+                mode="avg")
+    out = fn(RAMP, np.array([[1, 1, 5, 3]], np.float32), np.array([0], np.int32))
+    np.testing.assert_allclose(out[0, 0, 0], [2, 4])              # centres of [1, 3] and [3, 5]
+    # max pooling starts from 0: the negative channel pools to 0
+    fn = kernel("ROIAlign", 3, pooled_h=1, pooled_w=2, sampling_ratio=2, spatial_scale=1,
+                mode="max")
+    out = fn(RAMP, np.array([[1, 1, 5, 3]], np.float32), np.array([0], np.int32))
+    np.testing.assert_allclose(out[0, 0, 0], [2.5, 4.5])
+    np.testing.assert_allclose(out[0, 1, 0], [0, 0])
+
+
+def test_roi_align_aligned_modes_and_minimum_size():
+    box, b = np.array([[2, 0, 2, 0]], np.float32), np.array([0], np.int64)
+    common = {"pooled_h": 1, "pooled_w": 1, "sampling_ratio": 1, "spatial_scale": 1,
+              "mode": "avg"}
+    # asymmetric: a point box becomes 1x1, sampled at its centre x = 2.5
+    assert kernel("ROIAlign", 9, **common)(RAMP, box, b)[0, 0, 0, 0] == pytest.approx(2.5)
+    # half_pixel_for_nn: shifted by -0.5 and of size 0: sampled at x = 1.5
+    assert kernel("ROIAlign", 9, aligned_mode="half_pixel_for_nn", **common)(
+        RAMP, box, b)[0, 0, 0, 0] == pytest.approx(1.5)
+    # half_pixel with scale 2: (2 + 0.5) * 2 - 0.5 = 4.5
+    common["spatial_scale"] = 2
+    assert kernel("ROIAlign", 9, aligned_mode="half_pixel", **common)(
+        RAMP, box, b)[0, 0, 0, 0] == pytest.approx(4.5)
+
+
+def test_roi_align_outside_samples_and_bad_input():
+    fn = kernel("ROIAlign", 3, pooled_h=1, pooled_w=1, sampling_ratio=1, spatial_scale=1,
+                mode="avg")
+    far = np.array([[20, 20, 22, 22], [-3, 0, -2, 1]], np.float32)
+    assert (fn(RAMP, far, np.array([0, 0])) == 0).all()
+    with pytest.raises(ValueError, match="batch index"):
+        fn(RAMP, far, np.array([0, 1]))
+
+
+def test_roi_align_rotated_by_a_right_angle_swaps_axes():
+    fn = kernel("ROIAlignRotated", 15, pooled_h=2, pooled_w=1, sampling_ratio=1,
+                spatial_scale=1, clockwise_mode="false")
+    # a 2 (wide) x 4 (high) box centred at (3.5, 3.5), moved to (3, 3): its two bins, at
+    # y = -/+1 about the centre, lie along x once rotated by 90 degrees: x = 3 -/+ 1
+    out = fn(RAMP, np.array([[3.5, 3.5, 2, 4, np.pi / 2]], np.float32), np.array([0]))
+    np.testing.assert_allclose(out[0, 0, :, 0], [2, 4], atol=1e-5)
+    cw = kernel("ROIAlignRotated", 15, pooled_h=2, pooled_w=1, sampling_ratio=1,
+                spatial_scale=1, clockwise_mode="true")
+    out = cw(RAMP, np.array([[3.5, 3.5, 2, 4, np.pi / 2]], np.float32), np.array([0]))
+    np.testing.assert_allclose(out[0, 0, :, 0], [4, 2], atol=1e-5)
+
+
+FMAP = np.random.default_rng(0).standard_normal((2, 3, 8, 10)).astype(np.float32)
+BOXES = np.array([[1, 1, 6, 5], [0.5, 2.2, 9.5, 7.9], [-2, -1, 3, 4], [3, 3, 3.2, 3.1],
+                  [7, 5, 14, 12], [2, 1, 1, 0]], np.float32)
+BATCH = np.array([0, 1, 1, 0, 1, 0], np.int32)
+
+
+@oracle
+@pytest.mark.parametrize("ratio", [0, 2])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+@pytest.mark.parametrize("backend", ["ref", "cpu"])
+def test_roi_align3_against_openvino(tmp_path, ratio, mode, scale, backend):
+    import openvino.opset3 as o3
+    from _ov_single_op import P, check
+    check(tmp_path, lambda d, b, i: o3.roi_align(
+        d, b, i, pooled_h=3, pooled_w=2, sampling_ratio=ratio, spatial_scale=scale, mode=mode),
+        [P(FMAP), P(BOXES), P(BATCH)], backend=backend)
+
+
+@oracle
+@pytest.mark.parametrize("ratio", [0, 3])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("aligned", ["asymmetric", "half_pixel_for_nn", "half_pixel"])
+def test_roi_align9_against_openvino(tmp_path, ratio, mode, aligned):
+    import openvino.opset9 as o9
+    from _ov_single_op import P, check
+    boxes, batch = BOXES, BATCH.astype(np.int64)
+    if ratio == 0 and aligned != "asymmetric":
+        boxes, batch = boxes[:-1], batch[:-1]   # inverted box: the plugin gives NaN (unit test)
+    check(tmp_path, lambda d, b, i: o9.roi_align(
+        d, b, i, pooled_h=2, pooled_w=4, sampling_ratio=ratio, spatial_scale=0.75, mode=mode,
+        aligned_mode=aligned), [P(FMAP), P(boxes), P(batch)])
+
+
+@oracle
+@pytest.mark.parametrize("clockwise", [False, True])
+@pytest.mark.parametrize("ratio, scale", [(0, 1.0), (2, 0.5)])
+def test_roi_align_rotated_against_openvino(tmp_path, clockwise, ratio, scale):
+    import openvino.opset15 as o15
+    from _ov_single_op import P, check
+    rois = np.array([[4, 3, 4, 3, 0.3], [5, 4, 6, 2, -1.0], [1, 1, 3, 5, 2.5],
+                     [9, 7, 5, 5, 0.8]], np.float32)
+    check(tmp_path, lambda d, b, i: o15.roi_align_rotated(
+        d, b, i, pooled_h=2, pooled_w=3, sampling_ratio=ratio, spatial_scale=scale,
+        clockwise_mode=clockwise), [P(FMAP), P(rois), P(np.array([0, 1, 0, 1], np.int64))])
