@@ -175,3 +175,126 @@ def test_static_nms_against_openvino(tmp_path, version, seed, batches, classes, 
     k = min(len(expected), declared[version])
     np.testing.assert_array_equal(got[:k], expected[:k])
     assert (got[k:] == -1).all()
+
+
+# ---- MulticlassNms, MatrixNms ----------------------------------------------------------------
+
+
+def multi_kernel(type_, version, n_in=2, **data):
+    layer = Layer(id=1, name="nms", type=type_, version=f"opset{version}",
+                  data={k: str(v) for k, v in data.items()},
+                  inputs=tuple(Port(i, i) for i in range(n_in)),
+                  outputs=tuple(Port(n_in + j, j) for j in range(3)))
+    return make_kernel(layer)[0]
+
+
+# [xmin, ymin, xmax, ymax]; IoU(0, 1) = 0.5 exactly, box 2 is far away
+XY = np.array([[[0, 0, 1, 1], [0, 0, 0.5, 1], [5, 5, 6, 6]]], np.float32)
+S2 = np.array([[[0.9, 0.8, 0.7], [0.1, 0.6, 0.65]]], np.float32)
+
+
+def test_multiclass_nms_selects_per_class_then_orders():
+    fn = multi_kernel("MulticlassNms", 9, iou_threshold=0.5, score_threshold=0.6,
+                      sort_result_type="classid")
+    out, idx, num = fn(XY, S2)
+    # class 0 keeps all three (IoU 0.5 is not above the threshold); class 1 keeps 1 and 2
+    assert out[:, 0].tolist() == [0, 0, 0, 1, 1]
+    np.testing.assert_allclose(out[:, 1], [0.9, 0.8, 0.7, 0.65, 0.6])
+    np.testing.assert_array_equal(out[0, 2:], XY[0, 0])
+    assert idx[:, 0].tolist() == [0, 1, 2, 2, 1] and num.tolist() == [5]
+    fn = multi_kernel("MulticlassNms", 9, iou_threshold=0.4, keep_top_k=3, background_class=1,
+                      sort_result_type="score", output_type="i32")
+    out, idx, num = fn(XY, S2)
+    assert idx[:, 0].tolist() == [0, 2] and num.dtype == np.int32 and num.tolist() == [2]
+
+
+def test_multiclass_nms_per_class_boxes_with_roisnum():
+    boxes = np.concatenate([XY, XY + 0.25])[:, [0, 1, 2, 0, 1, 2]]        # 2 classes, 6 boxes
+    scores = np.array([[0.9, 0.8, 0.7, 0.5, 0.4, 0.3], [0.2, 0.6, 0.65, 0.95, 0.1, 0.1]],
+                      np.float32)
+    fn = multi_kernel("MulticlassNms", 9, n_in=3, iou_threshold=0.45, score_threshold=0.3)
+    _, idx, num = fn(boxes, scores, np.array([3, 3], np.int64))
+    assert num.tolist() == [4, 3]
+    # the index of box i of class k is i * 2 classes + k over the concatenated boxes: image 1's
+    # class-1 box 0 (score 0.95) is box 3, index 7
+    assert idx[:, 0].tolist() == [0, 4, 5, 3, 7, 6, 10]
+    with pytest.raises(Exception, match="two inputs"):
+        multi_kernel("MulticlassNms", 8, n_in=3)
+
+
+def test_matrix_nms_decays_by_overlap():
+    fn = multi_kernel("MatrixNms", 8, decay_function="linear", sort_result_type="score")
+    out, idx, num = fn(XY, S2[:, :1])
+    # box 1 decays by (1 - 0.5) / (1 - 0) = 0.5; box 2 does not overlap
+    np.testing.assert_allclose(out[:, 1], [0.9, 0.7, 0.4], rtol=1e-6)
+    assert idx[:, 0].tolist() == [0, 2, 1] and num.tolist() == [3]
+    fn = multi_kernel("MatrixNms", 8, decay_function="gaussian", gaussian_sigma=2,
+                      post_threshold=0.45)
+    out, _, _ = fn(XY, S2[:, :1])
+    np.testing.assert_allclose(out[:, 1], [0.9, 0.7, 0.8 * np.exp(-0.5)], rtol=1e-6)
+
+
+def xyxy_case(seed, batches, classes, n):
+    boxes, scores = random_case(seed, batches, classes, n)
+    return np.concatenate([np.minimum(boxes[..., :2], boxes[..., 2:]),
+                           np.maximum(boxes[..., :2], boxes[..., 2:])], -1), scores
+
+
+MULTI_OPTIONS = [{}, {"keep_top_k": 5, "nms_top_k": 4, "background_class": 1},
+                 {"normalized": False, "score_threshold": 0.3}]
+
+
+@oracle
+@pytest.mark.parametrize("sort", ["score", "classid", "none"])
+@pytest.mark.parametrize("across", [False, True])
+@pytest.mark.parametrize("options", range(len(MULTI_OPTIONS)))
+@pytest.mark.parametrize("version", [8, 9])
+def test_multiclass_nms_against_openvino(tmp_path, sort, across, options, version):
+    import openvino.opset8 as o8
+    import openvino.opset9 as o9
+    from _ov_single_op import P, check
+    boxes, scores = xyxy_case(3 + options, 2, 3, 15)
+    attrs = {"sort_result_type": sort, "sort_result_across_batch": across, "iou_threshold": 0.45,
+             "score_threshold": 0.1, "output_type": "i32" if across else "i64",
+             "nms_eta": 0.9 if options == 2 else 1.0, **MULTI_OPTIONS[options]}
+    ops = o8 if version == 8 else o9
+    check(tmp_path, lambda b, s: ops.multiclass_nms(b, s, **attrs), [P(boxes), P(scores)])
+
+
+@oracle
+@pytest.mark.parametrize("counts", [[6, 9], [15, 0], [4, 5, 6]])
+def test_multiclass_nms9_roisnum_against_openvino(tmp_path, counts):
+    import openvino.opset9 as o9
+    from _ov_single_op import P, check
+    boxes, scores = xyxy_case(9, 3, 1, 15)
+    check(tmp_path, lambda b, s, r: o9.multiclass_nms(b, s, r, iou_threshold=0.4,
+                                                      score_threshold=0.05,
+                                                      sort_result_type="classid"),
+          [P(boxes), P(scores[:, 0]), P(np.array(counts, np.int32))])
+
+
+@oracle
+@pytest.mark.parametrize("sort", ["score", "classid", "none"])
+@pytest.mark.parametrize("across", [False, True])
+@pytest.mark.parametrize("options", range(len(MULTI_OPTIONS)))
+@pytest.mark.parametrize("decay", ["linear", "gaussian"])
+def test_matrix_nms_against_openvino(tmp_path, sort, across, options, decay):
+    import openvino.opset8 as o8
+    from _ov_single_op import P, layer_from_ir, run_openvino
+    boxes, scores = xyxy_case(20 + options, 2, 3, 12)
+    attrs = {"sort_result_type": sort, "sort_result_across_batch": across,
+             "score_threshold": 0.1, "decay_function": decay, "gaussian_sigma": 1.5,
+             "post_threshold": 0.2 if decay == "gaussian" else 0.0,
+             **MULTI_OPTIONS[options]}
+    path = tmp_path / "op.xml"
+    expected = run_openvino(lambda b, s: o8.matrix_nms(b, s, **attrs), [P(boxes), P(scores)],
+                            "cpu", path)
+    got = make_kernel(layer_from_ir(path))[0](boxes, scores)
+    rows, idx, num = expected
+    if sort == "classid" and not across:     # OpenVINO leaves each image by score (see notes)
+        image = np.repeat(np.arange(len(num)), num)
+        order = np.lexsort((idx[:, 0], -rows[:, 1], rows[:, 0], image))
+        rows, idx = rows[order], idx[order]
+    np.testing.assert_allclose(got[0], rows, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1], idx)
+    np.testing.assert_array_equal(got[2], num)
