@@ -66,17 +66,22 @@ def iou(one: np.ndarray, others: np.ndarray, area_one, area_others, offset: floa
 
 
 def select(c: np.ndarray, scores: np.ndarray, max_out: int, iou_thr: float, score_thr: float,
-           sigma: float, suppress_soft_by_iou: bool) -> list[tuple[int, float]]:
+           sigma: float, suppress_soft_by_iou: bool, overlap=None) -> list[tuple[int, float]]:
     """The boxes one class keeps, in selection order, with their (decayed) scores.
 
-    ``c``: ``[n, 4]`` corner boxes; ``scores``: ``[n]``. Greedy as in the specification: the best
+    ``c``: ``[n, 4]`` corner boxes (or anything ``overlap(k, rest)`` reads: the IoU of box ``k``
+    with the boxes ``rest``); ``scores``: ``[n]``. Greedy as in the specification: the best
     box left is selected while its score is at least ``score_thr``; every other box's score is then
     multiplied by ``func(IoU)``: 0 above ``iou_thr`` (hard NMS, or Soft-NMS of version 5), else
     ``exp(-0.5 IoU² / sigma)`` for Soft-NMS, else 1.
     """
     s = np.asarray(scores, F32).copy()
     alive = s >= F32(score_thr)
-    area = areas(c)
+    if overlap is None:
+        area = areas(c)
+
+        def overlap(k, rest):
+            return iou(c[k], c[rest], area[k], area[rest])
     thr = F32(iou_thr)
     scale = F32(-0.5) / F32(sigma) if sigma > 0 else None
     out: list[tuple[int, float]] = []
@@ -88,7 +93,7 @@ def select(c: np.ndarray, scores: np.ndarray, max_out: int, iou_thr: float, scor
         rest = np.flatnonzero(alive)
         if not rest.size:
             break
-        ov = iou(c[k], c[rest], area[k], area[rest])
+        ov = overlap(k, rest)
         if scale is None:
             alive[rest[ov > thr]] = False
             continue
@@ -99,7 +104,7 @@ def select(c: np.ndarray, scores: np.ndarray, max_out: int, iou_thr: float, scor
     return out
 
 
-def _scalar(value, default: float, kind=float):
+def scalar_input(value, default: float, kind=float):
     if value is None:
         return default
     flat = np.asarray(value).reshape(-1)
@@ -127,6 +132,12 @@ def non_max_suppression(boxes, scores, max_out, iou_thr, score_thr, sigma, *, ce
             for i, s in select(c[b], scores[b, k], max_out, iou_thr, score_thr, sigma,
                                soft_by_iou):
                 rows.append((b, k, i, s))
+    return order_rows(rows, sort_desc)
+
+
+def order_rows(rows: list, sort_desc: bool) -> list:
+    """(batch, class, box, score) rows in batch, class, selection order, or by score (ties:
+    batch, class, box) with ``sort_desc``."""
     if sort_desc and rows:
         sc = np.array([r[3] for r in rows], F32)
         order = np.lexsort(([r[2] for r in rows], [r[1] for r in rows], [r[0] for r in rows], -sc))
@@ -141,13 +152,14 @@ def _run(layer: Layer, version: int):
                 else index_dtype(layer, "output_type", "i64"))
 
     def kernel(boxes, scores, max_out=None, iou_thr=None, score_thr=None, sigma=None):
-        m = _scalar(max_out, 0, int)
+        m = scalar_input(max_out, 0, int)
         rows = non_max_suppression(
-            boxes, scores, m, _scalar(iou_thr, 0.0), _scalar(score_thr, 0.0),
-            _scalar(sigma, 0.0), center=center, sort_desc=sort_desc, soft_by_iou=version == 5)
+            boxes, scores, m, scalar_input(iou_thr, 0.0), scalar_input(score_thr, 0.0),
+            scalar_input(sigma, 0.0), center=center, sort_desc=sort_desc, soft_by_iou=version == 5)
         idx = np.array([r[:3] for r in rows], out_type).reshape(-1, 3)
         if version in (1, 3, 4):
-            n_boxes, n_batches, n_classes = np.shape(boxes)[1], np.shape(scores)[0], np.shape(scores)[1]
+            n_boxes = np.shape(boxes)[1]
+            n_batches, n_classes = np.shape(scores)[:2]
             m = max(m, 0)
             size = (min(n_boxes, m * n_classes) if version < 4
                     else min(n_boxes, m) * n_batches * n_classes)
@@ -174,13 +186,13 @@ def _static_shape(version: int):
         m = consts[2] if len(consts) > 2 else np.array(0)
         if bs is None or ss is None or m is None or -1 in bs or -1 in ss:
             return TensorInfo(t, (-1, 3))
-        m = max(_scalar(m, 0, int), 0)
+        m = max(scalar_input(m, 0, int), 0)
         size = min(bs[1], m * ss[1]) if version < 4 else min(bs[1], m) * ss[0] * ss[1]
         return TensorInfo(t, (size, 3))
     return rule
 
 
-def _dynamic_shape(layer: Layer, ins, consts):
+def dynamic_shape(layer: Layer, ins, consts):
     t = _out_type(layer, 5)
     return [TensorInfo(t, (-1, 3)), TensorInfo("f32", (-1, 3)), TensorInfo(t, (1,))]
 
@@ -197,9 +209,9 @@ for _v in (1, 3, 4):
     op("NonMaxSuppression", versions=(_v,), shape=_static_shape(_v), notes=_STATIC_NOTE)(
         lambda layer, _v=_v: _run(layer, _v))
 
-op("NonMaxSuppression", versions=(5,), outputs=3, shape=_dynamic_shape,
+op("NonMaxSuppression", versions=(5,), outputs=3, shape=dynamic_shape,
    notes=_DYNAMIC_NOTE + "; with soft_nms_sigma > 0, a box whose IoU exceeds iou_threshold is "
    "removed, as specified (the CPU plugin decays it as version 9 does)")(
     lambda layer: _run(layer, 5))
-op("NonMaxSuppression", versions=(9,), outputs=3, shape=_dynamic_shape, notes=_DYNAMIC_NOTE)(
+op("NonMaxSuppression", versions=(9,), outputs=3, shape=dynamic_shape, notes=_DYNAMIC_NOTE)(
     lambda layer: _run(layer, 9))

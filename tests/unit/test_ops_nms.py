@@ -298,3 +298,48 @@ def test_matrix_nms_against_openvino(tmp_path, sort, across, options, decay):
     np.testing.assert_allclose(got[0], rows, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[1], idx)
     np.testing.assert_array_equal(got[2], num)
+
+
+# ---- NMSRotated ------------------------------------------------------------------------------
+
+
+def test_rotated_iou_of_squares():
+    from loopdbg.ops.nms_rotated import rotated_iou, vertices
+    b = np.array([[0, 0, 2, 2, 0], [1, 0, 2, 2, 0], [0, 0, 2, 2, np.pi / 4], [9, 9, 1, 1, 0.3]],
+                 np.float32)
+    v = vertices(b, True)
+    assert rotated_iou(v[0], v[1], 4, 4) == pytest.approx(2 / 6)
+    # a square and itself turned by 45 degrees: the octagon, 8 (sqrt 2 - 1) of area 4 + 4 - it
+    octagon = 8 * (np.sqrt(2) - 1)
+    assert rotated_iou(v[0], v[2], 4, 4) == pytest.approx(octagon / (8 - octagon))
+    assert rotated_iou(v[0], v[3], 4, 1) == 0
+
+
+def test_nms_rotated_direction_of_angles():
+    # a long box tilted towards the second one overlaps it more when turned clockwise on the
+    # image (y down), the direction of a positive angle with clockwise=true
+    boxes = np.array([[[0, 0, 4, 1, 0.7], [1.2, 1.0, 4, 1, 0.0]]], np.float32)
+    scores = np.array([[[0.9, 0.8]]], np.float32)
+    for clockwise, kept in (("true", 1), ("false", 2)):
+        fn = multi_kernel("NMSRotated", 13, n_in=5, clockwise=clockwise)
+        _, _, n = fn(boxes, scores, np.array(5), np.array(0.15, np.float32),
+                     np.array(0, np.float32))
+        assert n.tolist() == [kept]
+
+
+@oracle
+@pytest.mark.parametrize("clockwise", [True, False])
+@pytest.mark.parametrize("sort", [True, False])
+@pytest.mark.parametrize("m, iou_t, out", [(5, 0.3, "i64"), (20, 0.1, "i32"), (3, 0.6, "i64")])
+def test_nms_rotated_against_openvino(tmp_path, clockwise, sort, m, iou_t, out):
+    import openvino.opset13 as o13
+    from _ov_single_op import C, P, check
+    rng = np.random.default_rng(m)
+    n = 14
+    boxes = np.concatenate([rng.uniform(0, 6, (2, n, 2)), rng.uniform(1, 3, (2, n, 2)),
+                            rng.uniform(-1.5, 1.5, (2, n, 1))], -1).astype(np.float32)
+    scores = (rng.permutation(4 * n).reshape(2, 2, n) / (4 * n) + 0.001).astype(np.float32)
+    check(tmp_path, lambda b, s, mm, i, t: o13.nms_rotated(
+        b, s, mm, i, t, sort_result_descending=sort, clockwise=clockwise, output_type=out),
+        [P(boxes), P(scores), C(np.array(m, np.int32)), C(np.array(iou_t, np.float32)),
+         C(np.array(0.1, np.float32))])
