@@ -117,3 +117,115 @@ def test_roi_align_rotated_against_openvino(tmp_path, clockwise, ratio, scale):
     check(tmp_path, lambda d, b, i: o15.roi_align_rotated(
         d, b, i, pooled_h=2, pooled_w=3, sampling_ratio=ratio, spatial_scale=scale,
         clockwise_mode=clockwise), [P(FMAP), P(rois), P(np.array([0, 1, 0, 1], np.int64))])
+
+
+# ---- ROIPooling, PSROIPooling, DeformablePSROIPooling ----------------------------------------
+
+GRID = np.arange(2 * 4 * 6 * 7, dtype=np.float32).reshape(2, 4, 6, 7) % 11
+
+
+def test_roi_pooling_max_bins_and_rounding():
+    fn = kernel("ROIPooling", 2, n_in=2, pooled_h=1, pooled_w=2, spatial_scale=0.5, method="max")
+    # x 1.4 * 0.5 = 0.7 rounds to 1; 5 * 0.5 = 2.5 rounds away from zero to 3: columns 1..3
+    out = fn(GRID, np.array([[1, 1.4, 0, 5, 2]], np.float32))
+    img = GRID[1]
+    np.testing.assert_array_equal(out[0, :, 0, 0], img[:, 0:2, 1:3].max(axis=(1, 2)))
+    np.testing.assert_array_equal(out[0, :, 0, 1], img[:, 0:2, 2:4].max(axis=(1, 2)))
+    with pytest.raises(ValueError, match="batch index"):
+        fn(GRID, np.array([[2, 0, 0, 1, 1]], np.float32))
+
+
+def test_roi_pooling_bilinear_samples_edges():
+    fn = kernel("ROIPooling", 2, n_in=2, pooled_h=2, pooled_w=2, spatial_scale=1,
+                method="bilinear")
+    out = fn(GRID[:, :1], np.array([[0, 0, 0, 1, 1]], np.float32))
+    np.testing.assert_array_equal(out[0, 0], GRID[0, 0][[0, -1]][:, [0, -1]])
+
+
+def test_psroi_average_reads_a_channel_per_bin():
+    fn = kernel("PSROIPooling", 1, n_in=2, output_dim=1, group_size=2, spatial_scale=1,
+                mode="average")
+    out = fn(GRID, np.array([[0, 0, 0, 3, 1]], np.float32))      # 4 x 2 px, bins 2 x 1 px
+    expected = [[GRID[0, 0, 0:1, 0:2].mean(), GRID[0, 1, 0:1, 2:4].mean()],
+                [GRID[0, 2, 1:2, 0:2].mean(), GRID[0, 3, 1:2, 2:4].mean()]]
+    np.testing.assert_allclose(out[0, 0], expected)
+    with pytest.raises(ValueError, match="channels"):
+        kernel("PSROIPooling", 1, n_in=2, output_dim=2, group_size=2, spatial_scale=1)(
+            GRID, np.array([[0, 0, 0, 3, 1]], np.float32))
+
+
+def test_deformable_psroi_skips_negative_batch_and_moves_bins():
+    fn = kernel("DeformablePSROIPooling", 1, n_in=3, output_dim=1, group_size=1,
+                spatial_scale=1, trans_std=1, part_size=1)
+    boxes = np.array([[-1, 0, 0, 2, 2], [0, 0, 0, 2, 2]], np.float32)
+    still = fn(GRID[:, :1], boxes, np.zeros((2, 2, 1, 1), np.float32))
+    assert still[0].item() == 0
+    # one sub-bin at the box's top-left corner (-0.5, -0.5) clamped to pixel (0, 0); an offset
+    # of 1/3 of the 3-pixel box moves it by one pixel, to (0.5, 0.5): the mean of 4 pixels
+    assert still[1].item() == GRID[0, 0, 0, 0]
+    moved = fn(GRID[:, :1], boxes, np.full((2, 2, 1, 1), 1 / 3, np.float32))
+    g = GRID[0, 0]
+    assert moved[1].item() == pytest.approx(g[:2, :2].mean(), rel=1e-5)
+
+
+POOL_BOXES = np.array([[0, 1, 1, 5, 4], [1, 0.4, 2.6, 6.5, 5.5], [1, 3, 3, 3, 3],
+                       [0, -1, -2, 4, 3], [1, 5, 4, 9, 8]], np.float32)
+UNIT_BOXES = np.array([[0, 0.1, 0.2, 0.7, 0.9], [1, 0.0, 0.0, 1.0, 1.0],
+                       [1, 0.5, 0.3, 0.6, 0.35], [0, 0.2, 0.6, 1.2, 0.9]], np.float32)
+MAPS = np.random.default_rng(1).standard_normal((2, 8, 6, 7)).astype(np.float32)
+
+
+@oracle
+@pytest.mark.parametrize("method, pooled, scale", [
+    ("max", [3, 2], 1.0), ("max", [2, 2], 0.5), ("max", [1, 4], 0.25),
+    ("bilinear", [3, 2], 1.0), ("bilinear", [1, 1], 1.0), ("bilinear", [2, 4], 1.0)])
+def test_roi_pooling_against_openvino(tmp_path, method, pooled, scale):
+    import openvino.opset2 as o2
+    from _ov_single_op import P, check
+    boxes = POOL_BOXES if method == "max" else UNIT_BOXES
+    check(tmp_path, lambda d, r: o2.roi_pooling(d, r, output_roi=pooled, spatial_scale=scale,
+                                                method=method), [P(MAPS), P(boxes)])
+
+
+@oracle
+@pytest.mark.parametrize("mode, group, bins, scale", [
+    ("average", 2, (1, 1), 1.0), ("average", 2, (1, 1), 0.5), ("average", 1, (1, 1), 1.0),
+    ("bilinear", 3, (2, 2), 0.125), ("bilinear", 1, (2, 1), 0.125),
+    ("bilinear", 2, (1, 4), 0.125)])
+def test_psroi_pooling_against_openvino(tmp_path, mode, group, bins, scale):
+    import openvino.opset1 as o1
+    from _ov_single_op import P, check
+    bx, by = bins
+    out_dim = 2 if mode == "average" and group == 2 else (8 if mode == "average" else 2)
+    channels = out_dim * (group * group if mode == "average" else bx * by)
+    data = np.random.default_rng(group).standard_normal((2, channels, 6, 7)).astype(np.float32)
+    boxes = POOL_BOXES[[0, 1, 2, 4]]
+    if mode == "bilinear":
+        boxes = boxes * np.array([1, 0.8, 0.8, 0.8, 0.8], np.float32)
+    check(tmp_path, lambda d, r: o1.psroi_pooling(d, r, out_dim, group, scale, bx, by, mode),
+          [P(data), P(boxes)])
+
+
+@oracle
+@pytest.mark.parametrize("group, out_dim, bins, part, trans_std, scale, classes", [
+    (2, 2, (1, 1), 2, 0.1, 1.0, 1), (3, 1, (2, 2), 3, 0.5, 0.5, 1),
+    (2, 3, (3, 2), 1, 1.0, 1.0, 3)])
+@pytest.mark.parametrize("with_offsets", [False, True])
+def test_deformable_psroi_against_openvino(tmp_path, group, out_dim, bins, part, trans_std,
+                                           scale, classes, with_offsets):
+    import openvino.opset1 as o1
+    from _ov_single_op import P, check
+    rng = np.random.default_rng(group + out_dim)
+    data = rng.standard_normal((2, out_dim * group * group, 6, 7)).astype(np.float32)
+    boxes = np.concatenate([POOL_BOXES, [[-1, 1, 1, 3, 3]]]).astype(np.float32)
+    bx, by = bins
+    inputs = [P(data), P(boxes)]
+    if with_offsets:
+        inputs.append(P(rng.uniform(-1, 1, (len(boxes), 2 * classes, part, part))
+                        .astype(np.float32)))
+
+    def build(d, r, *o):
+        return o1.deformable_psroi_pooling(d, r, out_dim, scale, group, "bilinear_deformable",
+                                           bx, by, trans_std, part,
+                                           offsets=o[0] if o else None)
+    check(tmp_path, build, inputs)
