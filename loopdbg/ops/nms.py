@@ -53,8 +53,9 @@ def areas(c: np.ndarray, offset: float = 0.0) -> np.ndarray:
 def iou(one: np.ndarray, others: np.ndarray, area_one, area_others, offset: float = 0.0):
     """IoU of corner box ``one`` with each of ``others`` (0 where an area is not positive)."""
     off = F32(offset)
-    h = np.maximum(np.minimum(one[2], others[:, 2]) - np.maximum(one[0], others[:, 0]) + off, F32(0))
-    w = np.maximum(np.minimum(one[3], others[:, 3]) - np.maximum(one[1], others[:, 1]) + off, F32(0))
+    h = np.minimum(one[2], others[:, 2]) - np.maximum(one[0], others[:, 0]) + off
+    w = np.minimum(one[3], others[:, 3]) - np.maximum(one[1], others[:, 1]) + off
+    h, w = np.maximum(h, F32(0)), np.maximum(w, F32(0))
     inter = h * w
     with np.errstate(divide="ignore", invalid="ignore"):
         out = inter / (area_one + area_others - inter)

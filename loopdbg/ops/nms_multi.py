@@ -6,8 +6,8 @@ Per image, each class other than ``background_class`` keeps at most ``nms_top_k`
 score, ties by box index); the selected boxes of all classes are ordered by score (ties: class,
 box) and cut to ``keep_top_k``; ``sort_result_type="classid"`` then orders them by class (ties:
 score, box), and ``sort_result_across_batch`` sorts all images' boxes together by score or class
-(ties: image, class / score, box). ``normalized=false`` counts a box's edges as pixels (+1 to each side's
-length). Computation is float32.
+(ties: image, class / score, box). ``normalized=false`` counts a box's edges as pixels (+1 to
+each side's length). Computation is float32.
 
 MulticlassNms: greedy hard suppression, a box is removed when its IoU with a selected box exceeds
 the (adaptive) threshold, kept while its score is at least ``score_threshold`` (as specified;
@@ -97,7 +97,8 @@ def _matrix_iou(b1, b2, norm):
 
     def area(b):
         bad = (b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1])
-        return np.where(bad, F32(0), (b[..., 2] - b[..., 0] + norm) * (b[..., 3] - b[..., 1] + norm))
+        size = (b[..., 2] - b[..., 0] + norm) * (b[..., 3] - b[..., 1] + norm)
+        return np.where(bad, F32(0), size)
 
     with np.errstate(divide="ignore", invalid="ignore"):
         out = inter / (area(b1) + area(b2) - inter)

@@ -8,8 +8,8 @@
   at ``start + i * (end - start) / (n - 1)`` (the centre when n = 1), 0 outside the map.
 * PSROIPooling: position-sensitive, bin (i, j) of output channel c reads input channel
   ``(c * group + i) * group + j`` (``average``: mean of the bin's pixels, box rounded and scaled
-  with its last pixel included, a bin outside the map 0) or averages ``spatial_bins_x x spatial_bins_y`` bilinear samples
-  from channel groups (``bilinear``).
+  with its last pixel included, a bin outside the map 0) or averages ``spatial_bins_x x
+  spatial_bins_y`` bilinear samples from channel groups (``bilinear``).
 * DeformablePSROIPooling: PSROIPooling with bins made of ``spatial_bins`` bilinear sub-samples,
   each bin optionally moved by ``offsets * trans_std * box size`` (the offsets input, ``part_size``
   cells per side), sub-samples more than half a pixel outside the map left out of the mean; a

@@ -86,3 +86,92 @@ def test_reorg_yolo_against_openvino(tmp_path, shape, stride, dtype):
     from _ov_single_op import P, check
     x = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
     check(tmp_path, lambda d: o2.reorg_yolo(d, [stride]), [P(x)])
+
+
+# ---- DetectionOutput -------------------------------------------------------------------------
+
+
+def ssd_case(seed, n=2, priors=10, classes=4, share=True, normalized=True, var_in_target=False,
+             pb=1, arm=False):
+    rng = np.random.default_rng(seed)
+    lc = 1 if share else classes
+    loc = (rng.standard_normal((n, priors * lc * 4)) * 0.3).astype(np.float32)
+    conf = rng.uniform(0, 1, (n, priors * classes)).astype(np.float32)
+    c, wh = rng.uniform(0, 0.8, (pb, priors, 2)), rng.uniform(0.1, 0.4, (pb, priors, 2))
+    boxes = np.concatenate([c, c + wh], -1)
+    size = 4 if normalized else 5
+    if not normalized:
+        boxes = np.concatenate([np.zeros((pb, priors, 1)), boxes * [300, 200, 300, 200]], -1)
+    rows = [boxes.reshape(pb, 1, priors * size)]
+    if not var_in_target:
+        v = np.tile(np.array([0.1, 0.1, 0.2, 0.2]), (pb, 1, priors))
+        rows.append(np.concatenate([v, np.zeros((pb, 1, priors * (size - 4)))], 2))
+    inputs = [loc, conf, np.concatenate(rows, 1).astype(np.float32)]
+    if arm:
+        inputs += [rng.uniform(0, 1, (n, priors * 2)).astype(np.float32),
+                   (rng.standard_normal((n, priors * lc * 4)) * 0.3).astype(np.float32)]
+    return inputs, classes
+
+
+SSD = {"keep_top_k": [5], "nms_threshold": 0.45, "background_label_id": 0, "top_k": 6,
+       "confidence_threshold": 0.2, "code_type": "caffe.PriorBoxParameter.CENTER_SIZE",
+       "share_location": True, "normalized": True}
+SSD_VARIANTS = [
+    ({}, {}),
+    ({"code_type": "caffe.PriorBoxParameter.CORNER"}, {}),
+    ({"share_location": False, "background_label_id": -1}, {"share": False}),
+    ({"keep_top_k": [-1], "top_k": -1, "clip_after_nms": True}, {}),
+    ({"keep_top_k": [-1], "top_k": 3, "clip_before_nms": True}, {}),
+    ({"decrease_label_id": True}, {}),
+    ({"normalized": False, "input_height": 200, "input_width": 300}, {"normalized": False}),
+    ({"variance_encoded_in_target": True}, {"var_in_target": True}),
+    ({"objectness_score": 0.4}, {"arm": True}),
+    ({"objectness_score": 0.4, "normalized": False, "input_height": 200, "input_width": 300},
+     {"arm": True, "normalized": False, "pb": 2}),
+    ({}, {"pb": 2}),
+]
+
+
+def ir_data(attrs):
+    out = {}
+    for k, v in attrs.items():
+        out[k] = (",".join(str(x) for x in v) if isinstance(v, list)
+                  else str(v).lower() if isinstance(v, bool) else str(v))
+    return out
+
+
+def test_detection_output_decodes_and_ends_with_minus_one():
+    # one image, two priors, two classes (0 = background): corner code with variances 1
+    loc = np.array([[0.1, 0, 0, 0, 0, 0, 0, 0]], np.float32)
+    conf = np.array([[0.1, 0.9, 0.2, 0.6]], np.float32)
+    priors = np.array([[[0, 0, 0.5, 0.5, 0.5, 0.5, 1, 1], [1] * 8]], np.float32)
+    corner = ir_data({**SSD, "keep_top_k": [3], "code_type": "caffe.PriorBoxParameter.CORNER"})
+    fn = kernel("DetectionOutput", 8, n_in=3, **corner)
+    out = fn(loc, conf, priors)
+    assert out.shape == (1, 1, 3, 7)
+    np.testing.assert_allclose(out[0, 0, :2], [[0, 1, 0.9, 0.1, 0, 0.5, 0.5],
+                                               [0, 1, 0.6, 0.5, 0.5, 1, 1]], rtol=1e-6)
+    assert out[0, 0, 2].tolist() == [-1, 0, 0, 0, 0, 0, 0]
+    v1 = kernel("DetectionOutput", 1, n_in=3, num_classes="2", **corner)
+    np.testing.assert_array_equal(v1(loc, conf, priors), out)
+    with pytest.raises(ValueError, match="priors"):
+        fn(loc, conf, priors[:, :, :7])
+
+
+@oracle
+@pytest.mark.parametrize("variant", range(len(SSD_VARIANTS)))
+@pytest.mark.parametrize("version", [1, 8])
+def test_detection_output_against_openvino(tmp_path, variant, version):
+    import openvino.opset1 as o1
+    import openvino.opset8 as o8
+    from _ov_single_op import P, check
+    extra, shape = SSD_VARIANTS[variant]
+    inputs, classes = ssd_case(variant, **shape)
+    attrs = {**SSD, **extra}
+    if version == 1:
+        attrs["num_classes"] = classes
+    ops = o1 if version == 1 else o8
+
+    def build(*nodes):
+        return ops.detection_output(nodes[0], nodes[1], nodes[2], attrs, *nodes[3:])
+    check(tmp_path, build, [P(x) for x in inputs])
