@@ -175,3 +175,68 @@ def test_detection_output_against_openvino(tmp_path, variant, version):
     def build(*nodes):
         return ops.detection_output(nodes[0], nodes[1], nodes[2], attrs, *nodes[3:])
     check(tmp_path, build, [P(x) for x in inputs])
+
+
+# ---- Proposal --------------------------------------------------------------------------------
+
+PROPOSAL = {"base_size": 16, "pre_nms_topn": 40, "post_nms_topn": 12, "nms_thresh": 0.6,
+            "feat_stride": 16, "min_size": 1, "ratio": [0.5, 1.0, 2.0], "scale": [2.0, 4.0],
+            "clip_before_nms": True, "clip_after_nms": False, "normalize": False,
+            "box_size_scale": 1.0, "box_coordinate_scale": 1.0, "framework": ""}
+PROPOSAL_VARIANTS = [{}, {"framework": "tensorflow"},
+                     {"clip_after_nms": True, "normalize": True, "clip_before_nms": False},
+                     {"post_nms_topn": 100, "pre_nms_topn": 1000, "nms_thresh": 0.3},
+                     {"box_size_scale": 2.0, "box_coordinate_scale": 5.0, "min_size": 8}]
+
+
+def proposal_case(seed, n=2, anchors=6, h=5, w=6):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(0, 1, (n, 2 * anchors, h, w)).astype(np.float32),
+            (rng.standard_normal((n, 4 * anchors, h, w)) * 0.2).astype(np.float32))
+
+
+def test_proposal_anchors_and_padding():
+    from loopdbg.ops.proposal import Attrs, anchors
+    layer = Layer(id=1, name="p", type="Proposal", version="opset4",
+                  data=ir_data({**PROPOSAL, "ratio": [1.0, 0.5], "scale": [1.0]}))
+    # Caffe: base 16 -> centre 7.5, ratio 0.5: width round(sqrt(512)) = 23 and height
+    # round(11.5) = 12 pixels, so 7.5 -/+ 11 and 7.5 -/+ 5.5
+    np.testing.assert_allclose(anchors(Attrs(layer)), [[0, 0, 15, 15], [-3.5, 2, 18.5, 13]])
+    fn = kernel("Proposal", 4, n_in=3, n_out=2,
+                **ir_data({**PROPOSAL, "ratio": [1.0], "scale": [1.0], "post_nms_topn": 4}))
+    probs = np.array([[[[0.1]], [[0.9]]]], np.float32)       # one cell, one anchor
+    rois, scores = fn(probs, np.zeros((1, 4, 1, 1), np.float32),
+                      np.array([100, 100, 1], np.float32))
+    np.testing.assert_allclose(rois, [[0, 0, 0, 15, 15], [-1, 0, 0, 0, 0], [0] * 5, [0] * 5])
+    np.testing.assert_allclose(scores, [0.9, 0, 0, 0])
+
+
+@oracle
+@pytest.mark.parametrize("variant", range(len(PROPOSAL_VARIANTS)))
+@pytest.mark.parametrize("info", [[80, 96, 1.0], [80, 96, 1.5, 0.5]])
+@pytest.mark.parametrize("version", [1, 4])
+def test_proposal_against_openvino(tmp_path, variant, info, version):
+    import openvino.opset1 as o1
+    import openvino.opset4 as o4
+    from _ov_single_op import P, layer_from_ir, run_openvino
+    attrs = {**PROPOSAL, **PROPOSAL_VARIANTS[variant]}
+    for k in ("base_size", "pre_nms_topn", "post_nms_topn", "feat_stride", "min_size"):
+        attrs[k] = np.uint32(attrs[k])
+    probs, deltas = proposal_case(variant)
+    image = np.array(info, np.float32)
+    ops = o1 if version == 1 else o4
+    path = tmp_path / "op.xml"
+    expected = run_openvino(lambda p, d, im: ops.proposal(p, d, im, attrs),
+                            [P(probs), P(deltas), P(image)], "cpu", path)
+    got = make_kernel(layer_from_ir(path))[0](probs, deltas, image)
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(expected)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-4)
+    if version == 4:                       # the plugin leaves unused score rows unwritten
+        used = np.ones(len(got[0]), bool)
+        for b in range(2):
+            rows = got[0][b * int(attrs["post_nms_topn"]):(b + 1) * int(attrs["post_nms_topn"])]
+            stop = np.flatnonzero(rows[:, 0] == -1)
+            if stop.size:
+                used[b * len(rows) + stop[0]:(b + 1) * len(rows)] = False
+        np.testing.assert_allclose(got[1][used], expected[1][used], rtol=1e-5)
