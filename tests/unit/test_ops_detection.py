@@ -207,7 +207,8 @@ def test_proposal_anchors_and_padding():
     probs = np.array([[[[0.1]], [[0.9]]]], np.float32)       # one cell, one anchor
     rois, scores = fn(probs, np.zeros((1, 4, 1, 1), np.float32),
                       np.array([100, 100, 1], np.float32))
-    np.testing.assert_allclose(rois, [[0, 0, 0, 15, 15], [-1, 0, 0, 0, 0], [0] * 5, [0] * 5])
+    # zero deltas: Caffe's centre 0 + 16 / 2 and width 16 give [0, 16], not the anchor's [0, 15]
+    np.testing.assert_allclose(rois, [[0, 0, 0, 16, 16], [-1, 0, 0, 0, 0], [0] * 5, [0] * 5])
     np.testing.assert_allclose(scores, [0.9, 0, 0, 0])
 
 
