@@ -241,3 +241,51 @@ def test_proposal_against_openvino(tmp_path, variant, info, version):
             if stop.size:
                 used[b * len(rows) + stop[0]:(b + 1) * len(rows)] = False
         np.testing.assert_allclose(got[1][used], expected[1][used], rtol=1e-5)
+
+
+# ---- GenerateProposals -----------------------------------------------------------------------
+
+
+def proposals_case(seed, n=2, anchors=3, h=4, w=5, image=(60, 80)):
+    rng = np.random.default_rng(seed)
+    c, wh = rng.uniform(0, 70, (h, w, anchors, 2)), rng.uniform(4, 30, (h, w, anchors, 2))
+    return (np.array([[image[0], image[1], 1.0]] * n, np.float32),
+            np.concatenate([c, c + wh], -1).astype(np.float32),
+            (rng.standard_normal((n, 4 * anchors, h, w)) * 0.3).astype(np.float32),
+            rng.uniform(0, 1, (n, anchors, h, w)).astype(np.float32))
+
+
+def test_generate_proposals_one_anchor_and_eta():
+    from loopdbg.ops.generate_proposals import nms
+    fn = kernel("GenerateProposals", 9, n_in=4, n_out=3, min_size="1", nms_threshold="0.5",
+                pre_nms_count="10", post_nms_count="10", normalized="false")
+    anchors = np.array([[[[10, 10, 19, 29]]]], np.float32)         # 10 x 20 pixels
+    rois, scores, num = fn(np.array([[100, 100, 1]], np.float32), anchors,
+                           np.zeros((1, 4, 1, 1), np.float32), np.full((1, 1, 1, 1), 0.7,
+                                                                       np.float32))
+    np.testing.assert_allclose(rois, [[10, 10, 19, 29]])
+    assert scores.tolist() == pytest.approx([0.7]) and num.tolist() == [1]
+    # adaptive NMS: the threshold 0.7 becomes 0.35 after the first box, so the third box
+    # (IoU 0.4 with the first, 0 with the second) is dropped only with eta
+    boxes = np.array([[0, 0, 9, 9], [20, 0, 29, 9], [0, 0, 9, 3]], np.float32)
+    alive = np.ones(3, bool)
+    assert nms(boxes, alive, 0.7, 1.0, 10, np.float32(1)) == [0, 1, 2]
+    assert nms(boxes, alive, 0.7, 0.5, 10, np.float32(1)) == [0, 1]
+
+
+@oracle
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("min_size, pre, post, threshold", [
+    (1.0, 30, 10, 0.5), (12.0, 100, 100, 0.3), (0.0, 5, 3, 0.7)])
+def test_generate_proposals_against_openvino(tmp_path, normalized, min_size, pre, post,
+                                            threshold):
+    import openvino.opset9 as o9
+    from _ov_single_op import P, check
+    info, anchors, deltas, scores = proposals_case(int(min_size) + pre)
+    if normalized:
+        anchors, min_size = anchors / 100, min_size / 100
+        info[:, :2] = 1
+    check(tmp_path, lambda i, a, d, s: o9.generate_proposals(
+        i, a, d, s, min_size, threshold, pre, post, normalized=normalized,
+        roi_num_type="i32" if normalized else "i64"),
+        [P(info), P(anchors), P(deltas), P(scores)])
