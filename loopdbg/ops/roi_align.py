@@ -52,7 +52,7 @@ def bilinear_weights(x: np.ndarray, y: np.ndarray, h: int, w: int):
     return idx, weights
 
 
-def _pool_box(fmap: np.ndarray, x0, y0, bw, bh, ph: int, pw: int, ratio: int, avg: bool,
+def pool_box(fmap: np.ndarray, x0, y0, bw, bh, ph: int, pw: int, ratio: int, avg: bool,
               rotate=None) -> np.ndarray:
     """One box of one feature map [C, H, W] -> [C, ph, pw]."""
     _, h, w = fmap.shape
@@ -104,7 +104,7 @@ def roi_align(data, rois, batch, *, ph: int, pw: int, ratio: int, scale: float, 
         bw, bh = x2 - x1, y2 - y1
         if aligned == "asymmetric":
             bw, bh = max(bw, F32(1)), max(bh, F32(1))
-        out[r] = _pool_box(data[b], x1, y1, F32(bw / F32(pw)), F32(bh / F32(ph)), ph, pw,
+        out[r] = pool_box(data[b], x1, y1, F32(bw / F32(pw)), F32(bh / F32(ph)), ph, pw,
                            ratio, avg)
     return out.astype(data.dtype)
 
@@ -123,7 +123,7 @@ def roi_align_rotated(data, rois, batch, *, ph: int, pw: int, ratio: int, scale:
         def rotate(px, py, cx=cx, cy=cy, cos=cos, sin=sin):
             return py * cos - px * sin + cy, py * sin + px * cos + cx
 
-        out[r] = _pool_box(data[b], -bw / F32(2), -bh / F32(2), F32(bw / F32(pw)),
+        out[r] = pool_box(data[b], -bw / F32(2), -bh / F32(2), F32(bw / F32(pw)),
                            F32(bh / F32(ph)), ph, pw, ratio, True, rotate)
     return out.astype(data.dtype)
 
