@@ -289,3 +289,44 @@ def test_generate_proposals_against_openvino(tmp_path, normalized, min_size, pre
         i, a, d, s, min_size, threshold, pre, post, normalized=normalized,
         roi_num_type="i32" if normalized else "i64"),
         [P(info), P(anchors), P(deltas), P(scores)])
+
+
+@oracle
+def test_half_precision_heads_against_openvino(tmp_path):
+    import openvino.opset1 as o1
+    import openvino.opset8 as o8
+    from _ov_single_op import P, check
+    check(tmp_path, lambda d: o1.region_yolo(d, 4, 2, 2, do_softmax=True, mask=[], axis=1,
+                                             end_axis=3, anchors=[1.0] * 4),
+          [P((X * 3).astype(np.float16))], rtol=1e-2, atol=1e-2)
+    inputs, _ = ssd_case(1)
+    (tmp_path / "ssd").mkdir()
+    check(tmp_path / "ssd", lambda l, c, p: o8.detection_output(l, c, p, SSD),
+          [P(x.astype(np.float16)) for x in inputs], rtol=1e-2, atol=1e-2)
+
+
+def test_shape_rules_declare_outputs():
+    from loopdbg.ops.shape_rules import TensorInfo as T
+    from loopdbg.ops.shape_rules import infer
+    cases = [
+        ("DetectionOutput", [T("f32", (2, 40)), T("f32", (2, 40)), T("f32", (1, 2, 40))],
+         {"keep_top_k": "5", "nms_threshold": "0.4"}, 1, [T("f32", (1, 1, 10, 7))]),
+        ("RegionYolo", [T("f32", (1, 125, 13, 13))],
+         {"coords": "4", "classes": "20", "num": "5", "axis": "1", "end_axis": "3"}, 1,
+         [T("f32", (1, 21125))]),
+        ("RegionYolo", [T("f32", (1, 255, 13, 13))],
+         {"coords": "4", "classes": "80", "num": "9", "axis": "1", "end_axis": "3",
+          "do_softmax": "false", "mask": "0,1,2"}, 1, [T("f32", (1, 255, 13, 13))]),
+        ("ReorgYolo", [T("f32", (1, 64, 26, 26))], {"stride": "2"}, 1,
+         [T("f32", (1, 256, 13, 13))]),
+        ("Proposal", [T("f32", (2, 12, 5, 6)), T("f32", (2, 24, 5, 6)), T("f32", (3,))],
+         {**ir_data(PROPOSAL), "ratio": "1", "scale": "1"}, 2,
+         [T("f32", (24, 5)), T("f32", (24,))]),
+        ("GenerateProposals", [T("f32", (2, 3)), T("f32", (4, 5, 3, 4)),
+                               T("f32", (2, 12, 4, 5)), T("f32", (2, 3, 4, 5))],
+         {"min_size": "1", "nms_threshold": "0.5", "pre_nms_count": "9",
+          "post_nms_count": "3", "roi_num_type": "i32"}, 3,
+         [T("f32", (-1, 4)), T("f32", (-1,)), T("i32", (2,))]),
+    ]
+    for type_, ins, attrs, n_out, expected in cases:
+        assert infer(type_, ins, attrs, [None] * len(ins), n_out) == expected, type_

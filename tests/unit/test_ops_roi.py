@@ -229,3 +229,25 @@ def test_deformable_psroi_against_openvino(tmp_path, group, out_dim, bins, part,
                                            bx, by, trans_std, part,
                                            offsets=o[0] if o else None)
     check(tmp_path, build, inputs)
+
+
+@oracle
+@pytest.mark.parametrize("type_", ["ROIAlign", "ROIPooling", "PSROIPooling"])
+def test_half_precision_against_openvino(tmp_path, type_):
+    import openvino.opset1 as o1
+    import openvino.opset2 as o2
+    import openvino.opset9 as o9
+    from _ov_single_op import P, check
+    maps = MAPS.astype(np.float16)
+    if type_ == "ROIAlign":
+        build = lambda d, r, i: o9.roi_align(d, r, i, pooled_h=2, pooled_w=2,
+                                             sampling_ratio=2, spatial_scale=0.5, mode="avg")
+        inputs = [P(maps), P(BOXES[:5].astype(np.float16)), P(BATCH[:5])]
+    elif type_ == "ROIPooling":
+        build = lambda d, r: o2.roi_pooling(d, r, output_roi=[2, 2],
+                                            spatial_scale=1.0, method="max")
+        inputs = [P(maps), P(POOL_BOXES.astype(np.float16))]
+    else:
+        build = lambda d, r: o1.psroi_pooling(d, r, 2, 2, 1.0, 1, 1, "average")
+        inputs = [P(maps), P(POOL_BOXES[[0, 1, 2]].astype(np.float16))]
+    check(tmp_path, build, inputs, rtol=1e-2, atol=1e-2)
