@@ -18,6 +18,7 @@ class RunContext:
     notices: list[Notice] = field(default_factory=list)
     loops: list[LoopFinished] = field(default_factory=list)
     scan_bytes: int = 0
+    variables: dict = field(default_factory=dict)   # variable id -> the value Assign last gave
     _said: set = field(default_factory=set)
 
     def notice(self, path: str, message: str, rule: int | None) -> tuple[Notice, ...]:
