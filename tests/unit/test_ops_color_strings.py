@@ -125,3 +125,50 @@ def test_to_nv12_and_back_is_close():
     y, uv = kernel("RGBtoNV12", 17, single_plane="false")(image)
     back = kernel("NV12toRGB", 8)(y, uv)
     np.testing.assert_allclose(back, image, atol=1.5)
+
+
+# ---- strings -----------------------------------------------------------------------------------
+
+def test_unpack_then_pack_is_the_identity():
+    strings = np.array([["ab", "çd"], ["", "日本"]])
+    begins, ends, symbols = kernel("StringTensorUnpack", 15)(strings)
+    assert symbols.dtype == np.uint8 and begins.dtype == np.int32 and begins.shape == (2, 2)
+    np.testing.assert_array_equal(kernel("StringTensorPack", 15)(begins, ends, symbols), strings)
+
+
+def test_bytes_that_are_not_utf8_survive_a_round_trip():
+    symbols = np.array([0xFF, 0x61], np.uint8)
+    packed = kernel("StringTensorPack", 15)(np.array([0]), np.array([2]), symbols)
+    _, _, back = kernel("StringTensorUnpack", 15)(packed)
+    np.testing.assert_array_equal(back, symbols)
+
+
+def test_pack_refuses_pairs_outside_the_symbols():
+    with pytest.raises(ValueError, match="outside"):
+        kernel("StringTensorPack", 15)(np.array([0]), np.array([3]), np.zeros(2, np.uint8))
+
+
+@oracle
+@pytest.mark.parametrize("strings", [np.array([["ab", "çd"], ["", "xyz"]]),
+                                     np.array(["Grüße", "", "日本語", "a"]),
+                                     np.array("one")])
+def test_string_tensor_unpack(tmp_path, ovm, strings):
+    import openvino.opset15 as o15
+    ovm["check"](tmp_path, o15.string_tensor_unpack, [ovm["P"](strings)])
+
+
+@oracle
+@pytest.mark.parametrize("begins, ends", [([0, 3, 3], [3, 3, 10]), ([[0, 1], [4, 4]],
+                                                                    [[1, 4], [4, 10]])])
+def test_string_tensor_pack(tmp_path, ovm, begins, ends):
+    # OpenVINO gives its strings back as bytes; loopdbg's are text (UTF-8 decoded).
+    import openvino.opset15 as o15
+    from _ov_single_op import run_openvino
+    symbols = np.frombuffer("abcñandú".encode(), np.uint8).copy()
+    ins = [ovm["P"](np.array(begins, np.int32)), ovm["P"](np.array(ends, np.int32)),
+           ovm["P"](symbols)]
+    want, = run_openvino(o15.string_tensor_pack, ins, "cpu", tmp_path / "op.xml")
+    got = kernel("StringTensorPack", 15)(*(x.value for x in ins))
+    assert got.shape == want.shape
+    assert [s.encode("utf-8", "surrogateescape") for s in got.reshape(-1)] == \
+        [bytes(b) for b in want.reshape(-1)]

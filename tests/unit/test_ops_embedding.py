@@ -104,3 +104,29 @@ def test_segments_sum(tmp_path, ovm, default, weighted):
     if weighted:
         ins.append(P(WEIGHTS))
     ovm["check"](tmp_path, ovm["o3"].embedding_segments_sum, ins)
+
+
+# ---- SparseFillEmptyRows (loopdbg/ops/sparse.py) -----------------------------------------------
+
+def test_sparse_fill_empty_rows_by_hand():
+    k = kernel("SparseFillEmptyRows", 16)
+    idx, vals, empty = k(np.array([5.0, 6.0]), np.array([4, 3]), np.array([[2, 1], [0, 2]]),
+                         np.array(-1.0))
+    np.testing.assert_array_equal(idx, [[0, 2], [1, 0], [2, 1], [3, 0]])
+    np.testing.assert_array_equal(vals, [6, -1, 5, -1])
+    np.testing.assert_array_equal(empty, [False, True, False, True])
+
+
+@oracle
+@pytest.mark.parametrize("indices, rows, dtype", [
+    ([[0, 1], [0, 3], [2, 0], [4, 2]], 6, np.float32), ([[3, 1], [1, 0]], 5, np.int32),
+    ([[0, 0], [1, 1], [2, 2]], 3, np.int64), (np.zeros((0, 2), np.int64).tolist(), 3, np.float32),
+])
+def test_sparse_fill_empty_rows(tmp_path, ovm, indices, rows, dtype):
+    import openvino.opset16 as o16
+    C, P = ovm["C"], ovm["P"]
+    idx = np.array(indices, np.int64).reshape(-1, 2)
+    values = (np.arange(len(idx)) + 1).astype(dtype)
+    ovm["check"](tmp_path, o16.sparse_fill_empty_rows,
+                 [P(values), C(np.array([rows, 4], np.int64)), P(idx),
+                  C(np.array(-7, dtype))])
