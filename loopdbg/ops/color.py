@@ -86,7 +86,8 @@ def _nv12(bgr: bool):
             y = flat[:, :h * w].reshape(n, h, w, 1)
         uv = np.asarray(uv)
         if uv.shape != (n, h // 2, w // 2, 2):
-            raise ValueError(f"the UV input has shape {uv.shape}, expected {(n, h // 2, w // 2, 2)}")
+            raise ValueError(f"the UV input has shape {uv.shape}, expected "
+                             f"{(n, h // 2, w // 2, 2)}")
         return _to_rgb(y[..., 0], _full(uv[..., 0]), _full(uv[..., 1]), y.dtype, bgr)
 
     return nv12_to_rgb

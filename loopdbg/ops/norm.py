@@ -132,7 +132,7 @@ def _group_norm(layer: Layer):
         if x.ndim < 2 or x.shape[1] % groups:
             raise ValueError(f"the channel dimension of shape {x.shape} does not split into "
                              f"{groups} groups")
-        n, c = x.shape[:2]
+        n = x.shape[0]
         g = _float(x).reshape(n, groups, -1)
         centred = g - g.mean(axis=2, keepdims=True)
         normed = centred / np.sqrt(np.mean(centred * centred, axis=2, keepdims=True) + eps)

@@ -26,7 +26,15 @@ from __future__ import annotations
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import choice, dtype_attr, flag, index_dtype, int_attr, ints, scalar
+from loopdbg.ops.args import (
+    choice,
+    dtype_attr,
+    flag,
+    index_dtype,
+    int_attr,
+    ints,
+    scalar,
+)
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, dims
 

@@ -19,7 +19,6 @@ from loopdbg.ops.args import axis_of, choice, int_attr, ints
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import same
 
-
 # ---- ReverseSequence -------------------------------------------------------------------------
 
 @op("ReverseSequence", versions=(1,), shape=same)

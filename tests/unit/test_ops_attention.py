@@ -97,7 +97,8 @@ def ovm():
     import openvino.opset17 as o17
     from _ov_ir_op import check_ir
     from _ov_single_op import C, P, check
-    return dict(o7=o7, o13=o13, o14=o14, o17=o17, C=C, P=P, check=check, check_ir=check_ir)
+    return {"o7": o7, "o13": o13, "o14": o14, "o17": o17, "C": C, "P": P, "check": check,
+            "check_ir": check_ir}
 
 
 SDPA_SHAPES = [((2, 3, 4), (2, 5, 4), (2, 5, 6)), ((1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)),
@@ -128,7 +129,7 @@ def test_sdpa(tmp_path, ovm, shapes, variant):
 
 @oracle
 def test_sdpa_mask_broadcasts(tmp_path, ovm):
-    C, P = ovm["C"], ovm["P"]
+    P = ovm["P"]
     ovm["check"](tmp_path, ovm["o13"].scaled_dot_product_attention,
                  [P(f32(2, 3, 4, 8)), P(f32(2, 3, 5, 8)), P(f32(2, 3, 5, 8)), P(f32(4, 5))])
 

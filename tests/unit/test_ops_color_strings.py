@@ -46,7 +46,7 @@ def ovm():
     import openvino.opset8 as o8
     from _ov_ir_op import check_ir
     from _ov_single_op import C, P, check
-    return dict(o8=o8, C=C, P=P, check=check, check_ir=check_ir)
+    return {"o8": o8, "C": C, "P": P, "check": check, "check_ir": check_ir}
 
 
 def _ties() -> tuple[np.ndarray, np.ndarray]:

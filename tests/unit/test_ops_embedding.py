@@ -45,7 +45,7 @@ def ovm():
     import openvino.opset3 as o3
     import openvino.opset15 as o15
     from _ov_single_op import C, P, check
-    return dict(o3=o3, o15=o15, C=C, P=P, check=check)
+    return {"o3": o3, "o15": o15, "C": C, "P": P, "check": check}
 
 
 INDICES = np.array([0, 2, 5, 1, 1, 3, 4], np.int32)

@@ -109,8 +109,8 @@ def ovm():
     import openvino.opset17 as o17
     from _ov_ir_op import check_ir
     from _ov_single_op import C, P, check
-    return dict(o1=o1, o3=o3, o9=o9, o10=o10, o13=o13, o14=o14, o15=o15, o16=o16, o17=o17, C=C,
-                P=P, check=check, check_ir=check_ir)
+    return {"o1": o1, "o3": o3, "o9": o9, "o10": o10, "o13": o13, "o14": o14, "o15": o15,
+            "o16": o16, "o17": o17, "C": C, "P": P, "check": check, "check_ir": check_ir}
 
 
 @oracle
@@ -182,8 +182,8 @@ def test_eye(tmp_path, ovm, rows, cols, k, batch, out):
 
 
 PROMOTE = [
-    (np.int8, np.uint8, {"promote_unsafe": True}), (np.float32, np.int16, {}), (np.int32, np.float16,
-                                                          {"promote_unsafe": True}),
+    (np.int8, np.uint8, {"promote_unsafe": True}), (np.float32, np.int16, {}),
+    (np.int32, np.float16, {"promote_unsafe": True}),
     (np.uint16, np.int64, {}), (np.bool_, np.float32, {}), (np.float64, np.float32, {}),
     (np.int64, np.uint64, {"promote_unsafe": True, "u64_integer_promotion_target": "f64"}),
 ]

@@ -75,7 +75,7 @@ def ovm():
     import openvino.opset6 as o6
     import openvino.opset12 as o12
     from _ov_single_op import C, P, check
-    return dict(o1=o1, o2=o2, o5=o5, o6=o6, o12=o12, C=C, P=P, check=check)
+    return {"o1": o1, "o2": o2, "o5": o5, "o6": o6, "o12": o12, "C": C, "P": P, "check": check}
 
 
 @oracle

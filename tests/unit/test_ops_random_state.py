@@ -91,9 +91,10 @@ def _variable(ov, name, shape, type_=None):
 
 
 def _run_both(tmp_path, model, feeds):
+    import openvino as ov
+
     from loopdbg.ir import read_ir
     from loopdbg.oracle import testing as ovt
-    import openvino as ov
     path = tmp_path / "state.xml"
     ov.save_model(model, str(path), compress_to_fp16=False)
     expected = ovt.run(path, feeds)
@@ -201,7 +202,8 @@ def ovr():
     import openvino.opset8 as o8
     import openvino.opset13 as o13
     from _ov_single_op import C, P, layer_from_ir, run_openvino
-    return dict(o8=o8, o13=o13, C=C, P=P, layer_from_ir=layer_from_ir, run=run_openvino)
+    return {"o8": o8, "o13": o13, "C": C, "P": P, "layer_from_ir": layer_from_ir,
+            "run": run_openvino}
 
 
 def _compare(tmp_path, ovr, build, inputs, backend="cpu", with_ctx=False):

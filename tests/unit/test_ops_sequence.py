@@ -92,7 +92,8 @@ def ovm():
     import openvino.opset7 as o7
     from _ov_ir_op import check_ir
     from _ov_single_op import C, P, check
-    return dict(o1=o1, o4=o4, o6=o6, o7=o7, C=C, P=P, check=check, check_ir=check_ir)
+    return {"o1": o1, "o4": o4, "o6": o6, "o7": o7, "C": C, "P": P, "check": check,
+            "check_ir": check_ir}
 
 
 @oracle

@@ -56,7 +56,7 @@ def ovm():
     import openvino.opset15 as o15
     import openvino.opset16 as o16
     from _ov_single_op import C, P, check
-    return dict(o7=o7, o9=o9, o15=o15, o16=o16, C=C, P=P, check=check)
+    return {"o7": o7, "o9": o9, "o15": o15, "o16": o16, "C": C, "P": P, "check": check}
 
 
 DFT_CASES = [((4, 6, 2), [0, 1], None), ((2, 5, 2), [-1], None), ((3, 4, 5, 2), [1, 2], [3, 8]),
@@ -76,9 +76,9 @@ def test_dft(tmp_path, ovm, inverse, shape, axes, sizes):
 
 
 @oracle
-@pytest.mark.parametrize("shape, axes, sizes", [((4, 6), [1], None), ((4, 6), [0, 1], None),
-                                                ((3, 5, 4), [2, 1], [3, 5]), ((3, 5, 4), [0, 2], [2, 3]),
-                                                ((7,), [0], [4])])
+@pytest.mark.parametrize("shape, axes, sizes", [
+    ((4, 6), [1], None), ((4, 6), [0, 1], None), ((3, 5, 4), [2, 1], [3, 5]),
+    ((3, 5, 4), [0, 2], [2, 3]), ((7,), [0], [4])])
 def test_rdft(tmp_path, ovm, shape, axes, sizes):
     C, P = ovm["C"], ovm["P"]
     ins = [P(f32(*shape)), C(np.array(axes, np.int64))]
