@@ -47,7 +47,9 @@ def _read_value_shape(layer: Layer, ins, consts):
     if ins:
         return ins[0]
     shape = _static_shape(layer.data.get("variable_shape", ""))
-    return TensorInfo(layer.data.get("variable_type"), shape)
+    type_text = layer.data.get("variable_type")
+    known = type_text not in (None, "dynamic", "undefined")
+    return TensorInfo(elements.canonical(type_text) if known else None, shape)
 
 
 def _read_value_kernel(layer: Layer, allow_no_input: bool):
