@@ -1,4 +1,5 @@
-"""MaxPool-1/8/14 and AvgPool-1/14/16: pooling over the spatial axes of [N, C, *spatial] data.
+"""Pooling over the spatial axes of [N, C, *spatial] data: MaxPool-1/8/14, AvgPool-1/14/16,
+AdaptiveAvgPool-8 and AdaptiveMaxPool-8.
 
 Windows, padding and ``auto_pad`` are Convolution's (``conv``). Rounding of the output length,
 ``floor((in + pads - dilated kernel) / stride) + 1``:
@@ -203,3 +204,90 @@ for _since in (1, 14, 16):
     op("AvgPool", versions=(_since,), shape=_avg_pool_shape(_since),
        notes=_AVG_NOTES)(_avg_pool_factory(_since))
 
+
+
+# ---- AdaptiveAvgPool, AdaptiveMaxPool --------------------------------------------------------
+# Output bin i of an axis of length n pooled to m covers [floor(i*n/m), ceil((i+1)*n/m)). Both
+# poolings are separable: one axis at a time (the innermost first, so that a MaxPool tie goes
+# to the first element in row-major order), looping over the bins of one axis only.
+
+
+def _adaptive_sizes(x: np.ndarray, output_shape) -> list[int]:
+    outs = [int(v) for v in np.ravel(output_shape)]
+    if not 3 <= x.ndim <= 5:
+        raise ValueError(f"adaptive pooling takes 3-D, 4-D or 5-D data, not {x.ndim}-D")
+    if len(outs) != x.ndim - 2:
+        raise ValueError(f"output_shape {outs} does not give one size per spatial axis of data "
+                         f"of rank {x.ndim}")
+    if any(o <= 0 for o in outs) or any(d == 0 for d in x.shape[2:]):
+        raise ValueError(f"cannot pool spatial shape {list(x.shape[2:])} to {outs}")
+    return outs
+
+
+def _bins(n: int, m: int) -> list[tuple[int, int]]:
+    return [(i * n // m, -(-(i + 1) * n // m)) for i in range(m)]
+
+
+def _adaptive_avg(x: np.ndarray, output_shape):
+    outs = _adaptive_sizes(x, output_shape)
+    work = np.float64 if x.dtype.kind in "iu" else (np.float32 if x.dtype == np.float16
+                                                     else x.dtype)
+    y = x.astype(work, copy=False)
+    counts = np.ones((), dtype=work)
+    for d in range(x.ndim - 1, 1, -1):                  # box sums, exact for integers
+        n, m = x.shape[d], outs[d - 2]
+        ones = np.zeros((m, n), dtype=work)
+        for i, (lo, hi) in enumerate(_bins(n, m)):
+            ones[i, lo:hi] = 1
+        y = np.moveaxis(np.tensordot(y, ones, axes=([d], [1])), -1, d)
+        counts = ones.sum(axis=1).reshape((m,) + (1,) * counts.ndim) * counts
+    y = y / counts
+    if x.dtype.kind in "iu":
+        y = np.rint(y)
+    return y.astype(x.dtype, copy=False)
+
+
+def _adaptive_max(x: np.ndarray, output_shape, index_type):
+    outs = _adaptive_sizes(x, output_shape)
+    y = x
+    index = np.zeros(x.shape, dtype=np.int64)        # flat index into the spatial plane
+    for d in range(x.ndim - 1, 1, -1):
+        n, m = x.shape[d], outs[d - 2]
+        stride = math.prod(x.shape[d + 1:])
+        values, picks = [], []
+        for lo, hi in _bins(n, m):
+            part = np.take(y, range(lo, hi), axis=d)
+            arg = np.argmax(part, axis=d, keepdims=True)
+            values.append(np.take_along_axis(part, arg, axis=d))
+            chosen = np.take_along_axis(np.take(index, range(lo, hi), axis=d), arg, axis=d)
+            picks.append(chosen + (arg + lo) * stride)
+        y, index = np.concatenate(values, axis=d), np.concatenate(picks, axis=d)
+    return y, index.astype(index_type)
+
+
+def _adaptive_shape(max_pool: bool):
+    def rule(layer: Layer, ins, consts):
+        shape, sizes = ins[0].shape, consts[1]
+        if shape is None:
+            out = TensorInfo(ins[0].type, None)
+        elif sizes is None:
+            out = TensorInfo(ins[0].type, (*shape[:2], *(-1,) * (len(shape) - 2)))
+        else:
+            out = TensorInfo(ins[0].type, (*shape[:2], *(int(v) for v in np.ravel(sizes))))
+        if not max_pool:
+            return out
+        index_type = elements.canonical(attr(layer, "index_element_type", "i64"))
+        return [out, TensorInfo(index_type, out.shape)]
+
+    return rule
+
+
+@op("AdaptiveAvgPool", versions=(8,), shape=_adaptive_shape(False))
+def _adaptive_avg_pool(layer: Layer):
+    return _adaptive_avg
+
+
+@op("AdaptiveMaxPool", versions=(8,), outputs=2, shape=_adaptive_shape(True))
+def _adaptive_max_pool(layer: Layer):
+    index_type = index_dtype(layer, "index_element_type", "i64")
+    return lambda x, output_shape: _adaptive_max(x, output_shape, index_type)

@@ -143,6 +143,28 @@ def test_avg_pool_matches_openvino(tmp_path, n, auto_pad, rounding, exclude, win
                                                 di), x, "opset16")
 
 
+# ---- AdaptiveAvgPool, AdaptiveMaxPool against OpenVINO ----------------------------------------
+
+ADAPTIVE = [((9,), (4,)), ((9,), (12,)), ((7, 6), (3, 4)), ((7, 6), (7, 6)), ((4, 5), (6, 7)),
+            ((5, 6, 7), (2, 3, 4)), ((3, 8, 5), (3, 3, 2))]
+
+
+@oracle
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("spatial,outs", ADAPTIVE, ids=[f"{a}to{b}" for a, b in ADAPTIVE])
+def test_adaptive_pools_match_openvino(tmp_path, spatial, outs, dtype):
+    """Overlapping and growing bins; small integers make ties for the max and halves for the
+    mean (rounded to nearest, ties to even, as the CPU plugin does)."""
+    import openvino.opset8 as o8
+    from _ov_single_op import C, P, check
+    x = (_f32(2, 3, *spatial) if dtype == np.float32 else
+         RNG.integers(0, 4, (2, 3, *spatial)).astype(dtype))
+    size = C(np.array(outs, dtype=np.int64))
+    check(tmp_path, lambda a, b: o8.adaptive_avg_pool(a, b), [P(x), size], version="opset8")
+    # i32 indices only: the CPU plugin cannot compile i64 ones, the reference cannot evaluate it
+    check(tmp_path, lambda a, b: o8.adaptive_max_pool(a, b, "i32"), [P(x), size])
+
+
 # ---- without OpenVINO -------------------------------------------------------------------------
 
 _ATTRS = dict(strides="2,2", pads_begin="1,1", pads_end="1,1", kernel="3,3")
@@ -192,6 +214,23 @@ def test_the_shape_rules_give_the_output_shapes():
     [info] = infer("MaxPool", [TensorInfo("f16", (2, 4, -1, 8))],
                    dict(_ATTRS, auto_pad="same_upper"), [None], 1, version="opset1")
     assert info == TensorInfo("f16", (2, 4, -1, 4))
+
+
+def test_adaptive_max_pool_ties_go_to_the_first_element_in_row_major_order():
+    x = np.zeros((1, 1, 4, 4), dtype=np.float32)
+    x[0, 0, 1, 3] = x[0, 0, 3, 0] = 5.0
+    kernel, n_out = make_kernel(_layer("AdaptiveMaxPool", "opset8", index_element_type="i32"))
+    values, indices = kernel(x, np.array([1, 1]))
+    assert n_out == 2 and values[0, 0, 0, 0] == 5 and indices[0, 0, 0, 0] == 7
+    values, indices = kernel(np.zeros((1, 1, 3, 3), np.float32), np.array([2, 2]))
+    np.testing.assert_array_equal(indices[0, 0], [[0, 1], [3, 4]])
+    kernel, _ = make_kernel(_layer("AdaptiveMaxPool", "opset8", index_element_type="i64"))
+    assert kernel(x, np.array([2, 2]))[1].dtype == np.int64
+    avg, _ = make_kernel(_layer("AdaptiveAvgPool", "opset8"))
+    np.testing.assert_allclose(avg(np.arange(5.0).reshape(1, 1, 5), np.array([2])),
+                               [[[1.0, 3.0]]])                  # bins [0, 3) and [2, 5)
+    with pytest.raises(ValueError, match="does not give one size per spatial axis"):
+        avg(np.zeros((1, 1, 5), np.float32), np.array([2, 2]))
 
 
 def test_bad_attributes_are_one_sentence():
