@@ -198,7 +198,8 @@ def _avg_pool_shape(since: int):
 
 
 _AVG_NOTES = ("A window that holds no input element (ceil rounding can place one wholly in the "
-              "padding) averages to 0, as OpenVINO's reference implementation does; the CPU plugin gives NaN.")
+              "padding) averages to 0, as OpenVINO's reference implementation does; the CPU "
+              "plugin gives NaN.")
 
 for _since in (1, 14, 16):
     op("AvgPool", versions=(_since,), shape=_avg_pool_shape(_since),
