@@ -10,6 +10,7 @@ from typing import Mapping
 import numpy as np
 
 from loopdbg.errors import InputError
+from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
 from loopdbg.ir.model import Model
 
 
@@ -22,13 +23,16 @@ class InputSpec:
     shape: tuple[int, ...] | None      # -1 for a dynamic dim; None for dynamic rank
     dtype: np.dtype | None             # None: dynamic element type, any numeric dtype
 
-    def describe(self) -> str:
+    @property
+    def shape_text(self) -> str:
         if self.shape is None:
-            shape = "any shape"
-        else:
-            shape = "(" + ", ".join("?" if d < 0 else str(d) for d in self.shape) + \
-                    ("," if len(self.shape) == 1 else "") + ")"
-        return f"{self.name} {self.dtype} {shape}"
+            return "any shape"
+        return "(" + ", ".join("?" if d < 0 else str(d) for d in self.shape) + \
+            ("," if len(self.shape) == 1 else "") + ")"
+
+    def describe(self) -> str:
+        dtype = dtype_name(self.dtype) if self.dtype is not None else "of any type"
+        return f"{self.name} {dtype} {self.shape_text}"
 
 
 def input_specs(model: Model) -> list[InputSpec]:
@@ -107,23 +111,53 @@ def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "i
 
 
 def _check(spec: InputSpec, raw, source: str) -> np.ndarray:
-    arr = np.asarray(raw)
-    if arr.dtype.kind not in "biuf":
-        raise InputError(f"{source}: input '{spec.name}' has dtype {arr.dtype}, which is not "
-                         f"numeric; the model expects {spec.dtype}.")
-    if spec.dtype is not None and arr.dtype != spec.dtype:
-        if not np.can_cast(arr.dtype, spec.dtype, "safe"):
-            raise InputError(f"{source}: input '{spec.name}' has dtype {arr.dtype}, but the model "
-                             f"expects {spec.dtype}.")
-        arr = arr.astype(spec.dtype)
+    arr = _as_array(spec, raw, source)
+    want = spec.dtype
+    if want is not None and arr.dtype != want and not (want.kind == arr.dtype.kind == "U"):
+        if not _can_cast(arr.dtype, want):
+            raise InputError(f"{source}: input '{spec.name}' has dtype {dtype_name(arr.dtype)}, "
+                             f"but the model expects {dtype_name(want)}.")
+        arr = arr.astype(want)
     if spec.shape is not None:
         ok = len(spec.shape) == arr.ndim and all(d < 0 or d == a for d, a in zip(spec.shape, arr.shape))
         if not ok:
             raise InputError(f"{source}: input '{spec.name}' has shape {arr.shape}, but the model "
-                             f"expects {spec.describe().split(' ', 2)[2]}.")
+                             f"expects {spec.shape_text}.")
     arr = np.array(arr, copy=True)
     arr.flags.writeable = False
     return arr
+
+
+def _as_array(spec: InputSpec, raw, source: str) -> np.ndarray:
+    """``raw`` as an array of numbers, booleans or strings (see ``loopdbg.engine.npz`` for the
+    raw-bytes form numpy gives ml_dtypes values it saved without their name)."""
+    expects = f"the model expects {dtype_name(spec.dtype)}" if spec.dtype is not None else \
+        "the model takes numbers, booleans or strings"
+    arr = np.asarray(raw)
+    if arr.dtype == object:             # Python strings: accepted as numpy unicode
+        flat = arr.reshape(-1).tolist()
+        if all(isinstance(v, str) for v in flat):
+            return np.array(flat, dtype=str).reshape(arr.shape)
+        raise InputError(f"{source}: input '{spec.name}' holds Python objects, not numbers or "
+                         f"strings; {expects}.")
+    if arr.dtype.kind == "V" and spec.dtype is not None and is_ml_dtype(spec.dtype) \
+            and arr.dtype.itemsize == spec.dtype.itemsize and arr.dtype.names is None:
+        return arr.view(spec.dtype)
+    if not (is_numeric(arr.dtype) or arr.dtype.kind == "U"):
+        what = "raw bytes" if arr.dtype.kind == "V" else dtype_name(arr.dtype)
+        raise InputError(f"{source}: input '{spec.name}' has dtype {arr.dtype} ({what}), which "
+                         f"is not numbers, booleans or strings; {expects}.")
+    return arr
+
+
+def _can_cast(have: np.dtype, want: np.dtype) -> bool:
+    """Whether an input of dtype ``have`` is taken for ``want`` without losing anything: numpy's
+    safe casts; strings only as strings; an ml_dtypes type only from itself."""
+    if have.kind == "U" or want.kind == "U":
+        return False
+    if is_ml_dtype(have) or is_ml_dtype(want):
+        return False
+    return bool(np.can_cast(have, want, "safe"))
 
 
 RANDOM_LIMIT = 1 << 26            # elements of random data per input (512 MiB as float64)
@@ -155,6 +189,11 @@ def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, .
             out[spec.name] = rng.random(shape) < 0.5
         elif dtype.kind in "iu":
             out[spec.name] = rng.integers(0, 10, size=shape).astype(dtype)
+        elif dtype.kind == "U":
+            words = np.array(["alpha", "beta", "gamma", "delta", "epsilon"])
+            out[spec.name] = words[rng.integers(0, len(words), size=shape)]
+        elif "int" in dtype.name:           # int4, uint2, ...: small values every width holds
+            out[spec.name] = rng.integers(0, 2, size=shape).astype(dtype)
         else:
             out[spec.name] = rng.standard_normal(shape).astype(dtype)
     if shapes:

@@ -43,21 +43,11 @@ from loopdbg.errors import ModelError
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
+from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, onnx_type_name
 
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
 ONNX_FLAG = "onnx_semantics"
-
-# TensorProto.DataType -> loopdbg (IR) element type names.
-ONNX_TYPES = {1: "f32", 2: "u8", 3: "i8", 4: "u16", 5: "i16", 6: "i32", 7: "i64", 9: "boolean",
-              10: "f16", 11: "f64", 12: "u32", 13: "u64", 16: "bf16"}
-_TYPE_NAMES = {8: "string", 14: "complex64", 15: "complex128", 17: "float8e4m3fn",
-               18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4",
-               22: "int4", 23: "float4e2m1"}
 _CONTROL = ("Loop", "Scan", "If")
-
-
-def onnx_type_name(code: int) -> str:
-    return ONNX_TYPES.get(code) or _TYPE_NAMES.get(code) or f"type {code}"
 
 
 def cast_target(to) -> str:
@@ -348,6 +338,7 @@ class _Converter:
             getattr(self, "_" + node.op_type.lower())(b, node)
             return
         attrs = self.attributes(b, node)
+        attrs[NODE_PROTO] = node.SerializeToString()
         type_ = f"onnx.{node.op_type}" if domain in ("", "ai.onnx") else f"onnx.{domain}.{node.op_type}"
         if type_ == "onnx.Cast" and "to" in attrs:
             attrs["to"] = cast_target(attrs["to"])
@@ -372,9 +363,14 @@ class _Converter:
             data["onnx_name"] = node.name
         for a in node.attribute:
             if a.type in (a.GRAPH, a.GRAPHS):
-                raise ModelError(f"{b.where}node '{node.name or node.op_type}' ({node.op_type}) has "
-                                 f"a graph attribute '{a.name}', which loopdbg only understands "
-                                 f"for Loop, Scan and If.")
+                subs = [a.g] if a.type == a.GRAPH else list(a.graphs)
+                outer = [n for g in subs for n in free_names(g)]
+                if outer:
+                    raise ModelError(f"{b.where}node '{node.name or node.op_type}' "
+                                     f"({node.op_type}) has a graph attribute '{a.name}' that "
+                                     f"reads '{outer[0]}' from the enclosing graph; loopdbg "
+                                     f"passes outer values only into Loop, Scan and If.")
+                continue              # kept in the node proto (NODE_PROTO) for its kernel
             if a.ref_attr_name:
                 raise ModelError(f"{b.where}node '{node.name or node.op_type}' refers to a function "
                                  f"attribute '{a.ref_attr_name}'; loopdbg reads plain graphs only.")

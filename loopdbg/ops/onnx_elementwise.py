@@ -83,7 +83,7 @@ _PLAIN = [
     ("GreaterOrEqual", 12, np.greater_equal), ("LessOrEqual", 12, np.less_equal),
     ("BitwiseAnd", 18, np.bitwise_and), ("BitwiseOr", 18, np.bitwise_or),
     ("BitwiseXor", 18, np.bitwise_xor), ("BitwiseNot", 18, np.invert),
-    ("Not", 1, np.logical_not), ("IsNaN", 9, np.isnan), ("MatMul", 1, np.matmul),
+    ("Not", 1, np.logical_not), ("IsNaN", 9, np.isnan),
 ]
 for _name, _v, _fn in _PLAIN:
     op(f"onnx.{_name}", versions=(_v,))(lambda layer, fn=_fn: fn)
@@ -296,7 +296,14 @@ def _clip(layer: Layer):
     return clip
 
 
-# ---- Gemm (MatMul is one of the _PLAIN operators) ---------------------------------------------
+# ---- MatMul, Gemm ----------------------------------------------------------------------------
+
+
+@op("onnx.MatMul")
+def _matmul(layer: Layer):
+    """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it."""
+    return _same_type_binary(np.matmul)
+
 
 
 @op("onnx.Gemm")
@@ -334,19 +341,46 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _cast_dtype(name) -> np.dtype:
     """The dtype of the element type the ONNX reader wrote in ``to`` (it translates ONNX's enum,
-    and Cast-1's spelled names, to IR names such as ``f32``)."""
+    and Cast-1's spelled names, to loopdbg's names such as ``f32`` or ``float8_e4m3fn``)."""
     dtype = elements.numpy_dtype(name) if elements.is_known(str(name)) and name != "bf16" else None
     if dtype is None:
         raise ValueError(f"Cast to element type {name} is not supported by loopdbg")
     return dtype
 
 
+def _exotic(dtype: np.dtype) -> bool:
+    """Strings and the ml_dtypes types: their casts (rounding, saturation, parsing) are
+    onnx.reference's."""
+    return dtype.kind == "U" or elements.is_ml_dtype(dtype)
+
+
+def _by_reference(layer: Layer, plain: Callable) -> Callable:
+    """``plain(*args)`` for numpy's own types; onnx.reference's kernel, made on first need, when
+    an input is a string or ml_dtypes array."""
+    built: list = []
+
+    def kernel(*args):
+        if not any(_exotic(np.asarray(x).dtype) for x in args):
+            return plain(*args)
+        if not built:
+            from loopdbg.ops.onnx_reference import reference_kernel
+
+            built.append(reference_kernel(layer))
+        return built[0](*args)
+
+    return kernel
+
+
 @op("onnx.Cast")
 def _cast(layer: Layer):
     dtype = _cast_dtype(a(layer, "to"))
-    return lambda x: cast(x, dtype)
+    if _exotic(dtype):
+        from loopdbg.ops.onnx_reference import reference_kernel
+
+        return reference_kernel(layer)
+    return _by_reference(layer, lambda x: cast(x, dtype))
 
 
 @op("onnx.CastLike", versions=(15,))
 def _cast_like(layer: Layer):
-    return lambda x, like: cast(x, np.asarray(like).dtype)
+    return _by_reference(layer, lambda x, like: cast(x, np.asarray(like).dtype))

@@ -79,6 +79,57 @@ def skip_reason(case) -> str | None:
     return None
 
 
+def as_value(value):
+    """A test case's input or expected output as loopdbg takes and gives values: TensorProtos
+    (the cases' way of giving exact bits) as arrays, string tensors as unicode arrays, sequences
+    as lists of arrays; None (an empty optional) stays None."""
+    from onnx import TensorProto, numpy_helper
+
+    if isinstance(value, TensorProto):
+        value = numpy_helper.to_array(value)
+    if isinstance(value, (list, tuple)):
+        return [as_value(v) for v in value]
+    if value is None or isinstance(value, dict):
+        return value
+    value = np.asarray(value)
+    if value.dtype == object:
+        value = np.array([v.decode() if isinstance(v, bytes) else v for v in value.reshape(-1)],
+                         dtype=str).reshape(value.shape)
+    return value
+
+
+def assert_same(got, want, case, name: str) -> None:
+    """Compare one output as onnx's backend test runner compares (``assert_similar_outputs``):
+    sequences element by element, then shape, dtype, and values within the case's tolerances
+    (bfloat16 within two of its ULPs, compared in float32)."""
+    if isinstance(want, list):
+        assert isinstance(got, list), (case.name, name, type(got))
+        assert len(got) == len(want), (case.name, name, len(got), len(want))
+        for k, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, case, f"{name}[{k}]")
+        return
+    if want is None:
+        assert got is None, (case.name, name, type(got))
+        return
+    assert got is not None, (case.name, name, "an empty optional")
+    got = np.asarray(got)
+    assert got.shape == want.shape, (case.name, name, got.shape, want.shape)
+    assert got.dtype == want.dtype or got.dtype.kind == want.dtype.kind == "U", \
+        (case.name, name, got.dtype, want.dtype)
+    rtol = case.rtol or 1e-3
+    if want.dtype.name == "bfloat16":
+        rtol = max(rtol, 2 ** -6)
+    from loopdbg.ir.elements import is_ml_dtype
+
+    if is_ml_dtype(want.dtype) and want.dtype.kind != "i" and "int" not in want.dtype.name:
+        got, want = got.astype(np.float32), want.astype(np.float32)
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=case.atol or 1e-7,
+                                   err_msg=f"{case.name} {name}")
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=f"{case.name} {name}")
+
+
 def run_case(case) -> None:
     """Run every data set of ``case`` through read (from the proto) + Engine; assert the outputs."""
     from loopdbg.engine import Engine
@@ -88,15 +139,7 @@ def run_case(case) -> None:
     names = [vi.name for vi in case.model.graph.input]
     out_names = [vi.name for vi in case.model.graph.output]
     for ins, outs in case.data_sets:
-        final = engine.run_to_end(dict(zip(names, ins)))
+        final = engine.run_to_end(dict(zip(names, (as_value(v) for v in ins))))
         assert list(final.outputs) == out_names
         for name, want in zip(out_names, outs):
-            got = np.asarray(final.outputs[name])
-            want = np.asarray(want)
-            assert got.shape == want.shape, (case.name, name, got.shape, want.shape)
-            assert got.dtype == want.dtype, (case.name, name, got.dtype, want.dtype)
-            if want.dtype.kind == "f":
-                np.testing.assert_allclose(got, want, rtol=case.rtol or 1e-3,
-                                           atol=case.atol or 1e-7, err_msg=f"{case.name} {name}")
-            else:
-                np.testing.assert_array_equal(got, want, err_msg=f"{case.name} {name}")
+            assert_same(final.outputs[name], as_value(want), case, name)
