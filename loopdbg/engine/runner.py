@@ -36,7 +36,9 @@ class Engine:
         self.file = model.path or model.graph.name or "model"
         self.loops: dict[str, LoopSpec] = {}          # by loop path, in the order they were found
         self.ifs: dict[int, IfSpec] = {}
+        self.plans: list[GraphPlan] = []              # every graph's plan, nested ones first
         self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
+        self.plans.append(self.plan)
         self.output_names = output_names(model)
 
     def _nested(self, layer: Layer, parent: str, graph=None):
@@ -45,6 +47,7 @@ class Engine:
             where = f"{self.file}: " + (f"in loop '{parent}', " if parent else "")
             branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested)
                         for sub in layer.subgraphs}
+            self.plans.extend(branches.values())
             spec = IfSpec(layer, branches, where)
             self.ifs[layer.id] = spec
             return spec.run
@@ -54,6 +57,7 @@ class Engine:
             raise ModelError(f"{self.file}: {layer.describe()} has no <body>.")
         where = f"{self.file}: in the body of loop '{path}', "
         plan = GraphPlan(body.graph, path, where, self._nested)
+        self.plans.append(plan)
         spec = LoopSpec(layer, path, plan, f"{self.file}: ")
         spec.parent_graph = graph
         self.loops[path] = spec
@@ -72,6 +76,9 @@ class Engine:
                          record_nodes=record_nodes)
         for text in self.model.warnings:
             ctx.notice("", text, None)
+        for p in self.plans:
+            for text in p.notices:
+                ctx.notice(p.path, text, None)
         plan = self.plan
         return plan.run_events(ctx, lambda outs: self._finished(ctx, outs),
                                lambda exc: plan.failure(exc, f"{self.file}: ", "the model"),

@@ -8,6 +8,9 @@ from __future__ import annotations
 # ``Layer.data`` key of the node as the file holds it (a serialized NodeProto), for the kernels that
 # need what the attribute values lose: onnx.reference's (``loopdbg/ops/onnx_reference.py``).
 NODE_PROTO = "onnx_node_proto"
+# ``Layer.data`` key of the model's opset imports (domain -> version), kept on the nodes whose graph
+# attributes onnx.reference runs as graphs of their own (SequenceMap, FlexAttention).
+OPSETS = "onnx_opsets"
 
 # TensorProto.DataType -> loopdbg element type names (``loopdbg.ir.elements``). The types numpy
 # lacks are ml_dtypes' and named as its dtypes are; strings are numpy unicode arrays.

@@ -43,7 +43,7 @@ from loopdbg.errors import ModelError
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
-from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, onnx_type_name
+from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, OPSETS, onnx_type_name
 
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
 ONNX_FLAG = "onnx_semantics"
@@ -339,6 +339,8 @@ class _Converter:
             return
         attrs = self.attributes(b, node)
         attrs[NODE_PROTO] = node.SerializeToString()
+        if any(at.type in (at.GRAPH, at.GRAPHS) for at in node.attribute):
+            attrs[OPSETS] = dict(self.opsets)
         type_ = f"onnx.{node.op_type}" if domain in ("", "ai.onnx") else f"onnx.{domain}.{node.op_type}"
         if type_ == "onnx.Cast" and "to" in attrs:
             attrs["to"] = cast_target(attrs["to"])

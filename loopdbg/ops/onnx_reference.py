@@ -23,6 +23,7 @@ by name), and only when a kernel is built: loading the op table imports no onnx.
 from __future__ import annotations
 
 import functools
+import importlib
 from typing import Any, Callable
 
 import numpy as np
@@ -30,14 +31,15 @@ import numpy as np
 from loopdbg.errors import UnsupportedOperation
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
-from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES
+from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, OPSETS
 from loopdbg.ops.args import declared_outputs, opset
 from loopdbg.ops.registry import op
 
 # Run by the engine itself (the ONNX reader turns them into Constant / Loop / TensorIterator / If).
 ENGINE = ("Constant", "Loop", "Scan", "If")
 
-# Operators with a hand-written kernel although onnx.reference implements them, and why.
+# Operators onnx.reference implements that this module leaves alone, and why (most have a
+# hand-written kernel in another family).
 NOT_HERE = {
     "LSTM": "onnx.reference ignores sequence_lens, clip, activations and input_forget",
     "GRU": "onnx.reference ignores sequence_lens, clip and activations",
@@ -48,6 +50,7 @@ NOT_HERE = {
     "RandomUniform": "random: loopdbg seeds it and says so (onnx_random)",
     "RandomUniformLike": "random: loopdbg seeds it and says so (onnx_random)",
     "Optional": "onnx.reference wraps the value in a list",
+    "DictVectorizer": "its input is a map, which loopdbg does not model",
 }
 
 # Printed by tools/onnx_reference_ops.py.
@@ -80,8 +83,29 @@ REFERENCE_OPS = {
     "Swish": (24,), "TensorScatter": (24,), "TfIdfVectorizer": (9,), "TopK": (1, 10, 11, 24),
     "Trilu": (14,), "Unique": (11, 28), "Upsample": (1, 7, 9, 10),
 }
+DOMAIN_OPS = {
+    "ai.onnx.ml": {
+        "ArrayFeatureExtractor": (1,), "Binarizer": (1,), "FeatureVectorizer": (1,),
+        "Imputer": (1,), "LabelEncoder": (1, 2, 4), "LinearClassifier": (1,),
+        "LinearRegressor": (1,), "Normalizer": (1,), "OneHotEncoder": (1,), "SVMClassifier": (1,),
+        "SVMRegressor": (1,), "Scaler": (1,), "TreeEnsemble": (5,),
+        "TreeEnsembleClassifier": (1, 3, 5), "TreeEnsembleRegressor": (1, 3, 5),
+    },
+    "ai.onnx.preview": {
+        "FlexAttention": (1,),
+    },
+    "ai.onnx.preview.training": {
+        "Adagrad": (1,), "Adam": (1,), "Momentum": (1,),
+    },
+}
 
 _CODES = {name: code for code, name in ONNX_TYPES.items()}
+
+
+def layer_type(domain: str, name: str) -> str:
+    """The layer type the ONNX reader gives a node of ``domain`` (``onnx.Conv``,
+    ``onnx.ai.onnx.ml.Scaler``)."""
+    return f"onnx.{name}" if domain in ("", "ai.onnx") else f"onnx.{domain}.{name}"
 
 
 def node_proto(layer: Layer):
@@ -117,17 +141,23 @@ def _input_types(layer: Layer) -> list:
     return types
 
 
-def reference_op(layer: Layer, node=None) -> Any:
+def reference_op(layer: Layer, node=None, version: int | None = None) -> Any:
     """The onnx.reference op instance that runs ``layer`` (``node``: its NodeProto, if not the
-    one the reader kept), built as ReferenceEvaluator builds one."""
+    one the reader kept; ``version``: the opset, if not the layer's), built as
+    ReferenceEvaluator builds one."""
     from onnx.reference.op_run import RuntimeContextError
     from onnx.reference.ops import load_op
 
     node = node_proto(layer) if node is None else node
-    version = opset(layer)
+    version = opset(layer) if version is None else version
     evaluator = _evaluator()
+    domain = "" if node.domain == "ai.onnx" else node.domain
     try:
-        cls = load_op("", node.op_type, version, evaluator_cls=evaluator)
+        if domain:
+            package = importlib.import_module(_PACKAGES[domain])
+            cls = package.load_op(domain, node.op_type, version)
+        else:
+            cls = load_op("", node.op_type, version, evaluator_cls=evaluator)
     except RuntimeContextError:
         cls = load_op("", node.op_type, version, node=node, input_types=_input_types(layer),
                       evaluator_cls=evaluator)
@@ -135,7 +165,9 @@ def reference_op(layer: Layer, node=None) -> Any:
         raise UnsupportedOperation(f"{layer.describe()}: onnx.reference has no implementation of "
                                    f"{node.op_type} for opset {version} "
                                    f"({str(exc).splitlines()[0]}).") from None
-    params = {"log": lambda *args: None, "opsets": {"": version}, "verbose": 0, "new_ops": {},
+    opsets = {"" if d == "ai.onnx" else d: v for d, v in layer.data.get(OPSETS, {}).items()}
+    opsets[domain] = version
+    params = {"log": lambda *args: None, "opsets": opsets, "verbose": 0, "new_ops": {},
               "existing_functions": {}, "evaluator_cls": evaluator}
     return cls(node, params)
 
@@ -158,10 +190,10 @@ def _value(value):
     return value
 
 
-def reference_kernel(layer: Layer, node=None) -> Callable:
+def reference_kernel(layer: Layer, node=None, version: int | None = None) -> Callable:
     """A kernel running ``layer`` with onnx.reference (see the module docstring); the other
     ONNX families use it for the element types their numpy does not cover."""
-    inst = reference_op(layer, node)
+    inst = reference_op(layer, node, version)
     count = declared_outputs(layer)
 
     def kernel(*args):
@@ -174,5 +206,22 @@ def reference_kernel(layer: Layer, node=None) -> Callable:
     return kernel
 
 
+# Where onnx.reference keeps the implementations of the other domains' operators.
+_PACKAGES = {"ai.onnx.ml": "onnx.reference.ops.aionnxml",
+             "ai.onnx.preview": "onnx.reference.ops.aionnx_preview",
+             "ai.onnx.preview.training": "onnx.reference.ops.aionnx_preview_training"}
+
 for _name, _versions in REFERENCE_OPS.items():
-    op(f"onnx.{_name}", versions=_versions, outputs=declared_outputs)(reference_kernel)
+    op(layer_type("", _name), versions=_versions, outputs=declared_outputs)(reference_kernel)
+for _domain, _table in DOMAIN_OPS.items():
+    for _name, _versions in _table.items():
+        op(layer_type(_domain, _name), versions=_versions,
+           outputs=declared_outputs)(reference_kernel)
+
+
+@op("onnx.Scatter", versions=(9, 11))
+def _scatter(layer: Layer):
+    """Scatter (deprecated at opset 11) is ScatterElements-11 under its old name."""
+    node = node_proto(layer)
+    node.op_type = "ScatterElements"
+    return reference_kernel(layer, node, 11)
