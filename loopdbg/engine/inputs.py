@@ -11,6 +11,7 @@ import numpy as np
 
 from loopdbg.errors import InputError
 from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
+from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
 from loopdbg.ir.model import Model
 
 
@@ -22,6 +23,7 @@ class InputSpec:
     names: tuple[str, ...]
     shape: tuple[int, ...] | None      # -1 for a dynamic dim; None for dynamic rank
     dtype: np.dtype | None             # None: dynamic element type, any numeric dtype
+    kind: str | None = None            # ONNX: "sequence", "optional", "optional sequence"
 
     @property
     def shape_text(self) -> str:
@@ -32,6 +34,11 @@ class InputSpec:
 
     def describe(self) -> str:
         dtype = dtype_name(self.dtype) if self.dtype is not None else "of any type"
+        if self.kind is not None:       # a sequence (list) or optional (None or the value)
+            what = "sequence" if self.kind.endswith(SEQUENCE) else "tensor"
+            opt = "optional " if self.kind.startswith(OPTIONAL) else ""
+            return f"{self.name} {opt}{what} of {dtype} {self.shape_text} tensors" \
+                if what == "sequence" else f"{self.name} {opt}{dtype} {self.shape_text}"
         return f"{self.name} {dtype} {self.shape_text}"
 
 
@@ -48,7 +55,8 @@ def input_specs(model: Model) -> list[InputSpec]:
         et = layer.data.get("element_type") or (layer.outputs[0].precision if layer.outputs else "f32")
         names = tuple(n for p in layer.outputs[:1] for n in p.names if n != layer.name)
         dt = numpy_dtype(et)
-        specs.append(InputSpec(layer.name, names, shape, np.dtype(dt) if dt is not None else None))
+        specs.append(InputSpec(layer.name, names, shape, np.dtype(dt) if dt is not None else None,
+                               layer.data.get(VALUE_KIND)))
     return specs
 
 
@@ -100,14 +108,56 @@ def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "i
     values = []
     for spec in specs:
         key = next((k for k in (spec.name, *spec.names) if k in remaining), None)
+        if key is None and spec.kind is not None and spec.kind.endswith(SEQUENCE):
+            key = _gather_sequence(spec.name, remaining)      # npz: name[0], name[1], ...
         if key is None:
             raise InputError(f"{source} has no input '{spec.name}'{expected}.")
         raw = remaining.pop(key)
-        values.append(_check(spec, raw, source))
+        values.append(_check_value(spec, raw, source))
     if remaining:
         extra = ", ".join(sorted(remaining))
         raise InputError(f"{source} has input(s) the model does not take: {extra}{expected}.")
     return values
+
+
+def _gather_sequence(name: str, given: dict) -> str | None:
+    """An .npz holds a sequence input ``s`` as ``s[0]``, ``s[1]``, ... (an empty one as ``s[]``):
+    gather them into one list under ``name`` in ``given``; the key, or None if there is none."""
+    if f"{name}[]" in given:
+        given.pop(f"{name}[]")
+        given[name] = []
+        return name
+    items = []
+    while f"{name}[{len(items)}]" in given:
+        items.append(given.pop(f"{name}[{len(items)}]"))
+    if not items:
+        return None
+    given[name] = items
+    return name
+
+
+def _check_value(spec: InputSpec, raw, source: str):
+    """A tensor input as ``_check`` takes it; a sequence as a list of such tensors; an optional
+    as None (empty) or its value."""
+    kind = spec.kind
+    if kind is None:
+        return _check(spec, raw, source)
+    if raw is None:
+        if kind.startswith(OPTIONAL):
+            return None
+        raise InputError(f"{source}: input '{spec.name}' is None, but the model expects a "
+                         f"sequence ({spec.describe()}).")
+    if not kind.endswith(SEQUENCE):
+        return _check(spec, raw, source)
+    if not isinstance(raw, (list, tuple)):
+        raise InputError(f"{source}: input '{spec.name}' is a {type(raw).__name__}, but the "
+                         f"model expects a sequence: give a list of arrays ({spec.describe()}).")
+    items = [_check(spec, v, f"{source} (element {k} of sequence '{spec.name}')")
+             for k, v in enumerate(raw)]
+    if len({v.dtype for v in items}) > 1:
+        raise InputError(f"{source}: the tensors of sequence input '{spec.name}' differ in "
+                         f"dtype; a sequence holds one element type.")
+    return items
 
 
 def _check(spec: InputSpec, raw, source: str) -> np.ndarray:
@@ -196,6 +246,8 @@ def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, .
             out[spec.name] = rng.integers(0, 2, size=shape).astype(dtype)
         else:
             out[spec.name] = rng.standard_normal(shape).astype(dtype)
+        if spec.kind is not None and spec.kind.endswith(SEQUENCE):    # two tensors of the kind
+            out[spec.name] = [out[spec.name], out[spec.name].copy()]
     if shapes:
         raise InputError(f"--shape names input(s) the model does not have: {', '.join(shapes)}.")
     return out

@@ -85,7 +85,8 @@ class Engine:
                                *values)
 
     def _finished(self, ctx: RunContext, outs) -> ev.RunFinished:
-        outputs = {name: np.asarray(v) for name, v in zip(self.output_names, outs)}
+        outputs = {name: v if v is None or isinstance(v, list) else np.asarray(v)
+                   for name, v in zip(self.output_names, outs)}     # ONNX: sequences, optionals
         return ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
 
     def run_to_end(self, inputs: Mapping[str, np.ndarray], **options) -> ev.RunFinished:

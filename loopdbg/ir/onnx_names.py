@@ -12,6 +12,11 @@ NODE_PROTO = "onnx_node_proto"
 # attributes onnx.reference runs as graphs of their own (SequenceMap, FlexAttention).
 OPSETS = "onnx_opsets"
 
+# ``Layer.data`` key of a Parameter that is not a tensor: one of the kinds below (its
+# ``element_type`` and ``shape`` then describe the tensors in it).
+VALUE_KIND = "onnx_value_kind"
+SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE = "sequence", "optional", "optional sequence"
+
 # TensorProto.DataType -> loopdbg element type names (``loopdbg.ir.elements``). The types numpy
 # lacks are ml_dtypes' and named as its dtypes are; strings are numpy unicode arrays.
 ONNX_TYPES = {1: "f32", 2: "u8", 3: "i8", 4: "u16", 5: "i16", 6: "i32", 7: "i64", 8: "string",

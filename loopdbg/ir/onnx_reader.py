@@ -43,7 +43,8 @@ from loopdbg.errors import ModelError
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
-from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, OPSETS, onnx_type_name
+from loopdbg.ir.onnx_names import (NODE_PROTO, ONNX_TYPES, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE,
+                                   SEQUENCE, VALUE_KIND, onnx_type_name)
 
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
 ONNX_FLAG = "onnx_semantics"
@@ -103,6 +104,22 @@ def _tensor_type(type_proto) -> TensorType | None:
         return TensorType(et, None)
     dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
     return TensorType(et, dims)
+
+
+def _value_kind(type_proto) -> tuple[str | None, Any]:
+    """What an input holds: (None, the type) for a tensor; ``sequence``, ``optional`` or
+    ``optional sequence`` with the TypeProto of their tensors; ``map`` for what loopdbg lacks."""
+    which = type_proto.WhichOneof("value") if type_proto is not None else None
+    if which == "sequence_type":
+        return SEQUENCE, type_proto.sequence_type.elem_type
+    if which == "optional_type":
+        inner = type_proto.optional_type.elem_type
+        if inner.WhichOneof("value") == "sequence_type":
+            return OPTIONAL_SEQUENCE, inner.sequence_type.elem_type
+        return OPTIONAL, inner
+    if which in ("map_type", "sparse_tensor_type", "opaque_type"):
+        return which.removesuffix("_type").replace("_", " "), None
+    return None, type_proto
 
 
 def _collect_types(graph, types: dict[str, TensorType]) -> None:
@@ -204,12 +221,14 @@ class _Builder:
         self.layers[layer.id] = layer
         return layer
 
-    def parameter(self, name: str, ttype: TensorType | None, *, force: TensorType | None = None
-                  ) -> int:
+    def parameter(self, name: str, ttype: TensorType | None, *, force: TensorType | None = None,
+                  kind: str | None = None) -> int:
         t = force or ttype or UNKNOWN
         lid = self.new_id()
-        self.add(Layer(lid, name, "Parameter", "opset1",
-                       data={"shape": t.shape_text, "element_type": t.element_type},
+        data = {"shape": t.shape_text, "element_type": t.element_type}
+        if kind is not None:             # a sequence or optional: t describes its tensors
+            data[VALUE_KIND] = kind
+        self.add(Layer(lid, name, "Parameter", "opset1", data=data,
                        outputs=(t.port(0, 0, (name,)),), ir_type="Parameter"))
         self.params.append(lid)
         self.source[name] = (lid, 0)
@@ -313,7 +332,11 @@ class _Converter:
             for vi in g.input:
                 if vi.name in inits:      # an input with a default (IR < 4): a constant here
                     continue
-                b.parameter(vi.name, _tensor_type(vi.type))
+                kind, inner = _value_kind(vi.type)
+                if kind not in (None, SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE):
+                    raise ModelError(f"{b.where}input '{vi.name}' is a {kind}, which loopdbg "
+                                     f"does not model (tensors, sequences and optionals only).")
+                b.parameter(vi.name, _tensor_type(inner), kind=kind)
         else:
             for n, t in inputs:
                 b.parameter(n, self.types.get(n), force=t)

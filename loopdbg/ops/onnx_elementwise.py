@@ -194,10 +194,15 @@ _UNARY: dict[str, tuple[Callable, int]] = {
     "Erf": (_erf, 9),
     "Softplus": (lambda x: np.logaddexp(x.dtype.type(0), x), 1),
     "Softsign": (lambda x: x / (1 + np.abs(x)), 1),
-    "Identity": (lambda x: x, 1),
 }
 for _name, (_fn, _v) in _UNARY.items():
     op(f"onnx.{_name}", versions=(_v,))(lambda layer, fn=_same_type(_quiet(_fn)): fn)
+
+
+@op("onnx.Identity")
+def _identity(layer: Layer):
+    """Any value as it is: a tensor, a sequence or an optional."""
+    return lambda x=None: x
 
 
 @op("onnx.IsInf", versions=(10,))

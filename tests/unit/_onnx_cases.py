@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import functools
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-# Element types loopdbg does not compute with (numpy has no dtype for them, or they are strings):
-# a case whose inputs or outputs use one is skipped with this reason.
-UNSUPPORTED_DTYPE = ("uses an element type loopdbg does not support (string, bfloat16, float8, "
-                     "int4/uint4, int2/uint2, float4): numpy has no arithmetic dtype for it")
-SEQUENCE = "uses ONNX sequence or optional types, which loopdbg does not model (tensors only)"
-RANDOM = "training-mode Dropout is random; loopdbg runs inference"
+KNOWN_FAILURES_FILE = Path(__file__).resolve().parents[2] / "loopdbg" / "ops" / \
+    "onnx_node_tests.txt"
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,38 +42,26 @@ def op_types(graph) -> set[str]:
     return ops
 
 
-def skip_reason(case) -> str | None:
-    """Why loopdbg cannot run ``case`` by design, or None."""
+def tensor_only(case) -> bool:
+    """Whether every input and output of the case's graph is a tensor (the issue's measure)."""
     g = case.model.graph
-    for vi in list(g.input) + list(g.output):
-        if not vi.type.HasField("tensor_type"):
-            return SEQUENCE
-    if "training" in case.name and "dropout" in case.name:
-        return RANDOM
-    for ins, outs in case.data_sets:
-        for arr in list(ins) + list(outs):
-            if isinstance(arr, (list, tuple, dict)) or arr is None or \
-                    np.asarray(arr).dtype.kind not in "biuf":
-                return UNSUPPORTED_DTYPE
-    from loopdbg.ir.onnx_reader import ONNX_TYPES
+    return all(vi.type.HasField("tensor_type") for vi in list(g.input) + list(g.output))
 
-    def bad_types(graph) -> bool:
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.name == "to" and attr.type == attr.INT and attr.i not in ONNX_TYPES:
-                    return True
-                if attr.name == "to" and attr.i == 16:
-                    return True
-                if attr.type == attr.GRAPH and bad_types(attr.g):
-                    return True
-        return False
 
-    if bad_types(g):
-        return UNSUPPORTED_DTYPE
-    for vi in list(g.input) + list(g.output):
-        if vi.type.tensor_type.elem_type not in ONNX_TYPES or vi.type.tensor_type.elem_type == 16:
-            return UNSUPPORTED_DTYPE
-    return None
+@functools.lru_cache(maxsize=1)
+def known_failures() -> dict[str, str]:
+    """The node tests loopdbg does not pass, with why (loopdbg/ops/onnx_node_tests.txt)."""
+    out = {}
+    for line in KNOWN_FAILURES_FILE.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, reason = line.split("\t", 1)
+            out[name] = reason
+    return out
+
+
+def skip_reason(case) -> str | None:
+    """Why loopdbg does not pass ``case`` (it is listed with its reason), or None."""
+    return known_failures().get(case.name)
 
 
 def as_value(value):
