@@ -34,16 +34,18 @@ def parse_shapes(items) -> dict:
 
 
 def run(args) -> int:
-    import numpy as np
-
     from loopdbg.engine.inputs import input_specs, random_inputs
+    from loopdbg.engine.npz import save_npz
     from loopdbg.ir.load import read_model
 
     model = read_model(args.model)
     arrays = random_inputs(model, seed=args.seed, shapes=parse_shapes(args.shape))
-    np.savez(args.output, **arrays)
+    save_npz(args.output, arrays)
     for spec in input_specs(model):
         a = arrays[spec.name]
-        print(f"  {spec.name}: {a.dtype} {tuple(a.shape)}")
+        if isinstance(a, list):
+            print(f"  {spec.name}: a sequence of {len(a)} {a[0].dtype} {tuple(a[0].shape)}")
+        else:
+            print(f"  {spec.name}: {a.dtype} {tuple(a.shape)}")
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -50,8 +50,6 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    import numpy as np
-
     from loopdbg.engine import Engine
     from loopdbg.cli.progress import Progress
 
@@ -100,7 +98,9 @@ def _run(args) -> int:
     if not args.quiet:
         print(report(final))
     if args.output:
-        np.savez(args.output, **final.outputs)
+        from loopdbg.engine.npz import save_npz
+
+        save_npz(args.output, final.outputs)
         say(f"outputs saved to {args.output}")
     return 0
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
+from loopdbg.engine.npz import load_npz  # noqa: F401 - where callers have always found it
 from loopdbg.errors import InputError
 from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
-from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
 from loopdbg.ir.model import Model
+from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
 
 
 @dataclass(frozen=True)
@@ -78,25 +77,6 @@ def output_names(model: Model) -> list[str]:
             name = result.name if result.name not in names else f"{result.name}#{rid}"
         names.append(name)
     return names
-
-
-def load_npz(path: str | Path) -> dict[str, np.ndarray]:
-    """Read an .npz of named arrays without ever unpickling anything."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file.")
-    if not zipfile.is_zipfile(path):
-        raise InputError(f"{path} is not an .npz file (numpy's zip of arrays).")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except ValueError as exc:
-        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
-            raise InputError(f"{path} holds pickled Python objects, which loopdbg refuses to load; "
-                             f"save plain numeric arrays with numpy.savez.") from None
-        raise InputError(f"{path} could not be read as an .npz of arrays: {exc}.") from None
-    except (OSError, zipfile.BadZipFile, EOFError, MemoryError) as exc:
-        raise InputError(f"{path} could not be read as an .npz of arrays: {exc}.") from None
 
 
 def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "inputs"

@@ -245,3 +245,12 @@ def dtype_name(dtype) -> str:
     ``string`` for any unicode width."""
     dt = np.dtype(dtype)
     return "string" if dt.kind == "U" else dt.name
+
+
+def npy_descr(dtype) -> str:
+    """The ``descr`` an .npy header gives ``dtype``: numpy's own, except for the ml_dtypes types,
+    which numpy would write as raw bytes (``<V2``) and which are written by name (``bfloat16``):
+    ``numpy.load`` reads such a file back when ml_dtypes is imported, and says it does not
+    understand the type when it is not."""
+    dt = np.dtype(dtype)
+    return dt.name if dt.name in ML_DTYPE_NAMES else np.lib.format.dtype_to_descr(dt)
