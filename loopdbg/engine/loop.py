@@ -150,8 +150,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 break
             for p, r, dt in back_edges:                       # rule 5: all at once
                 v = outs[r]
-                if dt is not None and getattr(v, "dtype", None) is not dt and \
-                        getattr(v, "dtype", None) != dt:
+                if dt is not None and (vd := getattr(v, "dtype", None)) is not dt and vd != dt:
                     raise RunError(
                         f"{here}: the back edge from Result '{spec.result_names[r]}' to Parameter "
                         f"'{spec.param_names[p]}' changed dtype from {dt} to "

@@ -222,6 +222,13 @@ _DECODERS = {"bf16": _decode_bf16, "u1": _decode_u1, "u4": _decode_u4, "i4": _de
 # ---- values of the types numpy lacks -----------------------------------------------------------
 
 
+def onnx_only(element_type: str) -> bool:
+    """Whether ``element_type`` is one of the types only ONNX models give loopdbg (the ml_dtypes
+    names and ``string``): an IR file naming one is refused as not supported."""
+    key = element_type.strip().lower() if isinstance(element_type, str) else None
+    return key in ML_DTYPE_NAMES or key == "string"
+
+
 def is_ml_dtype(dtype) -> bool:
     """Whether ``dtype`` is one of the ``ml_dtypes`` types (bfloat16, float8, int4, ...)."""
     return np.dtype(dtype).name in ML_DTYPE_NAMES

@@ -65,6 +65,19 @@ def cast_target(to) -> str:
     return onnx_type_name(int(to)) if isinstance(to, (int, np.integer)) else repr(to)
 
 
+def to_array(tensor) -> np.ndarray:
+    """A TensorProto as loopdbg holds values: numpy_helper's array, but strings as numpy unicode
+    (numpy_helper gives Python objects, which loopdbg never holds)."""
+    from onnx import numpy_helper
+
+    value = numpy_helper.to_array(tensor)
+    if value.dtype == object:
+        flat = [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+                for v in value.reshape(-1)]
+        value = np.array(flat, dtype=str).reshape(value.shape)
+    return value
+
+
 def _import_onnx():
     try:
         import onnx  # noqa: F401
@@ -128,6 +141,10 @@ def _collect_types(graph, types: dict[str, TensorType]) -> None:
         t = _tensor_type(vi.type)
         if t is not None and vi.name and (vi.name not in types or t.dims is not None):
             types[vi.name] = t
+    for init in graph.initializer:
+        if init.name and init.name not in types:
+            types[init.name] = TensorType(ONNX_TYPES.get(init.data_type, "dynamic"),
+                                          tuple(int(d) for d in init.dims))
     for node in graph.node:
         for a in node.attribute:
             if a.type == a.GRAPH:
@@ -316,12 +333,10 @@ class _Converter:
                 inputs: list[tuple[str, TensorType | None]] | None = None) -> _Builder:
         """Convert ``g``'s inputs, initializers and nodes (not its outputs) into a builder."""
         b = _Builder(name, top, self, where or self.where)
-        from onnx import numpy_helper
-
         inits = {}
         for t in g.initializer:
             try:
-                inits[t.name] = numpy_helper.to_array(t)
+                inits[t.name] = to_array(t)
             except Exception as exc:
                 raise ModelError(f"{b.where}initializer '{t.name}' cannot be read: {exc}.") from None
         if g.sparse_initializer:
@@ -381,7 +396,7 @@ class _Converter:
                 b.source[t] = (lid, j)
 
     def attributes(self, b: _Builder, node) -> dict[str, Any]:
-        from onnx import helper, numpy_helper
+        from onnx import helper
 
         data: dict[str, Any] = {}
         if node.name:
@@ -400,9 +415,9 @@ class _Converter:
                 raise ModelError(f"{b.where}node '{node.name or node.op_type}' refers to a function "
                                  f"attribute '{a.ref_attr_name}'; loopdbg reads plain graphs only.")
             if a.type == a.TENSOR:
-                value: Any = numpy_helper.to_array(a.t)
+                value: Any = to_array(a.t)
             elif a.type == a.TENSORS:
-                value = [numpy_helper.to_array(t) for t in a.tensors]
+                value = [to_array(t) for t in a.tensors]
             else:
                 value = helper.get_attribute_value(a)
                 if isinstance(value, bytes):
@@ -414,13 +429,11 @@ class _Converter:
         return data
 
     def constant_node(self, b: _Builder, node) -> None:
-        from onnx import numpy_helper
-
         out = node.output[0]
         attrs = {a.name: a for a in node.attribute}
         what = f"Constant node '{node.name or out}'"
         if "value" in attrs:
-            value = numpy_helper.to_array(attrs["value"].t)
+            value = to_array(attrs["value"].t)
         elif "value_float" in attrs:
             value = np.array(attrs["value_float"].f, dtype=np.float32)
         elif "value_floats" in attrs:
@@ -429,6 +442,11 @@ class _Converter:
             value = np.array(attrs["value_int"].i, dtype=np.int64)
         elif "value_ints" in attrs:
             value = np.array(list(attrs["value_ints"].ints), dtype=np.int64)
+        elif "value_string" in attrs:
+            value = np.array(attrs["value_string"].s.decode("utf-8", "replace"), dtype=str)
+        elif "value_strings" in attrs:
+            value = np.array([v.decode("utf-8", "replace") for v in attrs["value_strings"].strings],
+                             dtype=str)
         else:
             kinds = ", ".join(attrs) or "no value"
             raise ModelError(f"{b.where}{what} has {kinds}; loopdbg supports numeric tensors only.")

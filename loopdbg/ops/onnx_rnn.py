@@ -13,7 +13,8 @@ Written by hand, not taken from onnx.reference, which ignores ``sequence_lens``,
   ``activation_alpha``/``activation_beta`` are consumed in that order by the functions that take
   them, others using their defaults.
 * ``sequence_lens``: batch entry b runs its first ``lens[b]`` steps (the reverse direction walks
-  them backwards); its later outputs in Y are 0 and Y_h/Y_c hold its last step.
+  them backwards); its later outputs in Y are 0 and Y_h/Y_c hold its last step (0 for a length
+  of 0, which ONNX leaves open: onnxruntime's choice).
 * ``layout=1`` (opset 14): X, Y and the states are batch-first.
 """
 
@@ -123,6 +124,8 @@ class _Spec:
                 keep = active[:, None]
                 st = [np.where(keep, n, s) for n, s in zip(new, st)]
                 Y[pos[active], d, rows[active]] = new[0][active]
+            if not lens.all():          # an empty sequence ends in zeros, as onnxruntime's
+                st = [np.where((lens > 0)[:, None], s, 0) for s in st]
             finals.append(st)
         return Y, [np.stack([f[k] for f in finals]) for k in range(len(states))]
 
