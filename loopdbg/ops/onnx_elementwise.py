@@ -148,7 +148,9 @@ def _mean(layer: Layer):
 def _where(layer: Layer):
     def where(c, x, y):
         out = np.where(c, x, y)
-        return out if out.dtype == x.dtype else out.astype(x.dtype)
+        if out.dtype == x.dtype or out.dtype.kind == "U":   # strings: the wider of the two
+            return out
+        return out.astype(x.dtype)
 
     return where
 

@@ -42,8 +42,11 @@ def short_value(value) -> str:
     if is_sequence(value):
         return f"seq[{len(value)}]"
     a = np.asarray(value)
-    if numbers(a) is not None and a.dtype.kind not in "biuf":     # bfloat16, float8, int4
-        return f"{short_value(numbers(a))} {type_text(a)}"
+    f = numbers(a)
+    if f is not None and f is not a:                    # bfloat16, float8, int4: widened
+        return f"{short_value(f)} {type_text(a)}"
+    if a.dtype.kind == "U":
+        return f"({','.join(map(str, a.shape))}) string"
     if a.size <= 3 and a.dtype.kind in "biuf":
         text = np.array2string(a.reshape(-1), precision=3, separator=",").strip("[]")
         return ",".join(v.strip() for v in text.split(",")) or "[]"
