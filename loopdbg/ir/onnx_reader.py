@@ -3,12 +3,15 @@
 Every ONNX node becomes a ``Layer`` of type ``onnx.<OpType>`` (``onnx.<domain>.<OpType>`` for
 other domains) and version ``opset<N>``, N being the model's opset import for the node's domain,
 so ONNX kernels (``loopdbg/ops/onnx_*.py``) never collide with OpenVINO ones. ``Layer.data`` holds
-the node's attributes as Python values (ints, floats, strings, lists, numpy arrays), ``ir_type``
-the plain op type. Layers are named by their first output tensor, so a breakpoint names a value
-as the model does (``my_local``); control-flow layers by the node name, else ``loop``, ``scan``,
-``if`` (made unique). Initializers and Constant nodes become Constant layers, graph inputs
-Parameters (``data`` ``shape``/``element_type`` as in IR) and graph outputs Results named as the
-outputs. An empty optional input is an unconnected input index (the plan passes None).
+the node's attributes as Python values (ints, floats, strings, lists, numpy arrays), and the node
+itself, serialized (``onnx_names.NODE_PROTO``), for the kernels that run onnx.reference's
+implementations; ``ir_type`` the plain op type. Layers are named by their first output tensor,
+so a breakpoint names a value as the model does (``my_local``); control-flow layers by the node
+name, else ``loop``, ``scan``, ``if`` (made unique). Initializers and Constant nodes become
+Constant layers, graph inputs Parameters (``data`` ``shape``/``element_type`` as in IR, and
+``onnx_names.VALUE_KIND`` for a sequence or optional input) and graph outputs Results named as
+the outputs. An empty optional input is an unconnected input index (the plan passes None).
+Element types are read as ``onnx_types`` says (ml_dtypes for those numpy lacks, unicode strings).
 
 Control flow is translated to the engine's Loop / TensorIterator / If layers, marked with
 ``data["onnx_semantics"] = "true"`` so the engine applies ONNX's rules where they differ from
@@ -43,39 +46,14 @@ from loopdbg.errors import ModelError
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
-from loopdbg.ir.onnx_names import (NODE_PROTO, ONNX_TYPES, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE,
-                                   SEQUENCE, VALUE_KIND, onnx_type_name)
+from loopdbg.ir.onnx_names import (NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE,
+                                   VALUE_KIND)
+from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_types,
+                                   tensor_type, to_array, value_kind)
 
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
 ONNX_FLAG = "onnx_semantics"
 _CONTROL = ("Loop", "Scan", "If")
-
-
-def cast_target(to) -> str:
-    """Cast's ``to`` as an element type name (``f32``), so that the kernel needs no onnx: ONNX's
-    enum (Cast-6 on) or its spelled name (Cast-1: ``"FLOAT"``). A type loopdbg lacks keeps ONNX's
-    name (``string``), for the kernel to refuse by name."""
-    if isinstance(to, str):
-        from onnx import TensorProto
-
-        try:
-            to = TensorProto.DataType.Value(to.upper())
-        except ValueError:
-            return to
-    return onnx_type_name(int(to)) if isinstance(to, (int, np.integer)) else repr(to)
-
-
-def to_array(tensor) -> np.ndarray:
-    """A TensorProto as loopdbg holds values: numpy_helper's array, but strings as numpy unicode
-    (numpy_helper gives Python objects, which loopdbg never holds)."""
-    from onnx import numpy_helper
-
-    value = numpy_helper.to_array(tensor)
-    if value.dtype == object:
-        flat = [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-                for v in value.reshape(-1)]
-        value = np.array(flat, dtype=str).reshape(value.shape)
-    return value
 
 
 def _import_onnx():
@@ -85,73 +63,6 @@ def _import_onnx():
     except ImportError:
         raise ModelError(INSTALL_HINT) from None
     return onnx
-
-
-@dataclass(frozen=True)
-class TensorType:
-    element_type: str            # IR name, or "dynamic"
-    dims: tuple[int, ...] | None  # None: unknown rank; -1: a symbolic or unknown dim
-
-    @property
-    def shape_text(self) -> str:
-        if self.dims is None:
-            return "..."
-        return ",".join("?" if d < 0 else str(d) for d in self.dims)
-
-    def port(self, index: int, port_id: int, names: tuple[str, ...] = ()) -> Port:
-        precision = None
-        if self.element_type != "dynamic":
-            precision = elements.lookup(self.element_type).precision
-        return Port(port_id, index, precision, tuple(self.dims or ()), names)
-
-
-UNKNOWN = TensorType("dynamic", None)
-
-
-def _tensor_type(type_proto) -> TensorType | None:
-    if type_proto is None or not type_proto.HasField("tensor_type"):
-        return None
-    tt = type_proto.tensor_type
-    et = ONNX_TYPES.get(tt.elem_type, "dynamic")
-    if not tt.HasField("shape"):
-        return TensorType(et, None)
-    dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
-    return TensorType(et, dims)
-
-
-def _value_kind(type_proto) -> tuple[str | None, Any]:
-    """What an input holds: (None, the type) for a tensor; ``sequence``, ``optional`` or
-    ``optional sequence`` with the TypeProto of their tensors; ``map`` for what loopdbg lacks."""
-    which = type_proto.WhichOneof("value") if type_proto is not None else None
-    if which == "sequence_type":
-        return SEQUENCE, type_proto.sequence_type.elem_type
-    if which == "optional_type":
-        inner = type_proto.optional_type.elem_type
-        if inner.WhichOneof("value") == "sequence_type":
-            return OPTIONAL_SEQUENCE, inner.sequence_type.elem_type
-        return OPTIONAL, inner
-    if which in ("map_type", "sparse_tensor_type", "opaque_type"):
-        return which.removesuffix("_type").replace("_", " "), None
-    return None, type_proto
-
-
-def _collect_types(graph, types: dict[str, TensorType]) -> None:
-    """Types of every named value of ``graph`` and its subgraphs (inputs, outputs, value_info)."""
-    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-        t = _tensor_type(vi.type)
-        if t is not None and vi.name and (vi.name not in types or t.dims is not None):
-            types[vi.name] = t
-    for init in graph.initializer:
-        if init.name and init.name not in types:
-            types[init.name] = TensorType(ONNX_TYPES.get(init.data_type, "dynamic"),
-                                          tuple(int(d) for d in init.dims))
-    for node in graph.node:
-        for a in node.attribute:
-            if a.type == a.GRAPH:
-                _collect_types(a.g, types)
-            elif a.type == a.GRAPHS:
-                for g in a.graphs:
-                    _collect_types(g, types)
 
 
 def free_names(graph) -> list[str]:
@@ -200,9 +111,9 @@ def from_proto(proto, path: str | None = None) -> Model:
     except Exception:  # shape inference is only for the declared port shapes the UI shows
         pass
     types: dict[str, TensorType] = {}
-    _collect_types(proto.graph, types)
+    collect_types(proto.graph, types)
     if inferred is not proto:
-        _collect_types(inferred.graph, types)
+        collect_types(inferred.graph, types)
     file = path or proto.graph.name or "model"
     conv = _Converter(opsets, types, f"{file}: ")
     graph = conv.graph(proto.graph, proto.graph.name or "model", top=True)
@@ -347,11 +258,11 @@ class _Converter:
             for vi in g.input:
                 if vi.name in inits:      # an input with a default (IR < 4): a constant here
                     continue
-                kind, inner = _value_kind(vi.type)
+                kind, inner = value_kind(vi.type)
                 if kind not in (None, SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE):
                     raise ModelError(f"{b.where}input '{vi.name}' is a {kind}, which loopdbg "
                                      f"does not model (tensors, sequences and optionals only).")
-                b.parameter(vi.name, _tensor_type(inner), kind=kind)
+                b.parameter(vi.name, tensor_type(inner), kind=kind)
         else:
             for n, t in inputs:
                 b.parameter(n, self.types.get(n), force=t)
@@ -510,7 +421,7 @@ class _Converter:
         forced: list[tuple[str, TensorType | None]] = [
             (body.input[0].name, TensorType("i64", ())),
             (body.input[1].name, TensorType("boolean", ())),
-        ] + [(vi.name, _tensor_type(vi.type) or self.types.get(ins[2 + k]))
+        ] + [(vi.name, tensor_type(vi.type) or self.types.get(ins[2 + k]))
              for k, vi in enumerate(body.input[2:])]
         bb = self.builder(body, f"{lname}/body", top=False, where=where, inputs=forced)
         results = [bb.result(o.name, o.name) for o in body.output]
@@ -572,7 +483,7 @@ class _Converter:
                               ("scan_output_directions", out_dirs, k_out)):
             if len(vals) != n:
                 raise ModelError(f"{where}{what} has {len(vals)} entries; it needs {n}.")
-        forced = [(vi.name, _tensor_type(vi.type)) for vi in body.input]
+        forced = [(vi.name, tensor_type(vi.type)) for vi in body.input]
         bb = self.builder(body, f"{lname}/body", top=False, where=where, inputs=forced)
         results = [bb.result(o.name, o.name) for o in body.output]
         graph = bb.graph()
