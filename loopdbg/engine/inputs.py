@@ -174,9 +174,9 @@ def _as_array(spec: InputSpec, raw, source: str) -> np.ndarray:
             and arr.dtype.itemsize == spec.dtype.itemsize and arr.dtype.names is None:
         return arr.view(spec.dtype)
     if not (is_numeric(arr.dtype) or arr.dtype.kind == "U"):
-        what = "raw bytes" if arr.dtype.kind == "V" else dtype_name(arr.dtype)
-        raise InputError(f"{source}: input '{spec.name}' has dtype {arr.dtype} ({what}), which "
-                         f"is not numbers, booleans or strings; {expects}.")
+        what = " (raw bytes)" if arr.dtype.kind == "V" and arr.dtype.names is None else ""
+        raise InputError(f"{source}: input '{spec.name}' has dtype {arr.dtype}{what}, which is "
+                         f"not numeric (loopdbg takes numbers, booleans and strings); {expects}.")
     return arr
 
 

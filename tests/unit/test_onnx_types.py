@@ -66,8 +66,9 @@ def test_raw_bytes_numpy_saved_for_bfloat16_are_taken_as_the_declared_type(tmp_p
     out = engine.run_to_end({"x": raw}).outputs["y"]
     assert out.dtype == BF16 and out.tolist() == [1.0, 2.5, -3.0]
     f8 = Engine(from_proto(_one("Identity", TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FN)))
-    with pytest.raises(InputError, match=r"\(raw bytes\), which is not numbers, booleans or "
-                                         r"strings; the model expects float8_e4m3fn"):
+    with pytest.raises(InputError, match=r"has dtype \|V2 \(raw bytes\), which is not numeric "
+                                         r"\(loopdbg takes numbers, booleans and strings\); the "
+                                         r"model expects float8_e4m3fn"):
         f8.run_to_end({"x": raw})
 
 
