@@ -165,7 +165,13 @@ def reference_op(layer: Layer, node=None, version: int | None = None) -> Any:
     opsets[domain] = version
     params = {"log": lambda *args: None, "opsets": opsets, "verbose": 0, "new_ops": {},
               "existing_functions": {}, "evaluator_cls": evaluator}
-    return cls(node, params)
+    try:
+        return cls(node, params)
+    except Exception as exc:  # a missing required attribute, a bad subgraph, ...
+        text = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else \
+            type(exc).__name__
+        raise ValueError(f"onnx.reference cannot build its {node.op_type} from the node: "
+                         f"{text}") from None     # the registry names the file and the layer
 
 
 def _frozen(value):

@@ -126,3 +126,13 @@ def test_sequence_map_runs_its_body_with_onnx_reference():
     s = [np.array([1.0, 2.0], np.float32), np.array([3.0], np.float32)]
     r = Engine(from_proto(m)).run_to_end({"s": s}).outputs["r"]
     assert [v.tolist() for v in r] == [[1.0, 4.0], [9.0]]
+
+
+def test_a_node_onnx_reference_cannot_build_is_one_sentence_naming_the_layer():
+    m = om.model([helper.make_node("DepthToSpace", ["x"], ["y"])], [om.vi("x", F, [1, 4, 2, 2])],
+                 [om.vi("y", F, None)])
+    with pytest.raises(UnsupportedOperation, match="m: layer 1 'y' \\(onnx.DepthToSpace\\) has "
+                                                   "attributes loopdbg cannot use: onnx.reference "
+                                                   "cannot build its DepthToSpace from the node: "
+                                                   "Attribute 'blocksize' is expected"):
+        Engine(from_proto(m))
