@@ -1,4 +1,4 @@
-"""A Loop/TensorIterator body as a standalone model, for OpenVINO to run one iteration at a time.
+"""A Loop/TensorIterator body of an IR as a standalone model, for OpenVINO to run one iteration.
 
 The body graph is copied as it is (nested loops stay layers inside it, which OpenVINO runs itself)
 with two changes:
@@ -11,7 +11,8 @@ with two changes:
   output too, through an extra Result.
 
 The outputs of the standalone model are the body's Results in order, then (``all_nodes``) the node
-outputs; ``Target`` says which is which, with the name loopdbg gives the value.
+outputs; ``Target`` says which is which, with the name loopdbg gives the value (``body_targets``,
+shared with ``extract_onnx``, which does the same for the bodies of an ONNX model).
 """
 
 from __future__ import annotations
@@ -46,6 +47,28 @@ def signature(values: Sequence) -> tuple:
     return tuple((np.ndim(v), np.asarray(v).dtype.str) for v in values)
 
 
+def body_targets(plan: GraphPlan, all_nodes: bool = False) -> list[Target]:
+    """The outputs of a standalone body: its Results in order, then (``all_nodes``) every output
+    port of every layer loopdbg runs, in execution order."""
+    graph = plan.graph
+    order = {s.layer.id: k for k, s in enumerate(plan.steps)}
+    targets = []
+    for k, rid in enumerate(graph.results):
+        src = graph.producer(rid, 0)
+        producer = graph.layers.get(src[0]) if src else None
+        computed_by = producer if producer is not None and producer.id in order else None
+        targets.append(Target(RESULT, graph.layers[rid].name, k, computed_by,
+                              order.get(src[0], -1) if src else -1, src[1] if src else 0))
+    if all_nodes:
+        value_index = {n: k for k, n in enumerate(plan.all_value_names)}
+        for k, step in enumerate(plan.steps):
+            layer = step.layer
+            for j in range(min(len(step.outs), len(layer.outputs))):
+                label = layer.name if j == 0 else f"{layer.name}:{j}"
+                targets.append(Target(NODE, label, value_index.get(label, -1), layer, k, j))
+    return targets
+
+
 def standalone_body(plan: GraphPlan, values: Sequence, *, all_nodes: bool = False,
                     name: str = "body") -> tuple[Model, list[Target]]:
     """The body of ``plan`` as a Model whose Parameters take ``values``' types (see module doc)."""
@@ -58,30 +81,19 @@ def standalone_body(plan: GraphPlan, values: Sequence, *, all_nodes: bool = Fals
         layers[lid] = layer
     edges = list(graph.edges)
     results = list(graph.results)
-    order = {s.layer.id: k for k, s in enumerate(plan.steps)}
-    targets = []
-    for k, rid in enumerate(graph.results):
-        src = graph.producer(rid, 0)
-        producer = graph.layers.get(src[0]) if src else None
-        computed_by = producer if producer is not None and producer.id in order else None
-        targets.append(Target(RESULT, graph.layers[rid].name, k, computed_by,
-                              order.get(src[0], -1) if src else -1, src[1] if src else 0))
-    if all_nodes:
-        next_id = max(graph.layers, default=-1) + 1
-        value_index = {n: k for k, n in enumerate(plan.all_value_names)}
-        for k, step in enumerate(plan.steps):
-            layer = step.layer
-            for j in range(min(len(step.outs), len(layer.outputs))):
-                label = layer.name if j == 0 else f"{layer.name}:{j}"
-                port = layer.outputs[j]
-                rid = next_id
-                next_id += 1
-                layers[rid] = Layer(id=rid, name=f"{label}/check_output", type="Result",
-                                    version="opset1", ir_type="Result",
-                                    inputs=(Port(0, 0, port.precision, port.dims),))
-                edges.append(Edge(layer.id, j, rid, 0))
-                results.append(rid)
-                targets.append(Target(NODE, label, value_index.get(label, -1), layer, k, j))
+    targets = body_targets(plan, all_nodes)
+    next_id = max(graph.layers, default=-1) + 1
+    for t in targets:
+        if t.kind != NODE:
+            continue
+        port = t.layer.outputs[t.port]
+        rid = next_id
+        next_id += 1
+        layers[rid] = Layer(id=rid, name=f"{t.name}/check_output", type="Result",
+                            version="opset1", ir_type="Result",
+                            inputs=(Port(0, 0, port.precision, port.dims),))
+        edges.append(Edge(t.layer.id, t.port, rid, 0))
+        results.append(rid)
     body = Graph(name=name, layers=layers, edges=tuple(edges), parameters=graph.parameters,
                  results=tuple(results))
     return Model(graph=body, ir_version=11, format="ir"), targets

@@ -12,44 +12,50 @@
       ti      TI    1     5           2        1.34e-07  2.3e-06   ok
 
     verdict: loopdbg and OpenVINO agree.
+
+An ONNX model compared with onnxruntime reads the same, with onnxruntime's name and version and
+no precision. Every line goes through ``text.lines``: names from files come out escaped.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from loopdbg.check.checker import CheckReport, Divergence, KIND_SHORT
-from loopdbg.check.compare import errors, fmt_err, fmt_shape
-
-SIDE_BY_SIDE = 8          # values shown around the largest error
+from loopdbg.check.compare import fmt_err, fmt_shape
+from loopdbg.check.results import KIND_SHORT, CheckReport, Divergence
+from loopdbg.check.text import difference_lines, lines, short_version, table, value_range
 
 
 def format_report(r: CheckReport) -> str:
-    lines = [_title(r), ""]
-    lines += _outputs(r)
+    return lines(report_lines(r))
+
+
+def report_lines(r: CheckReport) -> list[str]:
+    out = [_title(r), ""]
+    out += _outputs(r)
     if r.per_iteration:
-        lines += [""] + _loops(r)
+        out += [""] + _loops(r)
     if r.divergence is not None:
-        lines += [""] + divergence_lines(r.divergence)
+        out += [""] + divergence_lines(r.divergence)
     if r.findings:
-        lines += [""] + _findings(r)
+        out += [""] + _findings(r)
     if r.notices:
-        lines += ["", "loopdbg's reports (rules of docs/semantics.md marked \"report\"):"]
-        lines += [f"  {text}" + (f" [rule {rule}]" if rule is not None else "")
-                  for _, text, rule in r.notices]
+        out += ["", "loopdbg's reports (rules of docs/semantics.md marked \"report\"):"]
+        out += [f"  {text}" + (f" [rule {rule}]" if rule is not None else "")
+                for _, text, rule in r.notices]
     if r.notes:
-        lines += ["", "notes:"] + [f"  {n}" for n in r.notes]
-    lines += ["", "verdict: " + verdict(r)]
-    return "\n".join(lines)
+        out += ["", "notes:"] + [f"  {n}" for n in r.notes]
+    out += ["", "verdict: " + verdict(r)]
+    return out
 
 
 def verdict(r: CheckReport) -> str:
     code = r.exit_code
     if code == 0:
         scope = " (outputs and every body iteration)" if r.per_iteration else " (outputs)"
-        return f"loopdbg and OpenVINO agree{scope}."
-    if code == 2 and r.openvino_error is not None and r.divergence is None:
-        return (f"could not compare: {r.openvino_error}; loopdbg's own run finished (its "
+        return f"loopdbg and {r.runtime} agree{scope}."
+    if code == 2 and r.runtime_error is not None and r.divergence is None:
+        return (f"could not compare: {r.runtime_error}; loopdbg's own run finished (its "
                 f"outputs are above).")
     if code == 2:
         return "the check could not compare everything (see the notes above)."
@@ -60,8 +66,8 @@ def verdict(r: CheckReport) -> str:
                     f"body agrees at every iteration: the difference lies in that loop's "
                     f"bookkeeping ({_aspects(r)}).")
         return f"divergence in {d.where}: {d.what}."
-    if r.openvino_error is not None:
-        return "OpenVINO failed to run the model where loopdbg did not."
+    if r.runtime_error is not None:
+        return f"{r.runtime} failed to run the model where loopdbg did not."
     if r.confirmed and r.findings:
         return (f"the outputs differ but every body iteration agrees: the difference lies in "
                 f"the loop's own bookkeeping ({_aspects(r)}).")
@@ -88,17 +94,14 @@ def _title(r: CheckReport) -> str:
     mode = ""
     if r.per_iteration:
         mode = ", per iteration" + (" (all nodes)" if r.all_nodes else "")
-    return (f"check: {r.model} on {src}, OpenVINO {_short_version(r.openvino)} {r.device} "
-            f"(precision {r.precision}), rtol {r.rtol:g}, atol {r.atol:g}{mode}")
-
-
-def _short_version(v: str) -> str:
-    return v.split("-")[0] if v else "?"
+    precision = f" (precision {r.precision})" if r.runtime == "OpenVINO" else ""
+    return (f"check: {r.model} on {src}, {r.runtime} {short_version(r.version)} {r.device}"
+            f"{precision}, rtol {r.rtol:g}, atol {r.atol:g}{mode}")
 
 
 def _outputs(r: CheckReport) -> list[str]:
-    if r.openvino_error is not None:
-        return ["outputs: not compared: " + r.openvino_error + "."] + _own_outputs(r)
+    if r.runtime_error is not None:
+        return ["outputs: not compared: " + r.runtime_error + "."] + _own_outputs(r)
     if not r.outputs:
         return ["outputs: not compared"] + _own_outputs(r)
     rows = [(c.name, fmt_shape(c.shape), c.dtype or "-", fmt_err(c.max_abs), fmt_err(c.max_rel),
@@ -113,32 +116,20 @@ def _own_outputs(r: CheckReport) -> list[str]:
     rows = []
     for name, value in r.loopdbg_outputs.items():
         a = np.asarray(value)
-        rows.append((name, fmt_shape(a.shape), str(a.dtype), _range(a)))
+        rows.append((name, fmt_shape(a.shape), str(a.dtype), value_range(a)))
     return ["loopdbg's own outputs:"] + table(("name", "shape", "dtype", "range"), rows)
 
 
-def _range(a: np.ndarray) -> str:
-    if a.size == 0:
-        return "empty"
-    if a.dtype.kind not in "biuf":
-        return _few(a)
-    if a.dtype.kind == "f" and not np.isfinite(a).all():
-        finite = a[np.isfinite(a)]
-        nan = int(np.isnan(a).sum())
-        inf = int(np.isinf(a).sum())
-        head = f"{_num(finite.min())} .. {_num(finite.max())}" if finite.size else "no finite"
-        return f"{head} ({nan} NaN, {inf} inf)"
-    return f"{_num(a.min())} .. {_num(a.max())}"
-
-
 def _loops(r: CheckReport) -> list[str]:
-    head = "per iteration (each body run by OpenVINO on loopdbg's body inputs):"
+    head = f"per iteration (each body run by {r.runtime} on loopdbg's body inputs):"
     if not r.loops:
         return [head, "  no body iteration ran"]
     rows = []
     for lc in r.loops.values():
         if lc.error:
             v = "not checked: " + lc.error
+        elif lc.note:
+            v = "not checked: " + lc.note
         elif lc.divergence is not None:
             d = lc.divergence
             v = f"diverges at iteration {d.iteration}" + (f" (outer {d.outer})" if d.outer else "")
@@ -154,47 +145,17 @@ def _loops(r: CheckReport) -> list[str]:
 
 
 def divergence_lines(d: Divergence) -> list[str]:
-    lines = [f"first divergence: {d.where}: {d.what}"]
+    out = [f"first divergence: {d.where}: {d.what}"]
     if d.error is not None:
-        lines.append(f"  OpenVINO: {d.error}")
-        return lines
-    c = d.comparison
-    if c.max_abs is not None:
-        lines.append(f"  {c.why}: max abs error {fmt_err(c.max_abs)}, max rel error "
-                     f"{fmt_err(c.max_rel)}")
-    else:
-        lines.append(f"  {c.why}")
-    lines += side_by_side(d.ours, d.theirs)
-    if d.others:
-        more = ", ".join(d.others[:6]) + (", ..." if len(d.others) > 6 else "")
-        lines.append(f"  also different in this iteration: {more}")
-    return lines
-
-
-def side_by_side(ours, theirs) -> list[str]:
-    """The values around the largest difference: index, loopdbg, OpenVINO, |difference|."""
-    a, b = np.asarray(ours), np.asarray(theirs)
-    if a.shape != b.shape or a.size == 0:
-        return [f"  loopdbg:  {a.dtype} {fmt_shape(a.shape)} {_few(a)}",
-                f"  OpenVINO: {b.dtype} {fmt_shape(b.shape)} {_few(b)}"]
-    fa = a.astype(np.float64) if a.dtype.kind in "biu" else a
-    fb = b.astype(np.float64) if b.dtype.kind in "biu" else b
-    diff, _ = errors(fa, fb)
-    flat = diff.reshape(-1)
-    worst = int(np.argmax(flat))
-    lo = max(0, min(worst - SIDE_BY_SIDE // 2, flat.size - SIDE_BY_SIDE))
-    rows = []
-    for k in range(lo, min(lo + SIDE_BY_SIDE, flat.size)):
-        idx = np.unravel_index(k, a.shape) if a.ndim else ()
-        mark = "  <- largest" if k == worst and flat[k] > 0 else ""
-        rows.append(("[" + ", ".join(map(str, idx)) + "]", _num(a.reshape(-1)[k]),
-                     _num(b.reshape(-1)[k]), fmt_err(float(flat[k])) + mark))
-    return table(("index", "loopdbg", "OpenVINO", "|difference|"), rows, indent=4)
+        out.append(f"  {d.runtime}: {d.error}")
+        return out
+    return out + difference_lines(d.comparison, d.ours, d.theirs, "loopdbg", d.runtime,
+                                  d.others)
 
 
 def _findings(r: CheckReport) -> list[str]:
-    if r.openvino_error is not None and r.divergence is None:
-        head = ("OpenVINO failed where loopdbg did not" + (" and every body iteration agrees"
+    if r.runtime_error is not None and r.divergence is None:
+        head = (f"{r.runtime} failed where loopdbg did not" + (" and every body iteration agrees"
                                                           if r.confirmed else "")
                 + "; what in the loops' bookkeeping may explain it:")
     elif r.divergence is not None and r.divergence.inner is not None:
@@ -206,29 +167,3 @@ def _findings(r: CheckReport) -> list[str]:
     else:
         head = "what in the loops' bookkeeping may explain it (bodies not checked):"
     return [head] + [f"  {f.line()}" for f in r.findings]
-
-
-def table(header, rows, indent: int = 2) -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    pad = " " * indent
-    out = []
-    for row in (header, *rows):
-        cells = [str(x).ljust(w) for x, w in zip(row, widths)]
-        out.append((pad + "  ".join(cells)).rstrip())
-    return out
-
-
-def _num(x) -> str:
-    if isinstance(x, (np.floating, float)):
-        return f"{float(x):.9g}"
-    if isinstance(x, (np.bool_, bool)):
-        return "true" if x else "false"
-    return str(x)
-
-
-def _few(a: np.ndarray) -> str:
-    if a.size == 0:
-        return "empty"
-    flat = a.reshape(-1)[:SIDE_BY_SIDE]
-    text = ", ".join(_num(x) for x in flat)
-    return f"[{text}{', ...' if a.size > SIDE_BY_SIDE else ''}]"

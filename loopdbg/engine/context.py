@@ -18,6 +18,8 @@ class RunContext:
     notices: list[Notice] = field(default_factory=list)
     loops: list[LoopFinished] = field(default_factory=list)
     scan_bytes: int = 0
+    variables: dict = field(default_factory=dict)   # variable id -> the value Assign last gave
+    op_states: dict = field(default_factory=dict)   # a kernel -> its state in this run (RNGs)
     _said: set = field(default_factory=set)
 
     def notice(self, path: str, message: str, rule: int | None) -> tuple[Notice, ...]:

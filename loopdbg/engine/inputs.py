@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
-from loopdbg.engine.npz import load_npz  # noqa: F401 - where callers have always found it
 from loopdbg.errors import InputError
+from loopdbg.files.read import read_npz
 from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
 from loopdbg.ir.model import Model
 from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
@@ -77,6 +78,12 @@ def output_names(model: Model) -> list[str]:
             name = result.name if result.name not in names else f"{result.name}#{rid}"
         names.append(name)
     return names
+
+
+def load_npz(path: str | Path, limit: int | None = None) -> dict[str, np.ndarray]:
+    """Read an .npz of named arrays without ever unpickling anything, within a byte budget
+    (default a quarter of physical memory): see ``loopdbg.files.read.read_npz``."""
+    return read_npz(path, InputError, limit)
 
 
 def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "inputs"
@@ -210,6 +217,9 @@ def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, .
         else:
             shape = tuple(1 if d < 0 else d for d in spec.shape)
         dtype = spec.dtype or np.dtype(np.float32)
+        if len(shape) > 64:
+            raise InputError(f"{where}input '{spec.name}' has rank {len(shape)}, more than the 64 "
+                             f"dimensions numpy supports.")
         count = int(np.prod(shape, dtype=object))
         if count > RANDOM_LIMIT:      # a hostile or mistaken shape must not exhaust memory
             raise InputError(f"{where}input '{spec.name}' has shape {shape}, {count} elements: "

@@ -9,6 +9,7 @@ step (a layer that is not a Parameter, Result or Constant)::
         v0_0 = k0(p0, c0)
         v1_0, v1_1 = k1(v0_0)
         v2_0, = (yield from k2(ctx, v1_0))    # a nested Loop/TensorIterator/If: its events pass
+        v3_0 = k3(ctx, v2_0)                   # a kernel of run state (ReadValue, Assign)
         return (v0_0, v1_1, )
 
 Every name in the generated source is made from a position (parameter ``k``, constant ``k``,
@@ -17,8 +18,10 @@ template makes all three functions of a plan: ``run`` (the Result values), ``run
 every value, for --trace-all and the node view) and ``run_events`` (the whole event stream of a
 top graph). A graph that holds a loop compiles to generator functions, so the events of nested
 loops flow up to the consumer; ``drain`` runs one to its end when the events are not wanted.
-When a kernel raises, ``locate`` maps the traceback line back to the layer. ``interpret`` runs
-the same plan one layer at a time, for stepping node by node.
+A kernel marked ``needs_context`` (ReadValue, Assign: the run's variables live in the
+``RunContext``) is called with the context first; Assign layers run although no Result reads
+them. When a kernel raises, ``locate`` maps the traceback line back to the layer.
+``interpret`` runs the same plan one layer at a time, for stepping node by node.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class Step:
     ins: tuple[str | None, ...]     # local names of the inputs (None: unconnected optional input)
     outs: tuple[str, ...]
     nested: bool
+    with_ctx: bool = False          # a kernel of run state (Assign): called as fn(ctx, *ins)
 
 
 class GraphPlan:
@@ -142,7 +146,8 @@ class GraphPlan:
             outs = tuple(f"v{k}_{j}" for j in range(max(n_out, 1)))
             for j, name in enumerate(outs):
                 local[(lid, j)] = name
-            self.steps.append(Step(layer, fn, ins, outs, nested))
+            self.steps.append(Step(layer, fn, ins, outs, nested,
+                                   bool(getattr(fn, "needs_context", False))))
         self.result_locals = []
         for rid in self.result_ids:
             src = g.producer(rid, 0)
@@ -185,7 +190,7 @@ class GraphPlan:
                 target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
             else:
                 target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
-                call = f"k{k}({args})"
+                call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
             line_to_step[len(lines) + 1] = k
             lines.append(f"{indent}{target} = {call}")
         if not self.steps:
@@ -257,7 +262,7 @@ class GraphPlan:
             if step.nested:
                 outs = tuple(drain(step.fn(ctx, *args)))
             else:
-                r = step.fn(*args)
+                r = step.fn(ctx, *args) if step.with_ctx else step.fn(*args)
                 outs = (r,) if len(step.outs) == 1 else tuple(r)
             for name, v in zip(step.outs, outs):
                 env[name] = v
@@ -267,10 +272,15 @@ class GraphPlan:
         return dict(zip(self.all_value_names, env_all))
 
 
-def topological_order(graph: Graph, where: str = "") -> list[int]:
-    """Layers that feed a Result (and every Parameter), producers first, in XML order otherwise.
+# Layers that are run for their effect on the run's state although no Result reads them.
+SINK_TYPES = ("Assign",)
 
-    Layers that reach no Result are dropped, as OpenVINO's reader drops them. A cycle is a
+
+def topological_order(graph: Graph, where: str = "") -> list[int]:
+    """Layers that feed a Result or a sink (Assign), and every Parameter, producers first, in XML
+    order otherwise.
+
+    Other layers that reach no Result are dropped, as OpenVINO's reader drops them. A cycle is a
     ModelError naming one layer on it.
     """
     preds: dict[int, list[int]] = {lid: [] for lid in graph.layers}
@@ -280,7 +290,8 @@ def topological_order(graph: Graph, where: str = "") -> list[int]:
     position = {lid: k for k, lid in enumerate(graph.layers)}
     order: list[int] = []
     state: dict[int, int] = {}        # 1 = on the stack, 2 = done
-    roots = list(graph.parameters) + list(graph.results)
+    sinks = [lid for lid, layer in graph.layers.items() if layer.type in SINK_TYPES]
+    roots = list(graph.parameters) + list(graph.results) + sinks
     for root in roots:
         if state.get(root) == 2:
             continue

@@ -32,6 +32,8 @@ from typing import Iterable
 import ml_dtypes
 import numpy as np
 
+from loopdbg.files.write import npy_descr  # noqa: F401 - the .npy header of any element type
+
 
 @dataclass(frozen=True, slots=True)
 class ElementType:
@@ -252,12 +254,3 @@ def dtype_name(dtype) -> str:
     ``string`` for any unicode width."""
     dt = np.dtype(dtype)
     return "string" if dt.kind == "U" else dt.name
-
-
-def npy_descr(dtype) -> str:
-    """The ``descr`` an .npy header gives ``dtype``: numpy's own, except for the ml_dtypes types,
-    which numpy would write as raw bytes (``<V2``) and which are written by name (``bfloat16``):
-    ``numpy.load`` reads such a file back when ml_dtypes is imported, and says it does not
-    understand the type when it is not."""
-    dt = np.dtype(dtype)
-    return dt.name if dt.name in ML_DTYPE_NAMES else np.lib.format.dtype_to_descr(dt)

@@ -1,11 +1,11 @@
-"""The parent's side: one long-lived OpenVINO child per process, replaced when it dies.
+"""The parent's side: one long-lived child per runtime and process, replaced when it dies.
 
 Starting OpenVINO costs about half a second, so one worker serves every call (a test run makes
-thousands). Each call has a time limit and, when a memory budget is given, a watch on the
-child's resident memory. Whatever goes wrong in the child — an exception, a signal (SIGFPE and
-SIGSEGV from a CPU plugin), a hang, a memory blow-up — comes back as ``OracleFailure`` with one
-sentence and a ``kind``; the child is replaced on the next call. loopdbg's own process never
-loads OpenVINO.
+thousands); onnxruntime has a worker of its own, so a crash of one never stops the other. Each
+call has a time limit and, when a memory budget is given, a watch on the child's resident memory.
+Whatever goes wrong in the child — an exception, a signal (SIGFPE and SIGSEGV from a CPU plugin),
+a hang, a memory blow-up — comes back as ``OracleFailure`` with one sentence and a ``kind``; the
+child is replaced on the next call. loopdbg's own process never loads a runtime.
 """
 
 from __future__ import annotations
@@ -28,15 +28,16 @@ from loopdbg.errors import LoopdbgError
 from loopdbg.oracle import wire
 
 INSTALL = "pip install 'loopdbg[openvino]'"
-TIMEOUT_ENV = "LOOPDBG_OPENVINO_TIMEOUT"
+INSTALL_ORT = "pip install 'loopdbg[onnxruntime]'"
+TIMEOUT_ENV = "LOOPDBG_OPENVINO_TIMEOUT"     # both runtimes: the name predates onnxruntime's
 DEFAULT_TIMEOUT = 600.0          # seconds per request; a hung compile or infer is given up
-START_TIMEOUT = 120.0            # importing OpenVINO and listing its devices
+START_TIMEOUT = 120.0            # importing the runtime and listing its devices
 
 MISSING, CRASH, HANG, MEMORY, ERROR = "missing", "crash", "hang", "memory", "error"
 
 
 class OracleFailure(LoopdbgError):
-    """OpenVINO could not answer: ``kind`` is missing, crash, hang, memory or error."""
+    """A runtime could not answer: ``kind`` is missing, crash, hang, memory or error."""
 
     exit_code = 2
 
@@ -47,7 +48,7 @@ class OracleFailure(LoopdbgError):
 
 @dataclass(frozen=True)
 class Compiled:
-    """A model compiled in the child: its handle there and its output tensor names."""
+    """A model compiled in a child: its handle there and its output tensor names."""
 
     handle: int
     generation: int
@@ -56,15 +57,23 @@ class Compiled:
     precision: str = "f32"
 
 
-def openvino_installed() -> bool:
-    """Whether ``import openvino`` would find the package (without importing it here)."""
-    if "openvino" in sys.modules:
-        return sys.modules["openvino"] is not None
+def installed(module: str) -> bool:
+    """Whether ``import module`` would find the package (without importing it here)."""
+    if module in sys.modules:
+        return sys.modules[module] is not None
     import importlib.util
     try:
-        return importlib.util.find_spec("openvino") is not None
+        return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def openvino_installed() -> bool:
+    return installed("openvino")
+
+
+def onnxruntime_installed() -> bool:
+    return installed("onnxruntime")
 
 
 def default_timeout() -> float:
@@ -74,39 +83,50 @@ def default_timeout() -> float:
         return DEFAULT_TIMEOUT
 
 
-class OpenVINO:
-    """OpenVINO on one device, run in the shared child process.
+class Runtime:
+    """A runtime in its shared child process (one per runtime); subclasses name it.
 
     ``timeout`` bounds each request in seconds; ``max_memory`` bounds the child's resident memory
-    above what it held once OpenVINO was loaded. Both raise OracleFailure when exceeded.
+    above what it held once the runtime was loaded. Both raise OracleFailure when exceeded.
     """
+
+    key = ""                 # the child's RUNTIME argument and the requests' "runtime"
+    label = ""               # how sentences name it
+    module = ""              # what ``import`` loads in the child
+    install = ""
 
     def __init__(self, device: str = "CPU", *, timeout: float | None = None,
                  max_memory: int | None = None):
-        if not openvino_installed():
-            raise OracleFailure(f"this needs OpenVINO, which is not installed; install it "
-                                f"with: {INSTALL}", MISSING)
+        if not installed(self.module):
+            raise OracleFailure(f"this needs {self.label}, which is not installed; install it "
+                                f"with: {self.install}", MISSING)
         self.device = device
         self.timeout = default_timeout() if timeout is None else timeout
         self.max_memory = max_memory
-        hello = _shared().request({"op": "hello"}, (), "starting OpenVINO", START_TIMEOUT, None)[0]
+        hello = self._worker().request({"op": "hello", "runtime": self.key}, (),
+                                       f"starting {self.label}", START_TIMEOUT, None)[0]
+        if not hello.get("ok"):
+            raise OracleFailure(f"{self.label} does not start: {hello.get('error', '?')}", ERROR)
         self.version: str = hello["version"]
         self.devices: list[str] = hello["devices"]
 
+    def _worker(self) -> "_Worker":
+        return _shared(self.key, self.label)
+
     def compile(self, path: str | Path, what: str = "the model") -> Compiled:
-        """Read and compile a model file (.xml with its .bin, or .onnx) with precision f32."""
+        """Read and compile a model file (precision f32 where the runtime takes a hint)."""
         reply, _ = self._call({"op": "compile", "path": str(path), "device": self.device,
                                "precision": "f32"}, (), f"compiling {what}",
                               f"cannot compile {what}")
-        return Compiled(reply["handle"], _shared().generation,
+        return Compiled(reply["handle"], self._worker().generation,
                         tuple(frozenset(n) for n in reply["outputs"]),
                         tuple(frozenset(n) for n in reply["inputs"]), reply["precision"])
 
     def infer(self, compiled: Compiled, values: Sequence[np.ndarray] | Mapping[str, np.ndarray],
               what: str = "the model") -> list[np.ndarray]:
         """Run a compiled model on ``values`` (one per input in order, or by input tensor name)."""
-        if compiled.generation != _shared().generation:
-            raise OracleFailure(f"OpenVINO's worker was restarted since {what} was compiled",
+        if compiled.generation != self._worker().generation:
+            raise OracleFailure(f"{self.label}'s worker was restarted since {what} was compiled",
                                 CRASH)
         header = {"op": "infer", "handle": compiled.handle}
         if isinstance(values, Mapping):
@@ -115,11 +135,11 @@ class OpenVINO:
         return self._call(header, values, f"running {what}", f"failed running {what}")[1]
 
     def release(self, compiled: Compiled) -> None:
-        worker = _shared()
+        worker = self._worker()
         if compiled.generation == worker.generation and worker.alive:
             try:
-                worker.request({"op": "release", "handle": compiled.handle}, (), "releasing",
-                               self.timeout, None)
+                worker.request({"op": "release", "runtime": self.key, "handle": compiled.handle},
+                               (), "releasing", self.timeout, None)
             except OracleFailure:
                 pass
 
@@ -132,6 +152,20 @@ class OpenVINO:
         finally:
             self.release(compiled)
 
+    def _call(self, header: dict, arrays, doing: str, refusal: str):
+        header["runtime"] = self.key
+        reply, out = self._worker().request(header, arrays, doing, self.timeout,
+                                            self.max_memory, self.device)
+        if not reply.get("ok"):
+            raise OracleFailure(f"{self.label} {refusal}: {reply.get('error', '?')}", ERROR)
+        return reply, out
+
+
+class OpenVINO(Runtime):
+    """OpenVINO on one device, run in its shared child process."""
+
+    key, label, module, install = "openvino", "OpenVINO", "openvino", INSTALL
+
     def evaluate(self, path: str | Path, values: Sequence[np.ndarray],
                  what: str = "the model") -> list[np.ndarray]:
         """Outputs computed by OpenVINO's reference implementations (no plugin), node by node."""
@@ -143,23 +177,26 @@ class OpenVINO:
         return self._call({"op": "describe", "path": str(path)}, (), f"reading {what}",
                           f"cannot read {what}")[0]["model"]
 
-    def _call(self, header: dict, arrays, doing: str, refusal: str):
-        reply, out = _shared().request(header, arrays, doing, self.timeout, self.max_memory,
-                                       self.device)
-        if not reply.get("ok"):
-            raise OracleFailure(f"OpenVINO {refusal}: {reply.get('error', '?')}", ERROR)
-        return reply, out
+
+class OnnxRuntime(Runtime):
+    """onnxruntime with one execution provider (``CPU``: CPUExecutionProvider), in its child."""
+
+    key, label, module, install = "onnxruntime", "onnxruntime", "onnxruntime", INSTALL_ORT
+
+
+RUNTIMES = {r.key: r for r in (OpenVINO, OnnxRuntime)}
 
 
 # -- the process -------------------------------------------------------------------------------
 class _Worker:
-    """The child process and its pipes; restarted on the first request after it died."""
+    """One runtime's child process and its pipes; restarted on the first request after it died."""
 
-    def __init__(self):
+    def __init__(self, runtime: str, label: str):
+        self.runtime, self.label = runtime, label
         self.lock = threading.Lock()
         self.proc: subprocess.Popen | None = None
         self.generation = 0
-        self.baseline = 0          # the child's resident bytes once OpenVINO was loaded
+        self.baseline = 0          # the child's resident bytes once the runtime was loaded
 
     @property
     def alive(self) -> bool:
@@ -177,18 +214,18 @@ class _Worker:
                 reply = wire.receive(self.from_child, deadline, watch)
             except wire.WireTimeout:
                 self.stop()
-                raise OracleFailure(f"OpenVINO did not finish {doing} within {timeout:g} s, so "
+                raise OracleFailure(f"{self.label} did not finish {doing} within {timeout:g} s, so "
                                     f"it was stopped", HANG) from None
             except _OverBudget as over:
                 self.stop()
-                raise OracleFailure(f"OpenVINO needed more than {_size(over.limit)} of memory "
+                raise OracleFailure(f"{self.label} needed more than {_size(over.limit)} of memory "
                                     f"while {doing} (--max-memory), so it was stopped",
                                     MEMORY) from None
             except wire.WireClosed:
                 raise OracleFailure(self._death(doing, device), CRASH) from None
             except ValueError as exc:            # a garbled answer: the child is not trusted on
                 self.stop()
-                raise OracleFailure(f"OpenVINO's worker gave a malformed answer while {doing} "
+                raise OracleFailure(f"{self.label}'s worker gave a malformed answer while {doing} "
                                     f"({exc})", CRASH) from None
             except BaseException:                # Ctrl+C, an alarm: the exchange is half done
                 self.stop()
@@ -209,7 +246,8 @@ class _Worker:
         self.log = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "loopdbg.oracle.child", str(c_read), str(c_write)],
+                [sys.executable, "-m", "loopdbg.oracle.child", self.runtime, str(c_read),
+                 str(c_write)],
                 pass_fds=(c_read, c_write), stdin=subprocess.DEVNULL, stdout=self.log,
                 stderr=self.log, env=env)
         finally:
@@ -240,8 +278,9 @@ class _Worker:
             proc.kill()
             code = proc.wait()
         self.stop()
-        who = f"OpenVINO's {device} plugin" if doing.startswith(("compiling", "running")) \
-            else "OpenVINO"
+        who = self.label
+        if self.runtime == "openvino" and doing.startswith(("compiling", "running")):
+            who = f"OpenVINO's {device} plugin"
         if code < 0:
             try:
                 name = signal.Signals(-code).name
@@ -279,21 +318,22 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-_WORKER: _Worker | None = None
+_WORKERS: dict[str, _Worker] = {}
 _WORKER_LOCK = threading.Lock()
 
 
-def _shared() -> _Worker:
-    global _WORKER
+def _shared(runtime: str, label: str) -> _Worker:
     with _WORKER_LOCK:
-        if _WORKER is None:
-            _WORKER = _Worker()
-            atexit.register(_WORKER.stop)
-        return _WORKER
+        worker = _WORKERS.get(runtime)
+        if worker is None:
+            worker = _WORKERS[runtime] = _Worker(runtime, label)
+            atexit.register(worker.stop)
+        return worker
 
 
-def shutdown() -> None:
-    """Stop the shared child (it is started again on the next request)."""
-    if _WORKER is not None:
-        with _WORKER.lock:
-            _WORKER.stop()
+def shutdown(runtime: str | None = None) -> None:
+    """Stop the shared child of ``runtime`` (every one by default); the next request restarts it."""
+    for key, worker in list(_WORKERS.items()):
+        if runtime is None or key == runtime:
+            with worker.lock:
+                worker.stop()

@@ -238,9 +238,11 @@ def test_check_without_openvino_says_how_to_install_it(monkeypatch, capsys):
     assert "pip install 'loopdbg[openvino]'" in err
 
 
-def test_the_check_package_imports_neither_openvino_nor_a_ui_library():
-    probe = ("import sys, loopdbg.check, loopdbg.cli.cmd_check; "
-             "print([m for m in ('openvino', 'textual', 'rich') if m in sys.modules])")
+def test_the_check_package_imports_neither_runtime_nor_a_ui_library():
+    probe = ("import sys, loopdbg.check, loopdbg.cli.cmd_check, loopdbg.check.against, "
+             "loopdbg.check.verdicts, loopdbg.check.json_report, loopdbg.check.report_against; "
+             "print([m for m in ('openvino', 'onnxruntime', 'textual', 'rich') "
+             "if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -306,7 +308,7 @@ def test_ti_sliced_from_1_is_a_slicing_divergence_and_loopdbg_follows_the_spec(t
     # loopdbg follows the specification: chunks 1..4 of x; OpenVINO's CPU plugin takes 0..3.
     x = TI_INPUTS["x"]
     np.testing.assert_array_equal(report.loopdbg_outputs["h_seq"], np.cumsum(x[1:], axis=0))
-    np.testing.assert_array_equal(report.openvino_outputs["h_seq"], np.cumsum(x[:4], axis=0))
+    np.testing.assert_array_equal(report.runtime_outputs["h_seq"], np.cumsum(x[:4], axis=0))
 
     from loopdbg.check import format_report
     text = format_report(report)

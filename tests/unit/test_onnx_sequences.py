@@ -18,7 +18,8 @@ from loopdbg.cli import main  # noqa: E402
 from loopdbg.debug.report import fmt_value  # noqa: E402
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.engine import Engine, IterationDone  # noqa: E402
-from loopdbg.engine.npz import load_npz, save_npz  # noqa: E402
+from loopdbg.engine.inputs import load_npz  # noqa: E402
+from loopdbg.engine.npz import save_npz  # noqa: E402
 from loopdbg.errors import InputError, RunError  # noqa: E402
 from loopdbg.ir.onnx_reader import from_proto  # noqa: E402
 

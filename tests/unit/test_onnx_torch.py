@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("onnx")
 
 from loopdbg.engine import Engine, IterationDone  # noqa: E402
-from loopdbg.engine.npz import load_npz  # noqa: E402
+from loopdbg.engine.inputs import load_npz  # noqa: E402
 from loopdbg.ir.load import read_model  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "onnx_torch"

@@ -14,7 +14,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import _onnx_models as om  # noqa: E402
 from loopdbg.cli import main  # noqa: E402
 from loopdbg.engine import Engine  # noqa: E402
-from loopdbg.engine.npz import load_npz, save_npz  # noqa: E402
+from loopdbg.engine.inputs import load_npz  # noqa: E402
+from loopdbg.engine.npz import save_npz  # noqa: E402
 from loopdbg.errors import InputError  # noqa: E402
 from loopdbg.ir.onnx_reader import from_proto  # noqa: E402
 

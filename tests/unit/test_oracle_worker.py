@@ -18,6 +18,7 @@ import pytest
 from loopdbg.oracle import (CRASH, ERROR, HANG, MEMORY, OpenVINO, OracleFailure,
                             openvino_installed, shutdown, wire)
 from loopdbg.oracle.child import FAULT_ENV
+from loopdbg.oracle.worker import _shared
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMOS = ROOT / "demos"
@@ -134,8 +135,17 @@ def test_an_openvino_exception_is_an_error_answer_and_the_worker_lives_on(fault,
     assert outs[0].tolist() == [128.0]
 
 
+def test_a_request_names_its_runtime_and_the_other_child_refuses_it(fault):
+    fault(None)
+    ov = OpenVINO("CPU")
+    reply, _ = ov._worker().request({"op": "hello", "runtime": "onnxruntime"}, (), "greeting",
+                                    30, None)
+    assert reply["ok"] is False and "this is the openvino worker" in reply["error"]
+    assert ov._worker() is not _shared("onnxruntime", "onnxruntime")   # one child per runtime
+
+
 def test_memory_past_the_budget_stops_the_worker(tmp_path):
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("big")
@@ -212,8 +222,10 @@ def test_the_oracle_tests_stay_green_when_openvino_crashes_on_every_call():
     not end or fail the run. (The whole ``-m oracle`` set was run this way too; this sample runs
     in CI: it covers each way the tests consult OpenVINO.)"""
     files = ["tests/unit/test_demos.py", "tests/unit/test_check.py",
-             "tests/unit/test_ir_builder.py", "tests/reliability/test_fuzz_differential.py"]
-    env = dict(os.environ, **{FAULT_ENV: "SIGFPE:compile", "LOOPDBG_FUZZ_EXAMPLES": "3"})
+             "tests/unit/test_ir_builder.py", "tests/reliability/test_fuzz_differential.py",
+             "tests/unit/test_check_converted.py", "tests/unit/test_onnx_oracle.py"]
+    env = dict(os.environ, **{FAULT_ENV: "SIGFPE:compile", "LOOPDBG_FUZZ_EXAMPLES": "3",
+                              "LOOPDBG_ONNXRUNTIME_FAULT": "SIGSEGV:compile"})
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "oracle", "-p",
                            "no:cacheprovider", *files], capture_output=True, text=True,
                           timeout=600, cwd=ROOT, env=env)
@@ -221,3 +233,4 @@ def test_the_oracle_tests_stay_green_when_openvino_crashes_on_every_call():
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "skipped" in tail and "failed" not in tail and "error" not in tail, tail
     assert "crashed (SIGFPE) while compiling" in proc.stdout
+    assert "onnxruntime crashed (SIGSEGV) while compiling" in proc.stdout

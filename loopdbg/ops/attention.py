@@ -1,0 +1,184 @@
+"""Attention and linear algebra: ScaledDotProductAttention, Einsum, GroupedMatMul, Inverse.
+
+* ScaledDotProductAttention-13 follows the specification's pseudo-code: ``softmax(Q Kᵀ · scale
+  + bias) V`` with ``scale`` input 4 or ``1/sqrt(E)``; the bias is an upper-triangular ``-inf``
+  (``k=1`` over [L, S]) when ``causal`` (the mask is then ignored), ``-inf`` where a boolean mask
+  is false, or a float mask added as it is. The optional input 5, ``sink``, is one more logit per
+  row that takes part in the softmax and is dropped after it. Batch dimensions broadcast as in
+  MatMul. Worked in float64, returned in the query's type.
+* Einsum-7 is numpy's einsum on the equation (spaces removed); numpy and the specification agree
+  on implicit mode (the output is the labels seen once, in alphabetical order) and ellipses.
+* GroupedMatMul-17 multiplies per group with weights stored transposed, [G, N, K]:
+  [G, M, K] → [G, M, N]; [T, K] with cumulative end offsets [G] → [T, N] (the rows of group g
+  are ``offsets[g-1]:offsets[g]``; rows past the last offset are 0).
+* Inverse-14 inverts each trailing [N, N] matrix; with ``adjoint`` it inverts the adjoint (the
+  transpose, for real matrices), as specified. A singular matrix is an error (the specification
+  allows an error or an undefined result).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopdbg.ir.model import Layer
+from loopdbg.ops.args import attr, flag
+from loopdbg.ops.registry import op
+from loopdbg.ops.shape_rules import TensorInfo, broadcast, same
+
+
+def _softmax_last(w: np.ndarray) -> np.ndarray:
+    top = np.max(w, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.exp(w - top)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def _sdpa_shape(layer: Layer, ins, consts):
+    """[N..., L, Ev]: the broadcast batch dimensions, the query's L, the value's Ev."""
+    q, k, v = (i.shape for i in ins[:3])
+    if q is None or v is None or k is None:
+        return TensorInfo(ins[0].type, None)
+    return TensorInfo(ins[0].type, broadcast(q[:-2], k[:-2], v[:-2]) + (q[-2], v[-1]))
+
+
+@op("ScaledDotProductAttention", versions=(13,), shape=_sdpa_shape)
+def _sdpa(layer: Layer):
+    causal = flag(layer, "causal", False)
+
+    def scaled_dot_product_attention(q, k, v, mask=None, scale=None, sink=None):
+        q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+        qf = q.astype(np.float64)
+        if scale is None:
+            s = 1.0 / np.sqrt(float(q.shape[-1]))
+        else:
+            flat = np.asarray(scale).reshape(-1)
+            if flat.size != 1:
+                raise ValueError(f"scale must be a scalar, got shape {np.shape(scale)}")
+            s = float(flat[0])
+        w = np.matmul(qf, np.swapaxes(k.astype(np.float64), -1, -2)) * s
+        n_l, n_s = w.shape[-2], w.shape[-1]
+        if causal:
+            w = w + np.triu(np.full((n_l, n_s), -np.inf), k=1)
+        elif mask is not None:
+            m = np.asarray(mask)
+            if m.dtype == np.bool_:
+                w = np.where(m, w, -np.inf)
+            else:
+                w = w + m.astype(np.float64)
+        if sink is not None:
+            sk = np.broadcast_to(np.asarray(sink, np.float64), w.shape[:-1] + (1,))
+            w = _softmax_last(np.concatenate([w, sk], axis=-1))[..., :-1]
+        else:
+            w = _softmax_last(w)
+        return np.matmul(w, v.astype(np.float64)).astype(q.dtype, copy=False)
+
+    return scaled_dot_product_attention
+
+
+def _einsum_shape(layer: Layer, ins, consts):
+    """The equation's output labels, sized from the inputs (ellipsis dims broadcast)."""
+    equation = "".join(attr(layer, "equation").split())
+    lhs, _, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ins) or any(i.shape is None for i in ins):
+        return TensorInfo(ins[0].type if ins else None, None)
+    sizes: dict[str, int] = {}
+    ellipsis: list[tuple[int, ...]] = []
+    for term, info in zip(terms, ins):
+        head, dots, tail = term.partition("...")
+        n_ell = len(info.shape) - len(head) - len(tail) if dots else 0
+        ellipsis.append(tuple(info.shape[len(head):len(head) + n_ell]))
+        for label, dim in zip(head + "." * n_ell + tail, info.shape):
+            if label != "." and sizes.get(label, 1) in (1, -1):
+                sizes[label] = dim
+    if "->" not in equation:
+        once = [c for c in sorted(set(lhs)) if c.isalpha() and lhs.count(c) == 1]
+        rhs = ("..." if "..." in lhs else "") + "".join(once)
+    head, dots, tail = rhs.partition("...")
+    middle = broadcast(*ellipsis) if dots else ()
+    return TensorInfo(ins[0].type, tuple(sizes[c] for c in head) + tuple(middle)
+                      + tuple(sizes[c] for c in tail))
+
+
+@op("Einsum", versions=(7,), shape=_einsum_shape)
+def _einsum(layer: Layer):
+    equation = "".join(attr(layer, "equation").split())
+    if not equation:
+        raise ValueError("equation is empty")
+
+    def einsum(*operands):
+        out = np.einsum(equation, *operands)
+        return np.asarray(out, dtype=np.result_type(*operands))
+
+    return einsum
+
+
+def _grouped_shape(layer: Layer, ins, consts):
+    """[G, M, N] for 3-D × 3-D, [T, N] for 2-D × 3-D (the weights are [G, N, K])."""
+    a, b = ins[0].shape, ins[1].shape
+    if a is None or b is None:
+        return TensorInfo(ins[0].type, None)
+    if len(b) == 3 and len(a) in (2, 3):
+        return TensorInfo(ins[0].type, a[:-1] + (b[1],))
+    raise ValueError("GroupedMatMul takes 3-D × 3-D or 2-D × 3-D")
+
+
+def _bounds(offsets, total: int) -> list[tuple[int, int]]:
+    ends = np.asarray(offsets).reshape(-1).astype(np.int64).tolist()
+    out, start = [], 0
+    for end in ends:
+        if not start <= end <= total:
+            raise ValueError(f"offsets {ends} must rise from 0 to at most {total}")
+        out.append((start, end))
+        start = end
+    return out
+
+
+@op("GroupedMatMul", versions=(17,), shape=_grouped_shape,
+    notes="3-D × 3-D and 2-D × 3-D with offsets, weights [G, N, K], as OpenVINO 2026.4's "
+          "documentation and shape inference have them; OpenVINO 2026.4 itself runs it nowhere "
+          "(no CPU kernel, no reference), so it is tested by hand only")
+def _grouped_matmul(layer: Layer):
+    def grouped_matmul(a, b, offsets=None):
+        a, b = np.asarray(a), np.asarray(b)
+        dtype = np.result_type(a, b)
+        if b.ndim != 3 or a.ndim not in (2, 3) or a.shape[-1] != b.shape[2]:
+            raise ValueError(f"shapes {a.shape} and {b.shape} are not [G, M, K] or [T, K] "
+                             f"with [G, N, K]")
+        weights = np.swapaxes(b, 1, 2)                      # [G, K, N]
+        if a.ndim == 3:
+            if a.shape[0] != b.shape[0]:
+                raise ValueError(f"{a.shape[0]} groups of inputs for {b.shape[0]} of weights")
+            return np.matmul(a, weights).astype(dtype, copy=False)
+        if offsets is None:
+            raise ValueError("a 2-D × 3-D GroupedMatMul needs offsets")
+        groups = _bounds(offsets, a.shape[0])
+        if len(groups) > b.shape[0]:
+            raise ValueError(f"{len(groups)} offsets for {b.shape[0]} groups of weights")
+        out = np.zeros((a.shape[0], b.shape[1]), dtype)
+        for g, (lo, hi) in enumerate(groups):
+            out[lo:hi] = a[lo:hi] @ weights[g]
+        return out
+
+    return grouped_matmul
+
+
+@op("Inverse", versions=(14,), shape=same)
+def _inverse(layer: Layer):
+    adjoint = flag(layer, "adjoint", False)
+
+    def inverse(x):
+        x = np.asarray(x)
+        if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+            raise ValueError(f"input of shape {x.shape} is not a batch of square matrices")
+        xf = x.astype(np.float64)
+        try:
+            out = np.linalg.inv(xf)
+        except np.linalg.LinAlgError:
+            raise ValueError("a matrix is singular, so it has no inverse") from None
+        if adjoint:
+            out = np.swapaxes(out, -1, -2)
+        return out.astype(x.dtype, copy=False)
+
+    return inverse

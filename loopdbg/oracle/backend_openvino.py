@@ -1,0 +1,133 @@
+"""OpenVINO in the child process (``python -m loopdbg.oracle.child openvino ...``).
+
+Besides the requests of every runtime (``backend``), OpenVINO answers two of its own:
+
+    evaluate  path + arrays  -> the outputs computed node by node by OpenVINO's reference
+                                implementations (``Node.evaluate``), no plugin involved
+    describe  path           -> every node's output element types and shapes, by name, nested
+                                bodies too (what OpenVINO's reader inferred)
+
+``compile`` reads a model file (.xml with its .bin, or .onnx through OpenVINO's ONNX frontend)
+and compiles it with the precision hint asked for (f32), falling back to the device's default
+when the device refuses the hint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopdbg.oracle.backend import Backend as _Backend
+
+
+class Backend(_Backend):
+    name = "OpenVINO"
+
+    def __init__(self):
+        super().__init__()
+        import openvino
+        self.ov = openvino
+        self._core = None
+
+    @property
+    def core(self):
+        if self._core is None:
+            self._core = self.ov.Core()
+        return self._core
+
+    def hello(self) -> dict:
+        ov = self.ov
+        version = ov.get_version() if hasattr(ov, "get_version") else "?"
+        try:
+            devices = list(self.core.available_devices)
+        except Exception:                # noqa: BLE001 - a plugin failing to load is not fatal
+            devices = []
+        return {"version": str(version), "devices": devices}
+
+    def compile(self, header: dict):
+        model = self.core.read_model(header["path"])
+        device, precision = header.get("device", "CPU"), header.get("precision", "f32")
+        config = {"INFERENCE_PRECISION_HINT": precision} if precision else {}
+        try:
+            compiled = self.core.compile_model(model, device, config)
+        except Exception as exc:         # noqa: BLE001
+            if not config or "precision" not in str(exc).lower():
+                raise
+            compiled = self.core.compile_model(model, device)
+            precision = "device default"
+        reply = {"precision": precision,
+                 "outputs": [sorted(_names(p)) for p in compiled.outputs],
+                 "inputs": [sorted(_names(p)) for p in compiled.inputs]}
+        return (compiled, compiled.create_infer_request()), reply
+
+    def infer(self, compiled, arrays: list, names: list | None) -> list:
+        model, request = compiled
+        request.infer({(names[k] if names else k): np.array(v) for k, v in enumerate(arrays)})
+        return [np.array(request.get_output_tensor(k).data, copy=True)
+                for k in range(len(model.outputs))]
+
+    def op_evaluate(self, header: dict, arrays: list):
+        ov = self.ov
+        model = self.core.read_model(header["path"])
+        values: dict = {}
+        for k, p in enumerate(model.get_parameters()):
+            values[(p.get_friendly_name(), 0)] = ov.Tensor(np.ascontiguousarray(arrays[k]))
+        for node in model.get_ordered_ops():
+            kind = node.get_type_name()
+            if kind in ("Parameter", "Result"):
+                continue
+            ins = [values[(i.get_source_output().get_node().get_friendly_name(),
+                           i.get_source_output().get_index())] for i in node.inputs()]
+            outs = [ov.Tensor(node.get_output_element_type(k), _static(node, k))
+                    for k in range(node.get_output_size())]
+            if not node.evaluate(outs, ins):
+                raise RuntimeError(f"OpenVINO's reference cannot evaluate {kind} "
+                                   f"'{node.get_friendly_name()}'")
+            for k, t in enumerate(outs):
+                values[(node.get_friendly_name(), k)] = t
+        result = []
+        for r in model.get_results():
+            src = r.input(0).get_source_output()
+            result.append(np.array(values[(src.get_node().get_friendly_name(),
+                                           src.get_index())].data, copy=True))
+        return {}, result
+
+    def op_describe(self, header: dict, arrays: list):
+        return {"model": _describe(self.core.read_model(header["path"]))}, []
+
+
+def _static(node, k: int):
+    shape = node.get_output_partial_shape(k)
+    if shape.is_static:
+        return shape.to_shape()
+    return [0] * shape.rank.get_length() if shape.rank.is_static else []
+
+
+def _names(port) -> set:
+    try:
+        return set(port.get_names())
+    except Exception:                    # noqa: BLE001
+        return set()
+
+
+def _describe(model) -> dict:
+    nodes = {}
+    for node in model.get_ordered_ops():
+        outs = []
+        for k in range(node.get_output_size()):
+            shape = node.get_output_partial_shape(k)
+            dims = None if shape.rank.is_dynamic else \
+                [d.get_length() if d.is_static else -1 for d in shape]
+            outs.append([node.get_output_element_type(k).get_type_name(), dims])
+        bodies = {}
+        kind = node.get_type_name()
+        if kind in ("Loop", "TensorIterator"):
+            bodies["body"] = _describe(node.get_function())
+        elif kind == "If":
+            bodies["then_body"] = _describe(node.get_then_body())
+            bodies["else_body"] = _describe(node.get_else_body())
+        nodes[node.get_friendly_name()] = {"type": kind, "outputs": outs, "bodies": bodies}
+    return {"nodes": nodes,
+            "inputs": [{"names": sorted(_names(p)),
+                        "rank_dynamic": p.get_partial_shape().rank.is_dynamic}
+                       for p in model.inputs],
+            "outputs": [{"names": sorted(_names(p))} for p in model.outputs]}

@@ -1,0 +1,180 @@
+"""Attention and linear-algebra kernels (loopdbg/ops/attention.py): ScaledDotProductAttention,
+Einsum, GroupedMatMul, Inverse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loopdbg.ir.model import Layer
+from loopdbg.ops.registry import make_kernel
+from loopdbg.ops.shape_rules import TensorInfo, infer
+
+RNG = np.random.default_rng(5)
+
+
+def f32(*shape, lo=-2.0, hi=2.0):
+    return RNG.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+def kernel(type_, version, **data):
+    return make_kernel(Layer(id=1, name="n", type=type_, version=f"opset{version}",
+                             data={k: str(v) for k, v in data.items()}))[0]
+
+
+# ---- plain unit tests --------------------------------------------------------------------------
+
+def test_sdpa_by_hand():
+    q, k, v = f32(2, 3, 4), f32(2, 5, 4), f32(2, 5, 6)
+    w = q.astype(np.float64) @ k.transpose(0, 2, 1) / 2.0
+    w = np.exp(w - w.max(-1, keepdims=True))
+    want = (w / w.sum(-1, keepdims=True)) @ v
+    got = kernel("ScaledDotProductAttention", 13, causal="false")(q, k, v)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got.dtype == np.float32 and got.shape == (2, 3, 6)
+
+
+def test_sdpa_sink_takes_part_in_the_softmax_only():
+    q, k, v = f32(1, 2, 4), f32(1, 3, 4), f32(1, 3, 2)
+    sink = np.full((1, 2, 1), -np.inf, np.float32)
+    plain = kernel("ScaledDotProductAttention", 13)(q, k, v)
+    with_sink = kernel("ScaledDotProductAttention", 13)(q, k, v, None, None, sink)
+    np.testing.assert_allclose(with_sink, plain, rtol=1e-6)
+    heavy = kernel("ScaledDotProductAttention", 13)(q, k, v, None, None, np.full_like(sink, 50))
+    np.testing.assert_allclose(heavy, 0, atol=1e-12)
+
+
+def test_einsum_shape_rule():
+    infos = [TensorInfo("f32", (2, 3, 4)), TensorInfo("f32", (4, 5))]
+    assert infer("Einsum", infos, {"equation": "abc,cd->dab"}, [None, None], 1) == \
+        [TensorInfo("f32", (5, 2, 3))]
+    assert infer("Einsum", infos, {"equation": "...c,cd"}, [None, None], 1) == \
+        [TensorInfo("f32", (2, 3, 5))]
+
+
+# GroupedMatMul-17 has no differential test: OpenVINO 2026.4 has neither a CPU kernel nor a
+# reference evaluate for it. The weights are [G, N, K] as its documentation and shape inference
+# say ("stored transposed").
+
+def test_grouped_matmul_3d_by_hand():
+    a, b = f32(3, 2, 4), f32(3, 5, 4)
+    got = kernel("GroupedMatMul", 17)(a, b)
+    want = np.stack([a[g] @ b[g].T for g in range(3)])
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got.shape == (3, 2, 5) and got.dtype == np.float32
+
+
+def test_grouped_matmul_offsets_by_hand():
+    a, b = f32(7, 4), f32(3, 5, 4)
+    got = kernel("GroupedMatMul", 17)(a, b, np.array([1, 4, 5], np.int64))
+    want = np.zeros((7, 5), np.float32)
+    for g, (lo, hi) in enumerate([(0, 1), (1, 4), (4, 5)]):
+        want[lo:hi] = a[lo:hi] @ b[g].T
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not got[5:].any()
+    with pytest.raises(ValueError, match="needs offsets"):
+        kernel("GroupedMatMul", 17)(a, b)
+    with pytest.raises(ValueError, match="must rise"):
+        kernel("GroupedMatMul", 17)(a, b, np.array([3, 2, 7]))
+
+
+def test_inverse_of_a_singular_matrix_is_an_error():
+    with pytest.raises(ValueError, match="singular"):
+        kernel("Inverse", 14)(np.ones((2, 2), np.float32))
+
+
+# ---- against OpenVINO --------------------------------------------------------------------------
+
+oracle = pytest.mark.oracle
+
+
+@pytest.fixture(scope="module")
+def ovm():
+    pytest.importorskip("openvino")
+    import openvino.opset7 as o7
+    import openvino.opset13 as o13
+    import openvino.opset14 as o14
+    import openvino.opset17 as o17
+    from _ov_ir_op import check_ir
+    from _ov_single_op import C, P, check
+    return {"o7": o7, "o13": o13, "o14": o14, "o17": o17, "C": C, "P": P, "check": check,
+            "check_ir": check_ir}
+
+
+SDPA_SHAPES = [((2, 3, 4), (2, 5, 4), (2, 5, 6)), ((1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)),
+               ((2, 2, 1, 4), (2, 2, 6, 4), (2, 2, 6, 3))]
+
+
+@oracle
+@pytest.mark.parametrize("shapes", SDPA_SHAPES)
+@pytest.mark.parametrize("variant", ["plain", "causal", "float_mask", "bool_mask", "scale",
+                                     "causal_scale"])
+def test_sdpa(tmp_path, ovm, shapes, variant):
+    C, P = ovm["C"], ovm["P"]
+    qs, ks, vs = shapes
+    ins = [P(f32(*qs)), P(f32(*ks)), P(f32(*vs))]
+    mask_shape = qs[:-1] + (ks[-2],)
+    if variant == "float_mask":
+        ins.append(P(f32(*mask_shape)))
+    elif variant == "bool_mask":
+        m = RNG.random(mask_shape) > 0.3
+        m[..., 0] = True                   # no row fully masked
+        ins.append(P(m))
+    elif variant in ("scale", "causal_scale"):
+        ins += [C(np.zeros((), np.float32)), C(np.array(0.37, np.float32))]
+    causal = variant.startswith("causal")
+    ovm["check"](tmp_path, lambda *a: ovm["o13"].scaled_dot_product_attention(
+        *a, causal=causal), ins)
+
+
+@oracle
+def test_sdpa_mask_broadcasts(tmp_path, ovm):
+    P = ovm["P"]
+    ovm["check"](tmp_path, ovm["o13"].scaled_dot_product_attention,
+                 [P(f32(2, 3, 4, 8)), P(f32(2, 3, 5, 8)), P(f32(2, 3, 5, 8)), P(f32(4, 5))])
+
+
+@oracle
+def test_sdpa_sink(tmp_path, ovm):
+    C, P = ovm["C"], ovm["P"]
+    ovm["check_ir"](tmp_path, "ScaledDotProductAttention", "opset13",
+                    [P(f32(1, 2, 3, 4)), P(f32(1, 2, 5, 4)), P(f32(1, 2, 5, 4)),
+                     P(f32(1, 2, 3, 5)), C(np.array(0.5, np.float32)), P(f32(1, 2, 3, 1))],
+                    causal=False)
+
+
+EINSUM = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ii->i", [(4, 4)]), ("ij->ji", [(3, 4)]), ("ij,kj", [(3, 4), (5, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 2)]), ("abc->", [(2, 3, 4)]),
+    ("i,j->ij", [(3,), (4,)]), ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]),
+    ("ab,ab,ab->a", [(2, 3), (2, 3), (2, 3)]), ("iij->j", [(3, 3, 2)]),
+    ("Ba,aC", [(2, 3), (3, 4)]),
+]
+
+
+@oracle
+@pytest.mark.parametrize("equation, shapes", EINSUM, ids=[e for e, _ in EINSUM])
+def test_einsum(tmp_path, ovm, equation, shapes):
+    P = ovm["P"]
+    ovm["check"](tmp_path, lambda *a: ovm["o7"].einsum(list(a), equation),
+                 [P(f32(*s)) for s in shapes])
+
+
+@oracle
+def test_einsum_integers(tmp_path, ovm):
+    P = ovm["P"]
+    a = RNG.integers(-5, 5, (3, 4)).astype(np.int32)
+    b = RNG.integers(-5, 5, (4, 2)).astype(np.int32)
+    ovm["check"](tmp_path, lambda x, y: ovm["o7"].einsum([x, y], "ij,jk->ik"), [P(a), P(b)])
+
+
+@oracle
+@pytest.mark.parametrize("adjoint", [False, True])
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (1,  1), (2, 2, 2, 2)])
+def test_inverse(tmp_path, ovm, adjoint, shape):
+    x = f32(*shape) + 3 * np.eye(shape[-1], dtype=np.float32)
+    ovm["check"](tmp_path, lambda a: ovm["o14"].inverse(a, adjoint), [ovm["P"](x)],
+                 rtol=1e-4, atol=1e-5)
+
+
