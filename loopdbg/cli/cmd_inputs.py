@@ -33,15 +33,20 @@ def parse_shapes(items) -> dict:
 
 def run(args) -> int:
     from loopdbg.engine.inputs import input_specs, random_inputs
+    from loopdbg.engine.npz import entries
     from loopdbg.files import Output
     from loopdbg.ir.load import read_model
 
     model = read_model(args.model)
     output = Output(args.output, common.model_reads(model), npz=True, what="the inputs template")
     arrays = random_inputs(model, seed=args.seed, shapes=parse_shapes(args.shape))
-    output.write_npz(arrays)
+    output.write_npz(entries(arrays))
     for spec in input_specs(model):
         a = arrays[spec.name]
-        common.out(f"  {common.safe(spec.name)}: {a.dtype} {tuple(a.shape)}")
+        if isinstance(a, list):        # an ONNX sequence input: s[0], s[1] in the .npz
+            a = a[0]
+            common.out(f"  {common.safe(spec.name)}: a sequence of {a.dtype} {tuple(a.shape)}")
+        else:
+            common.out(f"  {common.safe(spec.name)}: {a.dtype} {tuple(a.shape)}")
     common.err(f"wrote {common.safe(output.path)}{common.safe(output.note)}")
     return 0

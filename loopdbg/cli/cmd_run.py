@@ -104,7 +104,9 @@ def _run(args) -> int:
     if not args.quiet:
         common.out(report(final))
     if output is not None:
-        output.write_npz(final.outputs)
+        from loopdbg.engine.npz import entries
+
+        output.write_npz(entries(final.outputs))     # sequences as name[0], name[1] ...
         say(f"outputs saved to {common.safe(output.path)}{common.safe(output.note)}")
     return 0
 

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from loopdbg.debug.expr import RESERVED, Expression, ExprError, Lookup, _truth
+from loopdbg.debug.values import is_sequence, numbers
 from loopdbg.engine.paths import matches_loop
 
 
@@ -257,7 +258,14 @@ def _error_text(exc: Exception) -> str:
 def non_finite(named: Iterable[tuple[str, str, Any]]) -> tuple[str, str, int, int] | None:
     """The first (kind, name, nan count, inf count) among float values holding NaN or Inf."""
     for kind, name, value in named:
-        a = np.asarray(value)
-        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+        if value is None:                      # an empty optional
+            continue
+        if is_sequence(value):                 # an ONNX sequence: its tensors, by position
+            found = non_finite((kind, f"{name}[{k}]", v) for k, v in enumerate(value))
+            if found is not None:
+                return found
+            continue
+        a = numbers(np.asarray(value))         # bfloat16 and float8 too
+        if a is not None and a.dtype.kind in "fc" and not np.isfinite(a).all():
             return kind, name, int(np.isnan(a).sum()), int(np.isinf(a).sum())
     return None

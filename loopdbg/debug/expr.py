@@ -9,8 +9,10 @@ closures; nothing is ever handed to ``eval``. What it may use:
   ``t["name with spaces"]``;
 * numbers, strings, ``True``/``False``, arithmetic, comparisons, ``and``/``or``/``not``, ``x if c else y``,
   indexing and slicing (``h[0, :3]``, ``h[..., -1]``), the attribute ``.shape``;
-* the functions ``any all isnan isinf isfinite abs min max mean sum norm shape size changed``, and
-  ``.any() .all() .sum() .mean() .min() .max()`` written as methods (``isnan(h).any()``).
+* the functions ``any all isnan isinf isfinite abs min max mean sum norm shape size len changed``,
+  and ``.any() .all() .sum() .mean() .min() .max()`` written as methods (``isnan(h).any()``);
+* ONNX sequences (lists of tensors): ``len(seq)``, ``seq[k]`` (a tensor, ``seq[-1][0, :3]``),
+  ``seq[1:]`` (a sequence), ``changed(seq)``.
 
 ``changed(x)`` is true when ``x`` differs from its value at the previous iteration of the same loop
 execution (false at its first iteration, or when that iteration has left the history), which makes
@@ -31,6 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from loopdbg.debug.values import same_value
 from loopdbg.errors import LoopdbgError
 
 MAX_LENGTH = 2000          # characters of an expression
@@ -65,8 +68,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "mean": lambda x: np.mean(x),
     "sum": lambda x: np.sum(x),
     "norm": lambda x: float(np.linalg.norm(np.asarray(x, dtype=np.float64).ravel())),
-    "shape": lambda x: tuple(np.shape(x)),
-    "size": lambda x: int(np.size(x)),
+    "shape": lambda x: _shape(x),
+    "size": lambda x: int(np.size(_tensor(x, "size()"))),
+    "len": lambda x: _len(x),
 }
 
 # Methods written the numpy way (``isnan(h).any()``) mean the function of the same name.
@@ -214,7 +218,7 @@ class Expression:
             return lambda env: env.name(name)
         value = self._compile(node.value)
         index = self._compile(node.slice)
-        return lambda env: np.asarray(value(env))[index(env)]
+        return lambda env: _subscript(value(env), index(env))
 
     def _c_Slice(self, node):
         parts = [self._compile(p) if p is not None else (lambda env: None)
@@ -235,7 +239,7 @@ class Expression:
         if node.attr != "shape":
             raise self._refuse(node, f"the attribute '.{node.attr}' (only .shape is)")
         value = self._compile(node.value)
-        return lambda env: tuple(np.shape(value(env)))
+        return lambda env: _shape(value(env))
 
     def _c_Call(self, node):
         if isinstance(node.func, ast.Attribute) and node.func.attr in METHODS:
@@ -352,14 +356,44 @@ def _index(x):
     return x
 
 
+def _tensor(x, what: str):
+    """``x`` where a tensor is needed: a sequence or an empty optional is an error saying so."""
+    if isinstance(x, list):
+        raise ValueError(f"{what} of a sequence of {len(x)} tensors: use len(...) or index it")
+    if x is None:
+        raise ValueError(f"{what} of an empty optional")
+    return x
+
+
+def _shape(x) -> tuple:
+    return tuple(np.shape(_tensor(x, "the shape")))
+
+
+def _len(x) -> int:
+    """A sequence's length, or a tensor's first dimension (as Python's len)."""
+    if isinstance(x, list):
+        return len(x)
+    x = np.asarray(_tensor(x, "len()"))
+    if x.ndim == 0:
+        raise ValueError("len() of a scalar")
+    return int(x.shape[0])
+
+
+def _subscript(value, index):
+    """``value[index]``: numpy indexing of a tensor; a sequence takes one position (a tensor)
+    or a slice (a sequence)."""
+    if isinstance(value, list):
+        if isinstance(index, slice) or isinstance(index, (int, np.integer)):
+            return value[index]
+        raise ValueError("a sequence is indexed by one position or a slice: seq[k][...] indexes "
+                         "its tensor")
+    return np.asarray(_tensor(value, "indexing"))[index]
+
+
 def _changed(arg: Callable) -> Callable:
     def run(env):
         prev = env.previous()
         if prev is None:
             return False
-        value, last = np.asarray(arg(env)), np.asarray(arg(prev))
-        if last.shape != value.shape:
-            return True
-        return not np.array_equal(last, value, equal_nan=value.dtype.kind in "fc"
-                                  and last.dtype.kind in "fc")
+        return not same_value(arg(prev), arg(env))
     return run

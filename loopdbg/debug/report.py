@@ -15,6 +15,7 @@ import numpy as np
 
 from loopdbg.debug.stop import END, ERROR, START, Stop
 from loopdbg.engine.events import STOP_TEXT
+from loopdbg.ir.elements import dtype_name, is_ml_dtype
 from loopdbg.text import safe
 
 
@@ -24,11 +25,20 @@ def fmt_value(value: Any, *, width: int = 60) -> str:
         return repr(value)
     if isinstance(value, tuple):
         return repr(value)
+    if isinstance(value, list):                   # an ONNX sequence
+        shown = ", ".join(f"[{k}] {fmt_value(v, width=width)}" for k, v in enumerate(value[:3]))
+        more = f", ... and {len(value) - 3} more" if len(value) > 3 else ""
+        return f"sequence of {len(value)} tensors" + (f": {shown}{more}" if value else "")
     a = np.asarray(value)
     shape = "(" + ", ".join(map(str, a.shape)) + ("," if a.ndim == 1 else "") + ")"
-    head = f"{a.dtype} {shape}"
+    head = f"{dtype_name(a.dtype)} {shape}"
     if a.size == 0:
         return f"{head} empty"
+    if is_ml_dtype(a.dtype):                      # bfloat16, float8, int4 ...: their values
+        a = a.astype(np.int64 if "int" in a.dtype.name else np.float32)
+    if a.dtype.kind == "U":
+        text = np.array2string(a.reshape(-1), separator=", ", max_line_width=10**6)
+        return f"{head} {text}" if a.size <= 8 and len(text) <= width else head
     if a.dtype.kind not in "biufc":
         return head
     if a.size <= 8:

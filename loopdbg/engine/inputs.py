@@ -10,7 +10,9 @@ import numpy as np
 
 from loopdbg.errors import InputError
 from loopdbg.files.read import read_npz
+from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
 from loopdbg.ir.model import Model
+from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
 
 
 @dataclass(frozen=True)
@@ -21,14 +23,23 @@ class InputSpec:
     names: tuple[str, ...]
     shape: tuple[int, ...] | None      # -1 for a dynamic dim; None for dynamic rank
     dtype: np.dtype | None             # None: dynamic element type, any numeric dtype
+    kind: str | None = None            # ONNX: "sequence", "optional", "optional sequence"
+
+    @property
+    def shape_text(self) -> str:
+        if self.shape is None:
+            return "any shape"
+        return "(" + ", ".join("?" if d < 0 else str(d) for d in self.shape) + \
+            ("," if len(self.shape) == 1 else "") + ")"
 
     def describe(self) -> str:
-        if self.shape is None:
-            shape = "any shape"
-        else:
-            shape = "(" + ", ".join("?" if d < 0 else str(d) for d in self.shape) + \
-                    ("," if len(self.shape) == 1 else "") + ")"
-        return f"{self.name} {self.dtype} {shape}"
+        dtype = dtype_name(self.dtype) if self.dtype is not None else "of any type"
+        if self.kind is not None:       # a sequence (list) or optional (None or the value)
+            what = "sequence" if self.kind.endswith(SEQUENCE) else "tensor"
+            opt = "optional " if self.kind.startswith(OPTIONAL) else ""
+            return f"{self.name} {opt}{what} of {dtype} {self.shape_text} tensors" \
+                if what == "sequence" else f"{self.name} {opt}{dtype} {self.shape_text}"
+        return f"{self.name} {dtype} {self.shape_text}"
 
 
 def input_specs(model: Model) -> list[InputSpec]:
@@ -44,7 +55,8 @@ def input_specs(model: Model) -> list[InputSpec]:
         et = layer.data.get("element_type") or (layer.outputs[0].precision if layer.outputs else "f32")
         names = tuple(n for p in layer.outputs[:1] for n in p.names if n != layer.name)
         dt = numpy_dtype(et)
-        specs.append(InputSpec(layer.name, names, shape, np.dtype(dt) if dt is not None else None))
+        specs.append(InputSpec(layer.name, names, shape, np.dtype(dt) if dt is not None else None,
+                               layer.data.get(VALUE_KIND)))
     return specs
 
 
@@ -83,34 +95,106 @@ def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "i
     values = []
     for spec in specs:
         key = next((k for k in (spec.name, *spec.names) if k in remaining), None)
+        if key is None and spec.kind is not None and spec.kind.endswith(SEQUENCE):
+            key = _gather_sequence(spec.name, remaining)      # npz: name[0], name[1], ...
         if key is None:
             raise InputError(f"{source} has no input '{spec.name}'{expected}.")
         raw = remaining.pop(key)
-        values.append(_check(spec, raw, source))
+        values.append(_check_value(spec, raw, source))
     if remaining:
         extra = ", ".join(sorted(remaining))
         raise InputError(f"{source} has input(s) the model does not take: {extra}{expected}.")
     return values
 
 
+def _gather_sequence(name: str, given: dict) -> str | None:
+    """An .npz holds a sequence input ``s`` as ``s[0]``, ``s[1]``, ... (an empty one as ``s[]``):
+    gather them into one list under ``name`` in ``given``; the key, or None if there is none."""
+    if f"{name}[]" in given:
+        given.pop(f"{name}[]")
+        given[name] = []
+        return name
+    items = []
+    while f"{name}[{len(items)}]" in given:
+        items.append(given.pop(f"{name}[{len(items)}]"))
+    if not items:
+        return None
+    given[name] = items
+    return name
+
+
+def _check_value(spec: InputSpec, raw, source: str):
+    """A tensor input as ``_check`` takes it; a sequence as a list of such tensors; an optional
+    as None (empty) or its value."""
+    kind = spec.kind
+    if kind is None:
+        return _check(spec, raw, source)
+    if raw is None:
+        if kind.startswith(OPTIONAL):
+            return None
+        raise InputError(f"{source}: input '{spec.name}' is None, but the model expects a "
+                         f"sequence ({spec.describe()}).")
+    if not kind.endswith(SEQUENCE):
+        return _check(spec, raw, source)
+    if not isinstance(raw, (list, tuple)):
+        raise InputError(f"{source}: input '{spec.name}' is a {type(raw).__name__}, but the "
+                         f"model expects a sequence: give a list of arrays ({spec.describe()}).")
+    items = [_check(spec, v, f"{source} (element {k} of sequence '{spec.name}')")
+             for k, v in enumerate(raw)]
+    if len({v.dtype for v in items}) > 1:
+        raise InputError(f"{source}: the tensors of sequence input '{spec.name}' differ in "
+                         f"dtype; a sequence holds one element type.")
+    return items
+
+
 def _check(spec: InputSpec, raw, source: str) -> np.ndarray:
-    arr = np.asarray(raw)
-    if arr.dtype.kind not in "biuf":
-        raise InputError(f"{source}: input '{spec.name}' has dtype {arr.dtype}, which is not "
-                         f"numeric; the model expects {spec.dtype}.")
-    if spec.dtype is not None and arr.dtype != spec.dtype:
-        if not np.can_cast(arr.dtype, spec.dtype, "safe"):
-            raise InputError(f"{source}: input '{spec.name}' has dtype {arr.dtype}, but the model "
-                             f"expects {spec.dtype}.")
-        arr = arr.astype(spec.dtype)
+    arr = _as_array(spec, raw, source)
+    want = spec.dtype
+    if want is not None and arr.dtype != want and not (want.kind == arr.dtype.kind == "U"):
+        if not _can_cast(arr.dtype, want):
+            raise InputError(f"{source}: input '{spec.name}' has dtype {dtype_name(arr.dtype)}, "
+                             f"but the model expects {dtype_name(want)}.")
+        arr = arr.astype(want)
     if spec.shape is not None:
         ok = len(spec.shape) == arr.ndim and all(d < 0 or d == a for d, a in zip(spec.shape, arr.shape))
         if not ok:
             raise InputError(f"{source}: input '{spec.name}' has shape {arr.shape}, but the model "
-                             f"expects {spec.describe().split(' ', 2)[2]}.")
+                             f"expects {spec.shape_text}.")
     arr = np.array(arr, copy=True)
     arr.flags.writeable = False
     return arr
+
+
+def _as_array(spec: InputSpec, raw, source: str) -> np.ndarray:
+    """``raw`` as an array of numbers, booleans or strings (see ``loopdbg.engine.npz`` for the
+    raw-bytes form numpy gives ml_dtypes values it saved without their name)."""
+    expects = f"the model expects {dtype_name(spec.dtype)}" if spec.dtype is not None else \
+        "the model takes numbers, booleans or strings"
+    arr = np.asarray(raw)
+    if arr.dtype == object:             # Python strings: accepted as numpy unicode
+        flat = arr.reshape(-1).tolist()
+        if all(isinstance(v, str) for v in flat):
+            return np.array(flat, dtype=str).reshape(arr.shape)
+        raise InputError(f"{source}: input '{spec.name}' holds Python objects, not numbers or "
+                         f"strings; {expects}.")
+    if arr.dtype.kind == "V" and spec.dtype is not None and is_ml_dtype(spec.dtype) \
+            and arr.dtype.itemsize == spec.dtype.itemsize and arr.dtype.names is None:
+        return arr.view(spec.dtype)
+    if not (is_numeric(arr.dtype) or arr.dtype.kind == "U"):
+        what = " (raw bytes)" if arr.dtype.kind == "V" and arr.dtype.names is None else ""
+        raise InputError(f"{source}: input '{spec.name}' has dtype {arr.dtype}{what}, which is "
+                         f"not numeric (loopdbg takes numbers, booleans and strings); {expects}.")
+    return arr
+
+
+def _can_cast(have: np.dtype, want: np.dtype) -> bool:
+    """Whether an input of dtype ``have`` is taken for ``want`` without losing anything: numpy's
+    safe casts; strings only as strings; an ml_dtypes type only from itself."""
+    if have.kind == "U" or want.kind == "U":
+        return False
+    if is_ml_dtype(have) or is_ml_dtype(want):
+        return False
+    return bool(np.can_cast(have, want, "safe"))
 
 
 RANDOM_LIMIT = 1 << 26            # elements of random data per input (512 MiB as float64)
@@ -145,8 +229,15 @@ def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, .
             out[spec.name] = rng.random(shape) < 0.5
         elif dtype.kind in "iu":
             out[spec.name] = rng.integers(0, 10, size=shape).astype(dtype)
+        elif dtype.kind == "U":
+            words = np.array(["alpha", "beta", "gamma", "delta", "epsilon"])
+            out[spec.name] = words[rng.integers(0, len(words), size=shape)]
+        elif "int" in dtype.name:           # int4, uint2, ...: small values every width holds
+            out[spec.name] = rng.integers(0, 2, size=shape).astype(dtype)
         else:
             out[spec.name] = rng.standard_normal(shape).astype(dtype)
+        if spec.kind is not None and spec.kind.endswith(SEQUENCE):    # two tensors of the kind
+            out[spec.name] = [out[spec.name], out[spec.name].copy()]
     if shapes:
         raise InputError(f"--shape names input(s) the model does not have: {', '.join(shapes)}.")
     return out

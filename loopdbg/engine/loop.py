@@ -62,8 +62,8 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     concat_pos = [(o.concat_k, o.result_pos) for o in spec.concats]
     collected: tuple[list, ...] = tuple([] for _ in spec.concats)
     first_shapes: list = [None] * len(collected)
-    back_edges = [(p, r, np.asarray(params[p]).dtype if params[p] is not None else None)
-                  for p, r in spec.back_edges]
+    back_edges = [(p, r, params[p].dtype if isinstance(params[p], np.ndarray) else None)
+                  for p, r in spec.back_edges]       # ONNX sequences and optionals: no dtype
     record = ctx.record_nodes
     cond_param = spec.condition_param
     cap = ctx.max_iterations
@@ -104,6 +104,8 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 nodes = body.result_values(every)
             for k, r in concat_pos:                           # rule 7
                 piece = outs[r]
+                if not isinstance(piece, np.ndarray):
+                    piece = _tensor_piece(spec, k, piece, i)
                 shape = piece.shape
                 if shape == first_shapes[k]:                  # the usual case: one comparison
                     pass
@@ -148,10 +150,11 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 break
             for p, r, dt in back_edges:                       # rule 5: all at once
                 v = outs[r]
-                if v.dtype is not dt and dt is not None and v.dtype != dt:
+                if dt is not None and (vd := getattr(v, "dtype", None)) is not dt and vd != dt:
                     raise RunError(
                         f"{here}: the back edge from Result '{spec.result_names[r]}' to Parameter "
-                        f"'{spec.param_names[p]}' changed dtype from {dt} to {v.dtype} at "
+                        f"'{spec.param_names[p]}' changed dtype from {dt} to "
+                        f"{getattr(v, 'dtype', _what(v))} at "
                         f"iteration {i - 1}.", loop_path=path, iteration=i - 1)
                 params[p] = v
             if cond_param is not None:
@@ -285,6 +288,20 @@ def _zero_iteration_outputs(spec: LoopSpec, ctx: RunContext, args):
 
 
 # -- per-iteration helpers --------------------------------------------------------------------
+def _what(v) -> str:
+    return ("an empty optional" if v is None else f"a sequence of {len(v)} tensors"
+            if isinstance(v, list) else type(v).__name__)
+
+
+def _tensor_piece(spec: LoopSpec, k: int, piece, i: int) -> np.ndarray:
+    """A scan output's piece must be a tensor (numpy scalars become 0-d arrays)."""
+    if piece is None or isinstance(piece, list):
+        raise RunError(f"loop '{spec.path}': iteration {i} produced {_what(piece)} for "
+                       f"concatenated output '{spec.concats[k].name}'; scan outputs are tensors.",
+                       loop_path=spec.path, iteration=i)
+    return np.asarray(piece)
+
+
 def _counter_block(spec: LoopSpec, base: int) -> np.ndarray:
     values = np.arange(base, base + _BLOCK, dtype=spec.cur_dtype)
     return values.reshape(-1, 1) if spec.cur_shape == (1,) else values

@@ -98,6 +98,7 @@ class GraphPlan:
         self.result_names = tuple(graph.layers[i].name for i in graph.results)
         self.consts: dict[str, np.ndarray] = {}
         self.steps: list[Step] = []
+        self.notices: list[str] = []        # what kernels say of themselves (``kernel.notice``)
         self._build(nested_factory)
         self.is_generator = any(s.nested for s in self.steps)
         self.all_value_names = self._value_names()
@@ -138,6 +139,9 @@ class GraphPlan:
             else:
                 fn, n_out = make_kernel(layer, self.where)
                 nested = False
+                said = getattr(fn, "notice", None)
+                if said:                    # e.g. a random op: how loopdbg seeds it
+                    self.notices.append(f"{self.where}{layer.describe()}: {said}")
             k = len(self.steps)
             outs = tuple(f"v{k}_{j}" for j in range(max(n_out, 1)))
             for j, name in enumerate(outs):

@@ -38,7 +38,9 @@ class Engine:
         self.loops: dict[str, LoopSpec] = {}          # by loop path, in the order they were found
         self.ifs: dict[int, IfSpec] = {}
         check_supported(model.graph, self.file)       # every missing op in one sentence
+        self.plans: list[GraphPlan] = []              # every graph's plan, nested ones first
         self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
+        self.plans.append(self.plan)
         self.output_names = output_names(model)
 
     def _nested(self, layer: Layer, parent: str, graph=None):
@@ -47,6 +49,7 @@ class Engine:
             where = f"{self.file}: " + (f"in loop '{parent}', " if parent else "")
             branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested)
                         for sub in layer.subgraphs}
+            self.plans.extend(branches.values())
             spec = IfSpec(layer, branches, where)
             self.ifs[layer.id] = spec
             return spec.run
@@ -56,6 +59,7 @@ class Engine:
             raise ModelError(f"{self.file}: {layer.describe()} has no <body>.")
         where = f"{self.file}: in the body of loop '{path}', "
         plan = GraphPlan(body.graph, path, where, self._nested)
+        self.plans.append(plan)
         spec = LoopSpec(layer, path, plan, f"{self.file}: ")
         spec.parent_graph = graph
         self.loops[path] = spec
@@ -74,13 +78,17 @@ class Engine:
                          record_nodes=record_nodes)
         for text in self.model.warnings:
             ctx.notice("", text, None)
+        for p in self.plans:
+            for text in p.notices:
+                ctx.notice(p.path, text, None)
         plan = self.plan
         return plan.run_events(ctx, lambda outs: self._finished(ctx, outs),
                                lambda exc: plan.failure(exc, f"{self.file}: ", "the model"),
                                *values)
 
     def _finished(self, ctx: RunContext, outs) -> ev.RunFinished:
-        outputs = {name: np.asarray(v) for name, v in zip(self.output_names, outs)}
+        outputs = {name: v if v is None or isinstance(v, list) else np.asarray(v)
+                   for name, v in zip(self.output_names, outs)}     # ONNX: sequences, optionals
         return ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
 
     def run_to_end(self, inputs: Mapping[str, np.ndarray], **options) -> ev.RunFinished:

@@ -19,6 +19,7 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
+import ml_dtypes  # noqa: F401 - makes .npy headers naming bfloat16, float8, int4 ... readable
 import numpy as np
 
 from loopdbg.files import kind_of

@@ -179,9 +179,39 @@ class Output:
             with zipfile.ZipFile(f, "w", compression=mode, allowZip64=True) as zf:
                 for name, a in values.items():
                     with zf.open(name + ".npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(member, a, allow_pickle=False)
+                        write_npy(member, a)
 
         self.write(fill)
+
+
+def npy_descr(dtype) -> str:
+    """The ``descr`` an .npy header gives ``dtype``: numpy's own, except for the ml_dtypes types
+    (bfloat16, float8, int4 ...), which numpy would write as raw bytes (``<V2``) and which are
+    written by name (``bfloat16``): ``numpy.load`` reads such a file back when ml_dtypes is
+    imported, and says it does not understand the type when it is not."""
+    import ml_dtypes
+    import numpy as np
+
+    dt = np.dtype(dtype)
+    ml = getattr(ml_dtypes, dt.name, None)
+    if isinstance(ml, type) and issubclass(ml, np.generic) and np.dtype(ml) == dt:
+        return dt.name
+    return np.lib.format.dtype_to_descr(dt)
+
+
+def write_npy(f, a) -> None:
+    """``a`` as one .npy file on ``f``: numpy's own format, C order, ml_dtypes types by name."""
+    import numpy as np
+
+    if a.dtype.hasobject:
+        raise OutputError("an array of Python objects cannot be written without pickle.")
+    a = a if a.flags.c_contiguous else a.copy(order="C")      # (keeps a 0-d array 0-d)
+    header = {"descr": npy_descr(a.dtype), "fortran_order": False, "shape": a.shape}
+    try:
+        np.lib.format.write_array_header_1_0(f, header)
+    except ValueError:
+        np.lib.format.write_array_header_2_0(f, header)
+    f.write(a.tobytes())
 
 
 def _umask() -> int:

@@ -14,6 +14,13 @@ Decoded values use plain numpy dtypes, because the engine computes with numpy:
 * ``u4`` / ``i4`` are unpacked to ``uint8`` / ``int8`` (i4 sign-extended).
 * ``dynamic`` / ``undefined`` have no dtype: ``numpy_dtype`` returns ``None`` ("take the dtype of the
   value you are given") and ``decode`` refuses them.
+
+ONNX models also hold element types numpy has no dtype for (bfloat16 kept as bfloat16, the float8
+and float4 formats, int4/uint4, int2/uint2): their values are ``ml_dtypes`` arrays, the numpy
+extension that JAX, TensorFlow and onnx use, and their element type names are the dtypes' names
+(``bfloat16``, ``float8_e4m3fn``, ``int4``). ONNX strings are numpy unicode arrays (``string``,
+any ``<Un``), never Python objects. These types come only from ONNX files: an IR ``bf16`` stays
+widened to float32, and IR ``u4``/``i4`` stay unpacked to uint8/int8 (see ``ml_type``).
 """
 
 from __future__ import annotations
@@ -22,7 +29,10 @@ from dataclasses import dataclass
 from math import prod
 from typing import Iterable
 
+import ml_dtypes
 import numpy as np
+
+from loopdbg.files.write import npy_descr  # noqa: F401 - the .npy header of any element type
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +75,14 @@ _TYPES: tuple[ElementType, ...] = (
     _et("undefined", 0, None, None, "UNSPECIFIED"),
 )
 
+# The ONNX-only types (name: bits), named as their dtypes are (the name is also the precision).
+_ML_DTYPES = {"bfloat16": 16, "float8_e4m3fn": 8, "float8_e4m3fnuz": 8, "float8_e5m2": 8,
+              "float8_e5m2fnuz": 8, "float8_e8m0fnu": 8, "float4_e2m1fn": 4, "int4": 4,
+              "uint4": 4, "int2": 2, "uint2": 2}
+_TYPES += tuple(ElementType(n, bits, np.dtype(getattr(ml_dtypes, n)), None, n)
+                for n, bits in _ML_DTYPES.items() if hasattr(ml_dtypes, n))
+_TYPES += (ElementType("string", 0, np.dtype(np.str_), None, "string"),)
+
 # Every accepted spelling, lowercased, to its IR name. Port precisions are the uppercase legacy names.
 _ALIASES: dict[str, str] = {t.name: t.name for t in _TYPES}
 _ALIASES.update({
@@ -75,13 +93,14 @@ _ALIASES.update({
 _BY_NAME: dict[str, ElementType] = {t.name: t for t in _TYPES}
 
 # Types OpenVINO knows but loopdbg cannot decode: named in the error so the user knows why.
-_KNOWN_UNSUPPORTED = ("string", "nf4", "f8e4m3", "f8e5m2", "f4e2m1", "f8e8m0", "u2", "u3", "u6")
+_KNOWN_UNSUPPORTED = ("nf4", "f8e4m3", "f8e5m2", "f4e2m1", "f8e8m0", "u2", "u3", "u6")
 
 # numpy dtype -> IR name, for the engine's reverse lookups (e.g. naming a value's type in messages).
 _FROM_NUMPY: dict[np.dtype, str] = {
     t.dtype: t.name for t in _TYPES
-    if t.dtype is not None and t.name not in ("bf16", "u1", "u4", "i4")
+    if t.dtype is not None and t.name not in ("bf16", "u1", "u4", "i4", "string")
 }
+ML_DTYPE_NAMES = frozenset(n for n in _ML_DTYPES if hasattr(ml_dtypes, n))
 
 
 def lookup(element_type: str) -> ElementType:
@@ -126,8 +145,11 @@ def numpy_dtype(element_type: str) -> np.dtype | None:
 
 
 def from_numpy(dtype: np.dtype | type | str) -> str:
-    """The IR name of a numpy dtype (``float32`` → ``f32``, ``bool`` → ``boolean``)."""
+    """The IR name of a numpy dtype (``float32`` → ``f32``, ``bool`` → ``boolean``,
+    ``bfloat16`` → ``bfloat16``, any ``<Un`` → ``string``)."""
     dt = np.dtype(dtype)
+    if dt.kind == "U":
+        return "string"
     try:
         return _FROM_NUMPY[dt]
     except KeyError:
@@ -150,7 +172,7 @@ def decode(raw: bytes | bytearray | memoryview, element_type: str, shape: Iterab
     et = lookup(element_type)
     shape = tuple(int(d) for d in shape)
     count = prod(shape)
-    if et.dtype is None:
+    if et.dtype is None or (et.storage is None and et.name not in _DECODERS):
         raise ValueError(f"cannot decode values of element type '{element_type}'")
     needed = (count * et.bits + 7) // 8
     buf = memoryview(raw).cast("B")
@@ -197,3 +219,38 @@ def _decode_i4(buf: memoryview, count: int) -> np.ndarray:
 
 
 _DECODERS = {"bf16": _decode_bf16, "u1": _decode_u1, "u4": _decode_u4, "i4": _decode_i4}
+
+
+# ---- values of the types numpy lacks -----------------------------------------------------------
+
+
+def onnx_only(element_type: str) -> bool:
+    """Whether ``element_type`` is one of the types only ONNX models give loopdbg (the ml_dtypes
+    names and ``string``): an IR file naming one is refused as not supported."""
+    key = element_type.strip().lower() if isinstance(element_type, str) else None
+    return key in ML_DTYPE_NAMES or key == "string"
+
+
+def is_ml_dtype(dtype) -> bool:
+    """Whether ``dtype`` is one of the ``ml_dtypes`` types (bfloat16, float8, int4, ...)."""
+    return np.dtype(dtype).name in ML_DTYPE_NAMES
+
+
+def is_numeric(dtype) -> bool:
+    """Whether values of ``dtype`` are numbers or booleans loopdbg computes with: numpy's own
+    (``b``, ``i``, ``u``, ``f``) or an ``ml_dtypes`` type."""
+    dt = np.dtype(dtype)
+    return dt.kind in "biuf" or dt.name in ML_DTYPE_NAMES
+
+
+def ml_type(dtype) -> np.dtype | None:
+    """The ``ml_dtypes`` dtype named ``dtype`` (a dtype or its name), or None for the others."""
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    return np.dtype(getattr(ml_dtypes, name)) if name in ML_DTYPE_NAMES else None
+
+
+def dtype_name(dtype) -> str:
+    """How messages name a dtype: numpy's name (``float32``, ``bfloat16``, ``float8_e4m3fn``),
+    ``string`` for any unicode width."""
+    dt = np.dtype(dtype)
+    return "string" if dt.kind == "U" else dt.name

@@ -3,12 +3,15 @@
 Every ONNX node becomes a ``Layer`` of type ``onnx.<OpType>`` (``onnx.<domain>.<OpType>`` for
 other domains) and version ``opset<N>``, N being the model's opset import for the node's domain,
 so ONNX kernels (``loopdbg/ops/onnx_*.py``) never collide with OpenVINO ones. ``Layer.data`` holds
-the node's attributes as Python values (ints, floats, strings, lists, numpy arrays), ``ir_type``
-the plain op type. Layers are named by their first output tensor, so a breakpoint names a value
-as the model does (``my_local``); control-flow layers by the node name, else ``loop``, ``scan``,
-``if`` (made unique). Initializers and Constant nodes become Constant layers, graph inputs
-Parameters (``data`` ``shape``/``element_type`` as in IR) and graph outputs Results named as the
-outputs. An empty optional input is an unconnected input index (the plan passes None).
+the node's attributes as Python values (ints, floats, strings, lists, numpy arrays), and the node
+itself, serialized (``onnx_names.NODE_PROTO``), for the kernels that run onnx.reference's
+implementations; ``ir_type`` the plain op type. Layers are named by their first output tensor,
+so a breakpoint names a value as the model does (``my_local``); control-flow layers by the node
+name, else ``loop``, ``scan``, ``if`` (made unique). Initializers and Constant nodes become
+Constant layers, graph inputs Parameters (``data`` ``shape``/``element_type`` as in IR, and
+``onnx_names.VALUE_KIND`` for a sequence or optional input) and graph outputs Results named as
+the outputs. An empty optional input is an unconnected input index (the plan passes None).
+Element types are read as ``onnx_types`` says (ml_dtypes for those numpy lacks, unicode strings).
 
 Control flow is translated to the engine's Loop / TensorIterator / If layers, marked with
 ``data["onnx_semantics"] = "true"`` so the engine applies ONNX's rules where they differ from
@@ -43,35 +46,14 @@ from loopdbg.errors import ModelError
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
+from loopdbg.ir.onnx_names import (NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE,
+                                   VALUE_KIND)
+from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_types,
+                                   tensor_type, to_array, value_kind)
 
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
 ONNX_FLAG = "onnx_semantics"
-
-# TensorProto.DataType -> loopdbg (IR) element type names.
-ONNX_TYPES = {1: "f32", 2: "u8", 3: "i8", 4: "u16", 5: "i16", 6: "i32", 7: "i64", 9: "boolean",
-              10: "f16", 11: "f64", 12: "u32", 13: "u64", 16: "bf16"}
-_TYPE_NAMES = {8: "string", 14: "complex64", 15: "complex128", 17: "float8e4m3fn",
-               18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4",
-               22: "int4", 23: "float4e2m1"}
 _CONTROL = ("Loop", "Scan", "If")
-
-
-def onnx_type_name(code: int) -> str:
-    return ONNX_TYPES.get(code) or _TYPE_NAMES.get(code) or f"type {code}"
-
-
-def cast_target(to) -> str:
-    """Cast's ``to`` as an element type name (``f32``), so that the kernel needs no onnx: ONNX's
-    enum (Cast-6 on) or its spelled name (Cast-1: ``"FLOAT"``). A type loopdbg lacks keeps ONNX's
-    name (``string``), for the kernel to refuse by name."""
-    if isinstance(to, str):
-        from onnx import TensorProto
-
-        try:
-            to = TensorProto.DataType.Value(to.upper())
-        except ValueError:
-            return to
-    return onnx_type_name(int(to)) if isinstance(to, (int, np.integer)) else repr(to)
 
 
 def _import_onnx():
@@ -81,53 +63,6 @@ def _import_onnx():
     except ImportError:
         raise ModelError(INSTALL_HINT) from None
     return onnx
-
-
-@dataclass(frozen=True)
-class TensorType:
-    element_type: str            # IR name, or "dynamic"
-    dims: tuple[int, ...] | None  # None: unknown rank; -1: a symbolic or unknown dim
-
-    @property
-    def shape_text(self) -> str:
-        if self.dims is None:
-            return "..."
-        return ",".join("?" if d < 0 else str(d) for d in self.dims)
-
-    def port(self, index: int, port_id: int, names: tuple[str, ...] = ()) -> Port:
-        precision = None
-        if self.element_type != "dynamic":
-            precision = elements.lookup(self.element_type).precision
-        return Port(port_id, index, precision, tuple(self.dims or ()), names)
-
-
-UNKNOWN = TensorType("dynamic", None)
-
-
-def _tensor_type(type_proto) -> TensorType | None:
-    if type_proto is None or not type_proto.HasField("tensor_type"):
-        return None
-    tt = type_proto.tensor_type
-    et = ONNX_TYPES.get(tt.elem_type, "dynamic")
-    if not tt.HasField("shape"):
-        return TensorType(et, None)
-    dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
-    return TensorType(et, dims)
-
-
-def _collect_types(graph, types: dict[str, TensorType]) -> None:
-    """Types of every named value of ``graph`` and its subgraphs (inputs, outputs, value_info)."""
-    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-        t = _tensor_type(vi.type)
-        if t is not None and vi.name and (vi.name not in types or t.dims is not None):
-            types[vi.name] = t
-    for node in graph.node:
-        for a in node.attribute:
-            if a.type == a.GRAPH:
-                _collect_types(a.g, types)
-            elif a.type == a.GRAPHS:
-                for g in a.graphs:
-                    _collect_types(g, types)
 
 
 def free_names(graph) -> list[str]:
@@ -187,9 +122,9 @@ def from_proto(proto, path: str | None = None) -> Model:
     except Exception:  # shape inference is only for the declared port shapes the UI shows
         pass
     types: dict[str, TensorType] = {}
-    _collect_types(proto.graph, types)
+    collect_types(proto.graph, types)
     if inferred is not proto:
-        _collect_types(inferred.graph, types)
+        collect_types(inferred.graph, types)
     file = path or proto.graph.name or "model"
     conv = _Converter(opsets, types, f"{file}: ")
     graph = conv.graph(proto.graph, proto.graph.name or "model", top=True)
@@ -225,12 +160,14 @@ class _Builder:
         self.layers[layer.id] = layer
         return layer
 
-    def parameter(self, name: str, ttype: TensorType | None, *, force: TensorType | None = None
-                  ) -> int:
+    def parameter(self, name: str, ttype: TensorType | None, *, force: TensorType | None = None,
+                  kind: str | None = None) -> int:
         t = force or ttype or UNKNOWN
         lid = self.new_id()
-        self.add(Layer(lid, name, "Parameter", "opset1",
-                       data={"shape": t.shape_text, "element_type": t.element_type},
+        data = {"shape": t.shape_text, "element_type": t.element_type}
+        if kind is not None:             # a sequence or optional: t describes its tensors
+            data[VALUE_KIND] = kind
+        self.add(Layer(lid, name, "Parameter", "opset1", data=data,
                        outputs=(t.port(0, 0, (name,)),), ir_type="Parameter"))
         self.params.append(lid)
         self.source[name] = (lid, 0)
@@ -318,12 +255,10 @@ class _Converter:
                 inputs: list[tuple[str, TensorType | None]] | None = None) -> _Builder:
         """Convert ``g``'s inputs, initializers and nodes (not its outputs) into a builder."""
         b = _Builder(name, top, self, where or self.where)
-        from onnx import numpy_helper
-
         inits = {}
         for t in g.initializer:
             try:
-                inits[t.name] = numpy_helper.to_array(t)
+                inits[t.name] = to_array(t)
             except Exception as exc:
                 raise ModelError(f"{b.where}initializer '{t.name}' cannot be read: {exc}.") from None
         if g.sparse_initializer:
@@ -334,7 +269,11 @@ class _Converter:
             for vi in g.input:
                 if vi.name in inits:      # an input with a default (IR < 4): a constant here
                     continue
-                b.parameter(vi.name, _tensor_type(vi.type))
+                kind, inner = value_kind(vi.type)
+                if kind not in (None, SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE):
+                    raise ModelError(f"{b.where}input '{vi.name}' is a {kind}, which loopdbg "
+                                     f"does not model (tensors, sequences and optionals only).")
+                b.parameter(vi.name, tensor_type(inner), kind=kind)
         else:
             for n, t in inputs:
                 b.parameter(n, self.types.get(n), force=t)
@@ -359,6 +298,9 @@ class _Converter:
             getattr(self, "_" + node.op_type.lower())(b, node)
             return
         attrs = self.attributes(b, node)
+        attrs[NODE_PROTO] = node.SerializeToString()
+        if any(at.type in (at.GRAPH, at.GRAPHS) for at in node.attribute):
+            attrs[OPSETS] = dict(self.opsets)
         type_ = f"onnx.{node.op_type}" if domain in ("", "ai.onnx") else f"onnx.{domain}.{node.op_type}"
         if type_ == "onnx.Cast" and "to" in attrs:
             attrs["to"] = cast_target(attrs["to"])
@@ -376,23 +318,28 @@ class _Converter:
                 b.source[t] = (lid, j)
 
     def attributes(self, b: _Builder, node) -> dict[str, Any]:
-        from onnx import helper, numpy_helper
+        from onnx import helper
 
         data: dict[str, Any] = {}
         if node.name:
             data["onnx_name"] = node.name
         for a in node.attribute:
             if a.type in (a.GRAPH, a.GRAPHS):
-                raise ModelError(f"{b.where}node '{node.name or node.op_type}' ({node.op_type}) has "
-                                 f"a graph attribute '{a.name}', which loopdbg only understands "
-                                 f"for Loop, Scan and If.")
+                subs = [a.g] if a.type == a.GRAPH else list(a.graphs)
+                outer = [n for g in subs for n in free_names(g)]
+                if outer:
+                    raise ModelError(f"{b.where}node '{node.name or node.op_type}' "
+                                     f"({node.op_type}) has a graph attribute '{a.name}' that "
+                                     f"reads '{outer[0]}' from the enclosing graph; loopdbg "
+                                     f"passes outer values only into Loop, Scan and If.")
+                continue              # kept in the node proto (NODE_PROTO) for its kernel
             if a.ref_attr_name:
                 raise ModelError(f"{b.where}node '{node.name or node.op_type}' refers to a function "
                                  f"attribute '{a.ref_attr_name}'; loopdbg reads plain graphs only.")
             if a.type == a.TENSOR:
-                value: Any = numpy_helper.to_array(a.t)
+                value: Any = to_array(a.t)
             elif a.type == a.TENSORS:
-                value = [numpy_helper.to_array(t) for t in a.tensors]
+                value = [to_array(t) for t in a.tensors]
             else:
                 value = helper.get_attribute_value(a)
                 if isinstance(value, bytes):
@@ -404,13 +351,11 @@ class _Converter:
         return data
 
     def constant_node(self, b: _Builder, node) -> None:
-        from onnx import numpy_helper
-
         out = node.output[0]
         attrs = {a.name: a for a in node.attribute}
         what = f"Constant node '{node.name or out}'"
         if "value" in attrs:
-            value = numpy_helper.to_array(attrs["value"].t)
+            value = to_array(attrs["value"].t)
         elif "value_float" in attrs:
             value = np.array(attrs["value_float"].f, dtype=np.float32)
         elif "value_floats" in attrs:
@@ -419,6 +364,11 @@ class _Converter:
             value = np.array(attrs["value_int"].i, dtype=np.int64)
         elif "value_ints" in attrs:
             value = np.array(list(attrs["value_ints"].ints), dtype=np.int64)
+        elif "value_string" in attrs:
+            value = np.array(attrs["value_string"].s.decode("utf-8", "replace"), dtype=str)
+        elif "value_strings" in attrs:
+            value = np.array([v.decode("utf-8", "replace") for v in attrs["value_strings"].strings],
+                             dtype=str)
         else:
             kinds = ", ".join(attrs) or "no value"
             raise ModelError(f"{b.where}{what} has {kinds}; loopdbg supports numeric tensors only.")
@@ -482,7 +432,7 @@ class _Converter:
         forced: list[tuple[str, TensorType | None]] = [
             (body.input[0].name, TensorType("i64", ())),
             (body.input[1].name, TensorType("boolean", ())),
-        ] + [(vi.name, _tensor_type(vi.type) or self.types.get(ins[2 + k]))
+        ] + [(vi.name, tensor_type(vi.type) or self.types.get(ins[2 + k]))
              for k, vi in enumerate(body.input[2:])]
         bb = self.builder(body, f"{lname}/body", top=False, where=where, inputs=forced)
         results = [bb.result(o.name, o.name) for o in body.output]
@@ -544,7 +494,7 @@ class _Converter:
                               ("scan_output_directions", out_dirs, k_out)):
             if len(vals) != n:
                 raise ModelError(f"{where}{what} has {len(vals)} entries; it needs {n}.")
-        forced = [(vi.name, _tensor_type(vi.type)) for vi in body.input]
+        forced = [(vi.name, tensor_type(vi.type)) for vi in body.input]
         bb = self.builder(body, f"{lname}/body", top=False, where=where, inputs=forced)
         results = [bb.result(o.name, o.name) for o in body.output]
         graph = bb.graph()

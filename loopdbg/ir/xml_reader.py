@@ -411,7 +411,7 @@ def _read_parameter(el, layer: Layer, ctx: _Context) -> Layer:
     if "shape" in layer.data:
         _shape_of(layer, ctx)
     et = layer.data.get("element_type")
-    if et is not None and not elements.is_known(et):
+    if et is not None and (not elements.is_known(et) or elements.onnx_only(et)):
         raise ctx.fail(layer.describe(), f"has an unknown element_type '{et}'")
     return layer
 
@@ -432,6 +432,9 @@ def _read_const(el, layer: Layer, ctx: _Context) -> Layer:
         if attr not in layer.data:
             raise fail(f"has no '{attr}' in its <data>")
     et = layer.data["element_type"]
+    if elements.onnx_only(et):
+        raise fail(f"cannot be decoded: element type '{et}' is not supported by loopdbg in IR "
+                   f"files")
     try:
         bits = elements.bit_width(et)
     except ValueError as err:

@@ -16,6 +16,7 @@ from pathlib import Path
 from loopdbg.ops.registry import KernelSpec, default_version, refused, specs
 
 OPENVINO_TABLE = Path(__file__).with_name("openvino_opsets.txt")
+ONNX_NODE_TESTS = Path(__file__).with_name("onnx_node_tests.txt")
 REGENERATE = "python -m loopdbg.ops.catalog > docs/ops.md"
 
 # Layers the engine runs itself (engine/plan.py), not through a kernel, per format.
@@ -105,12 +106,13 @@ def render() -> str:
                    f"| {_family(s)} |")
     out += [
         "",
-        f"## ONNX (default domain): {len(onnx)} kernels for {len({s.type for s in onnx})} "
-        "operators",
+        f"## ONNX: {len(onnx)} kernels for {len({s.type for s in onnx})} operators",
         "",
         "A node runs the newest kernel registered at or below the model's opset for its "
         f"domain. {', '.join(ENGINE_ONNX[:-1])} and {ENGINE_ONNX[-1]} become IR layers the "
-        "engine runs itself (Scan becomes a TensorIterator).",
+        "engine runs itself (Scan becomes a TensorIterator). Operators of other domains than "
+        "the default one are named with their domain (`ai.onnx.ml.Scaler`). Module "
+        "`onnx_reference` runs onnx.reference's implementation of the operator.",
         "",
         "| Operator | Since opset | Outputs | Module |",
         "|---|---|---|---|",
@@ -135,6 +137,7 @@ def render() -> str:
     for name, version, opsets in missing:
         reason = why.get((name, opsets[0]), "no kernel yet")
         out.append(f"| {name} | {version} | {_span(opsets)} | {reason} |")
+    out += onnx_node_tests()
     noted = [s for s in all_specs if s.notes]
     if noted:
         out += ["", "## Notes: departures from the specifications, and limits", ""]
@@ -142,6 +145,18 @@ def render() -> str:
             at = f"ONNX opset {s.version}" if s.type.startswith("onnx.") else f"opset{s.version}"
             out.append(f"- **{s.type}** (registered at {at}): {s.notes}")
     return "\n".join(out) + "\n"
+
+
+def onnx_node_tests() -> list[str]:
+    """The section on ONNX's backend node tests, from ``onnx_node_tests.txt``: the figure, and
+    each test loopdbg does not pass with why."""
+    lines = ONNX_NODE_TESTS.read_text().splitlines()
+    figure = next((t[2:] for t in lines if t.startswith("# onnx ")), "")
+    failing = [t.split("\t", 1) for t in lines if t.strip() and not t.startswith("#")]
+    return ["", f"## ONNX backend node tests loopdbg does not pass: {len(failing)}", "",
+            f"ONNX's own node tests (`onnx.backend.test.case`), run by "
+            f"`tests/unit/test_onnx_node_tests.py`: {figure}.", "",
+            "| Test | Why |", "|---|---|", *(f"| {n} | {why} |" for n, why in failing)]
 
 
 def main() -> int:

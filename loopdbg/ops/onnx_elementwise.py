@@ -83,7 +83,7 @@ _PLAIN = [
     ("GreaterOrEqual", 12, np.greater_equal), ("LessOrEqual", 12, np.less_equal),
     ("BitwiseAnd", 18, np.bitwise_and), ("BitwiseOr", 18, np.bitwise_or),
     ("BitwiseXor", 18, np.bitwise_xor), ("BitwiseNot", 18, np.invert),
-    ("Not", 1, np.logical_not), ("IsNaN", 9, np.isnan), ("MatMul", 1, np.matmul),
+    ("Not", 1, np.logical_not), ("IsNaN", 9, np.isnan),
 ]
 for _name, _v, _fn in _PLAIN:
     op(f"onnx.{_name}", versions=(_v,))(lambda layer, fn=_fn: fn)
@@ -148,7 +148,9 @@ def _mean(layer: Layer):
 def _where(layer: Layer):
     def where(c, x, y):
         out = np.where(c, x, y)
-        return out if out.dtype == x.dtype else out.astype(x.dtype)
+        if out.dtype == x.dtype or out.dtype.kind == "U":   # strings: the wider of the two
+            return out
+        return out.astype(x.dtype)
 
     return where
 
@@ -194,10 +196,15 @@ _UNARY: dict[str, tuple[Callable, int]] = {
     "Erf": (_erf, 9),
     "Softplus": (lambda x: np.logaddexp(x.dtype.type(0), x), 1),
     "Softsign": (lambda x: x / (1 + np.abs(x)), 1),
-    "Identity": (lambda x: x, 1),
 }
 for _name, (_fn, _v) in _UNARY.items():
     op(f"onnx.{_name}", versions=(_v,))(lambda layer, fn=_same_type(_quiet(_fn)): fn)
+
+
+@op("onnx.Identity")
+def _identity(layer: Layer):
+    """Any value as it is: a tensor, a sequence or an optional."""
+    return lambda x=None: x
 
 
 @op("onnx.IsInf", versions=(10,))
@@ -296,7 +303,14 @@ def _clip(layer: Layer):
     return clip
 
 
-# ---- Gemm (MatMul is one of the _PLAIN operators) ---------------------------------------------
+# ---- MatMul, Gemm ----------------------------------------------------------------------------
+
+
+@op("onnx.MatMul")
+def _matmul(layer: Layer):
+    """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it."""
+    return _same_type_binary(np.matmul)
+
 
 
 @op("onnx.Gemm")
@@ -334,19 +348,46 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _cast_dtype(name) -> np.dtype:
     """The dtype of the element type the ONNX reader wrote in ``to`` (it translates ONNX's enum,
-    and Cast-1's spelled names, to IR names such as ``f32``)."""
+    and Cast-1's spelled names, to loopdbg's names such as ``f32`` or ``float8_e4m3fn``)."""
     dtype = elements.numpy_dtype(name) if elements.is_known(str(name)) and name != "bf16" else None
     if dtype is None:
         raise ValueError(f"Cast to element type {name} is not supported by loopdbg")
     return dtype
 
 
+def _exotic(dtype: np.dtype) -> bool:
+    """Strings and the ml_dtypes types: their casts (rounding, saturation, parsing) are
+    onnx.reference's."""
+    return dtype.kind == "U" or elements.is_ml_dtype(dtype)
+
+
+def _by_reference(layer: Layer, plain: Callable) -> Callable:
+    """``plain(*args)`` for numpy's own types; onnx.reference's kernel, made on first need, when
+    an input is a string or ml_dtypes array."""
+    built: list = []
+
+    def kernel(*args):
+        if not any(_exotic(np.asarray(x).dtype) for x in args):
+            return plain(*args)
+        if not built:
+            from loopdbg.ops.onnx_reference import reference_kernel
+
+            built.append(reference_kernel(layer))
+        return built[0](*args)
+
+    return kernel
+
+
 @op("onnx.Cast")
 def _cast(layer: Layer):
     dtype = _cast_dtype(a(layer, "to"))
-    return lambda x: cast(x, dtype)
+    if _exotic(dtype):
+        from loopdbg.ops.onnx_reference import reference_kernel
+
+        return reference_kernel(layer)
+    return _by_reference(layer, lambda x: cast(x, dtype))
 
 
 @op("onnx.CastLike", versions=(15,))
 def _cast_like(layer: Layer):
-    return lambda x, like: cast(x, np.asarray(like).dtype)
+    return _by_reference(layer, lambda x, like: cast(x, np.asarray(like).dtype))

@@ -1,5 +1,6 @@
 """ONNX reductions (ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1/L2,
-ReduceLogSum(Exp), ReduceSumSquare) and Softmax, LogSoftmax, Hardmax.
+ReduceLogSum(Exp), ReduceSumSquare), Softmax, LogSoftmax, Hardmax, and GlobalLpPool (which
+onnx.reference does not implement).
 
 Reductions took ``axes`` as an attribute until ReduceSum-13 and the others' opset 18, then as an
 optional input with ``noop_with_empty_axes``: no axes means every axis, unless that flag says to
@@ -162,3 +163,21 @@ def _along_axis(fn: Callable) -> Callable:
 
 for _name, _fn in {"Softmax": _softmax, "LogSoftmax": _log_softmax, "Hardmax": _hardmax}.items():
     op(f"onnx.{_name}", versions=(1, 13))(_along_axis(_fn))
+
+
+@op("onnx.GlobalLpPool", versions=(1, 2, 22))
+def _global_lp_pool(layer: Layer):
+    """The p-norm over every spatial axis (all but N and C), kept as 1s."""
+    p = float(a(layer, "p", 2))
+    if p <= 0:
+        raise ValueError(f"p={p} is not positive")
+
+    def pool(x):
+        if x.ndim < 3:
+            raise ValueError(f"input of shape {x.shape} has no spatial axis (N, C, D1, ...)")
+        axes = tuple(range(2, x.ndim))
+        with np.errstate(all="ignore"):
+            out = np.power(np.sum(np.power(np.abs(x), p), axis=axes, keepdims=True), 1 / p)
+        return out.astype(x.dtype, copy=False)
+
+    return pool

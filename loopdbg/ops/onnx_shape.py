@@ -329,14 +329,3 @@ def _arg_max(layer: Layer):
 @op("onnx.ArgMin")
 def _arg_min(layer: Layer):
     return _arg_kernel(np.argmin, layer)
-
-
-@op("onnx.Dropout", outputs=declared_outputs)
-def _dropout(layer: Layer):
-    """Inference: the input unchanged (and an all-true mask when the model asks for it)."""
-    two = declared_outputs(layer) > 1
-
-    def dropout(x, *_):
-        return (x, np.ones(np.shape(x), dtype=bool)) if two else x
-
-    return dropout

@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 
 from loopdbg.errors import LoopdbgError
+from loopdbg.ir.elements import npy_descr
 
 MAGIC = b"\x89LDTRACE\r\n\x1a\n"            # 12 bytes, PNG-style: catches text-mode mangling
 VERSION = (1, 0)                             # (major, minor); a reader refuses another major
@@ -104,7 +105,7 @@ def npy_header(dtype: np.dtype, shape: tuple) -> bytes:
     key = (dtype, shape)
     h = _npy_headers.get(key)
     if h is None:
-        d = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+        d = {"descr": npy_descr(dtype), "fortran_order": False, "shape": shape}
         buf = io.BytesIO()
         try:
             np.lib.format.write_array_header_1_0(buf, d)
@@ -127,6 +128,12 @@ def plain_dtype(dtype: np.dtype) -> bool:
 
 
 def check_array(value, where: str) -> np.ndarray:
+    if value is None or isinstance(value, list):      # ONNX optionals and sequences
+        what = ("an empty optional" if value is None else
+                f"a sequence of {len(value)} tensor{'s' if len(value) != 1 else ''}")
+        raise TraceError(f"{where} is {what}; a trace records tensors only (a sequence a loop "
+                         f"appends to would be stored whole at every iteration), so loopdbg "
+                         f"cannot trace this model: run or debug it without --trace.")
     arr = np.asarray(value)
     if not plain_dtype(arr.dtype):
         raise TraceError(f"{where} has dtype {arr.dtype}, which a trace cannot store without "

@@ -44,9 +44,10 @@ def inputs_sha256(inputs: Mapping) -> str:
     """sha256 over, in sorted-name order: name, NUL, dtype.str, NUL, shape "2,3", NUL, C-order bytes."""
     h = hashlib.sha256()
     for name in sorted(inputs):
-        a = np.ascontiguousarray(np.asarray(inputs[name]))
+        a = np.asarray(inputs[name])
+        a = a if a.flags.c_contiguous else a.copy(order="C")
         h.update(f"{name}\0{a.dtype.str}\0{','.join(map(str, a.shape))}\0".encode())
-        h.update(memoryview(a.reshape(-1)).cast("B"))
+        h.update(a.reshape(-1).view(np.uint8))       # any dtype, bfloat16 and strings too
     return h.hexdigest()
 
 
@@ -116,7 +117,7 @@ def make_header(model=None, inputs: Mapping | None = None, options: Mapping | No
               "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
               "model": model_info(model), "options": opts}
     if inputs is not None:
-        arrays = {k: np.asarray(v) for k, v in inputs.items()}
+        arrays = {k: F.check_array(v, f"input '{k}'") for k, v in inputs.items()}
         header["inputs"] = {"sha256": inputs_sha256(arrays), "source": source,
                             "arrays": [{"name": k, "dtype": str(a.dtype), "shape": list(a.shape)}
                                        for k, a in sorted(arrays.items())]}

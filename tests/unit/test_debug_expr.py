@@ -6,6 +6,7 @@ of corpus models through ``EventLookup``, the lookup the session uses.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -194,7 +195,40 @@ def test_elementwise_functions_keep_the_shape():
 
 def test_every_listed_function_is_tested_above():
     assert set(FUNCTIONS) == {"any", "all", "isnan", "isinf", "isfinite", "abs", "min", "max",
-                              "mean", "sum", "norm", "shape", "size"}
+                              "mean", "sum", "norm", "shape", "size", "len"}
+
+
+# -- ONNX sequences (lists of tensors) and empty optionals (None) ------------------------------
+SEQ = [np.array([1.0, 2.0], np.float32), np.array([[3.0, 4.0, 5.0]], np.float32)]
+
+
+@pytest.mark.parametrize("text, want", [
+    ("len(s)", 2), ("len(empty)", 0), ("len(h)", 3), ("len(s) == 2 and s[0][1] == 2", True),
+    ("s[-1][0, 2]", 5.0), ("s[1].shape", (1, 3)), ("len(s[1:])", 1), ("max(s[0])", 2.0),
+])
+def test_sequences_have_a_length_and_tensors_by_position(text, want):
+    env = Env(s=SEQ, empty=[], h=H)
+    assert ev(text, env) == want
+
+
+@pytest.mark.parametrize("text, message", [
+    ("s.shape", "shape of a sequence of 2 tensors"), ("size(s)", "size() of a sequence"),
+    ("s[0, 1]", "one position or a slice"), ("len(o)", "len() of an empty optional"),
+    ("len(n)", "len() of a scalar"),
+])
+def test_what_a_sequence_or_an_empty_optional_is_not_is_said(text, message):
+    env = Env(s=SEQ, o=None, n=np.array(2))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ev(text, env)
+
+
+def test_changed_compares_sequences_element_by_element():
+    first = Env(s=SEQ)
+    assert not ev("changed(s)", Env(prev=first, s=[x.copy() for x in SEQ]))
+    assert ev("changed(s)", Env(prev=first, s=SEQ + [SEQ[0]]))
+    assert ev("changed(s)", Env(prev=first, s=[SEQ[0], SEQ[1] + 1]))
+    assert ev("changed(o)", Env(prev=Env(o=None), o=np.zeros(1)))
+    assert not ev("changed(o)", Env(prev=Env(o=None), o=None))
 
 
 # -- changed() ------------------------------------------------------------------------------------

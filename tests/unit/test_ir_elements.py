@@ -53,7 +53,7 @@ def test_unknown_type_is_a_clear_value_error(spelling):
     assert not elements.is_known(spelling)
 
 
-@pytest.mark.parametrize("spelling", ["string", "nf4", "f8e4m3"])
+@pytest.mark.parametrize("spelling", ["f8e5m2", "nf4", "f8e4m3"])
 def test_known_but_unsupported_types_say_so(spelling):
     with pytest.raises(ValueError, match="not supported"):
         elements.numpy_dtype(spelling)
@@ -165,3 +165,25 @@ def test_from_numpy_round_trips_the_plain_types():
         assert elements.from_numpy(elements.numpy_dtype(name)) == name
     with pytest.raises(ValueError):
         elements.from_numpy(np.complex64)
+
+
+@pytest.mark.parametrize("name, bits", [("bfloat16", 16), ("float8_e4m3fn", 8),
+                                        ("float8_e4m3fnuz", 8), ("float8_e5m2", 8),
+                                        ("float8_e5m2fnuz", 8), ("int4", 4), ("uint4", 4),
+                                        ("float4_e2m1fn", 4)])
+def test_onnx_types_numpy_lacks_are_ml_dtypes_named_as_their_dtype(name, bits):
+    import ml_dtypes
+
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    assert elements.numpy_dtype(name) == dtype and elements.bit_width(name) == bits
+    assert elements.from_numpy(dtype) == name and elements.dtype_name(dtype) == name
+    assert elements.is_ml_dtype(dtype) and elements.is_numeric(dtype)
+    assert elements.lookup(name).precision == name      # a port's precision names it the same
+
+
+def test_ir_bf16_stays_widened_and_strings_are_unicode_of_any_width():
+    assert elements.numpy_dtype("bf16") == np.float32 and elements.canonical("BF16") == "bf16"
+    assert elements.from_numpy(np.dtype("<U7")) == "string" == elements.dtype_name("<U1")
+    assert not elements.is_numeric(np.dtype("<U3")) and not elements.is_ml_dtype(np.float32)
+    with pytest.raises(ValueError, match="cannot decode"):
+        elements.decode(b"abc", "string", (1,))

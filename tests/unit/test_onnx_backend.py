@@ -11,8 +11,7 @@ import pytest
 
 pytest.importorskip("onnx")
 
-from _onnx_cases import (SEQUENCE, UNSUPPORTED_DTYPE, all_cases, case_ops, run_case,  # noqa: E402
-                         skip_reason)
+from _onnx_cases import all_cases, case_ops, run_case, skip_reason  # noqa: E402
 from loopdbg.ops.registry import supported  # noqa: E402
 from loopdbg.engine import Engine, IterationDone, LoopFinished  # noqa: E402
 from loopdbg.ir.onnx_reader import from_proto  # noqa: E402
@@ -24,16 +23,10 @@ CONTROL_FLOW = [
     "test_range_float_type_positive_delta_expanded",
     "test_range_int32_type_negative_delta_expanded",
     "test_range_float16_type_positive_delta_expanded",
+    "test_range_bfloat16_type_positive_delta_expanded",
+    # Loops carrying a sequence (appending to it), or an optional one; branches giving them.
+    "test_loop13_seq", "test_loop16_seq_none", "test_if_seq", "test_if_opt",
 ]
-
-# Cases loopdbg cannot run by design, each with its reason.
-SKIPPED = {
-    "test_loop13_seq": SEQUENCE,
-    "test_loop16_seq_none": SEQUENCE,
-    "test_if_seq": SEQUENCE,
-    "test_if_opt": SEQUENCE,
-    "test_range_bfloat16_type_positive_delta_expanded": UNSUPPORTED_DTYPE,
-}
 
 
 @pytest.mark.parametrize("name", CONTROL_FLOW)
@@ -43,18 +36,10 @@ def test_control_flow_backend_case_passes(name):
     run_case(case)
 
 
-@pytest.mark.parametrize("name", sorted(SKIPPED))
-def test_control_flow_backend_case_skipped_for_its_reason(name):
-    case = all_cases().get(name)
-    if case is None:
-        pytest.skip(f"{name} is not in this onnx package's backend tests")
-    assert skip_reason(case) == SKIPPED[name]
-    pytest.skip(SKIPPED[name])
-
-
 def test_every_loop_scan_and_if_case_is_run_or_skipped_with_a_reason():
-    """Cases a newer onnx package adds must pass too, unless skip_reason says why they cannot."""
-    named = set(CONTROL_FLOW) | set(SKIPPED)
+    """Cases a newer onnx package adds must pass too, unless loopdbg/ops/onnx_node_tests.txt
+    says why they cannot."""
+    named = set(CONTROL_FLOW)
     for name, case in all_cases().items():
         if re.match(r"test_(loop|scan|if)", name) or re.match(r"test_range_.*_expanded$", name):
             if name not in named and skip_reason(case) is None:

@@ -172,3 +172,13 @@ def test_an_unknown_onnx_operator_names_itself():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(UnsupportedOperation, match="onnx.Einsum2000"):
         Engine(from_proto(model))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_global_lp_pool_is_the_p_norm_over_the_spatial_axes(p):
+    """onnx.reference has no GlobalLpPool (and the backend tests none): loopdbg's own."""
+    x = np.random.default_rng(p).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    y = _run([helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)], {"x": x}, ["y"], 17)["y"]
+    want = (np.abs(x.astype(np.float64)) ** p).sum(axis=(2, 3), keepdims=True) ** (1 / p)
+    assert y.dtype == np.float32 and y.shape == (2, 3, 1, 1)
+    np.testing.assert_allclose(y, want, rtol=1e-5)

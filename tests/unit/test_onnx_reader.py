@@ -125,8 +125,7 @@ def test_cast_targets_are_read_as_element_type_names(opset, to):
     assert out.dtype == np.int32 and out.tolist() == [-2, 0, 3]
 
 
-@pytest.mark.parametrize("to, name", [(TensorProto.STRING, "string"),
-                                      (TensorProto.BFLOAT16, "bf16"), ("TEXT", "TEXT")])
+@pytest.mark.parametrize("to, name", [(TensorProto.COMPLEX64, "complex64"), ("TEXT", "TEXT")])
 def test_a_cast_to_a_type_loopdbg_lacks_is_one_sentence_naming_it(to, name):
     m = om.model([helper.make_node("Cast", ["x"], ["y"], to=to)], [om.vi("x", om.F, [3])],
                  [om.vi("y", om.F, [3])], opset=1 if isinstance(to, str) else 13)

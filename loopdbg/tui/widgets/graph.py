@@ -16,6 +16,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from loopdbg.debug.values import is_sequence, numbers, same_value, type_text
 from loopdbg.tui.panel import Panel, View
 
 STYLES = {
@@ -34,8 +35,18 @@ STYLES = {
 
 
 def short_value(value) -> str:
-    """A box's value line: the value itself when tiny, else shape and range."""
+    """A box's value line: the value itself when tiny, else shape and range (a sequence: its
+    length; an empty optional: ``empty``)."""
+    if value is None:
+        return "empty"
+    if is_sequence(value):
+        return f"seq[{len(value)}]"
     a = np.asarray(value)
+    f = numbers(a)
+    if f is not None and f is not a:                    # bfloat16, float8, int4: widened
+        return f"{short_value(f)} {type_text(a)}"
+    if a.dtype.kind == "U":
+        return f"({','.join(map(str, a.shape))}) string"
     if a.size <= 3 and a.dtype.kind in "biuf":
         text = np.array2string(a.reshape(-1), precision=3, separator=",").strip("[]")
         return ",".join(v.strip() for v in text.split(",")) or "[]"
@@ -203,7 +214,6 @@ def _listing(spec, texts) -> list[str]:
 
 def _same(a, b) -> bool:
     try:
-        a, b = np.asarray(a), np.asarray(b)
-        return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+        return same_value(a, b)
     except Exception:  # noqa: BLE001
         return False

@@ -14,15 +14,31 @@ from textual.widgets import Input, Static
 
 from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.debug.expr import Expression
+from loopdbg.debug.values import is_sequence, numbers, type_text
 from loopdbg.tui.panel import Panel, View
 
 
 def describe(value) -> Text:
+    """A tensor's dtype, shape, statistics and values; a sequence's length, then each tensor;
+    an empty optional as such."""
+    if value is None:
+        return Text("empty optional (no value)\n", style="bold")
+    if is_sequence(value):
+        t = Text(f"sequence of {len(value)} tensor{'s' if len(value) != 1 else ''}\n",
+                 style="bold")
+        for k, item in enumerate(value[:SHOWN]):
+            t.append(f"[{k}] ", style="bold")
+            t.append_text(describe(item))
+        if len(value) > SHOWN:
+            t.append(f"... and {len(value) - SHOWN} more: index them, e.g. seq[{SHOWN}]\n",
+                     style="dim")
+        return t
     a = np.asarray(value)
     t = Text()
-    t.append(f"dtype {a.dtype}  shape {tuple(a.shape)}  size {a.size}\n", style="bold")
-    if a.size and a.dtype.kind in "biuf":
-        f = a.astype(np.float64)
+    t.append(f"dtype {type_text(a)}  shape {tuple(a.shape)}  size {a.size}\n", style="bold")
+    f = numbers(a)
+    if a.size and f is not None:
+        f = f.astype(np.float64)
         nan, inf = int(np.isnan(f).sum()), int(np.isinf(f).sum())
         fin = f[np.isfinite(f)]
         if fin.size:
@@ -32,6 +48,9 @@ def describe(value) -> Text:
     with np.printoptions(precision=5, suppress=True, linewidth=110, threshold=4000, edgeitems=8):
         t.append(np.array2string(a) + "\n")
     return t
+
+
+SHOWN = 16          # the tensors of a sequence the inspector shows
 
 
 class Inspector(Panel, Vertical):

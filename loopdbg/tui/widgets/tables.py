@@ -8,6 +8,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from loopdbg.debug.report import fmt_value
+from loopdbg.debug.values import is_sequence, mean_of, numbers, shape_text, type_text
 from loopdbg.teach.pseudocode import result_source
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.widgets.heatmap import heatmap
@@ -25,19 +26,17 @@ def sparkline(values: list[float], width: int = 24) -> str:
                    for v in values[-width:] if np.isfinite(v))
 
 
-def stats(a) -> tuple[str, str, str]:
-    a = np.asarray(a)
-    if a.size == 0 or a.dtype.kind not in "biuf":
+def stats(value) -> tuple[str, str, str]:
+    """min, max and mean of a numeric tensor; blanks for sequences, optionals and strings."""
+    if value is None or is_sequence(value):
+        return "", "", ""
+    a = numbers(np.asarray(value))
+    if a is None or a.size == 0:
         return "", "", ""
     f = a[np.isfinite(a)] if a.dtype.kind == "f" else a
     if f.size == 0:
         return "nan", "nan", "nan"
     return (f"{float(f.min()):.4g}", f"{float(f.max()):.4g}", f"{float(np.mean(f)):.4g}")
-
-
-def shape_text(a) -> str:
-    s = np.shape(a)
-    return "(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
 
 
 class BackEdgeTable(Panel, DataTable):
@@ -58,12 +57,10 @@ class BackEdgeTable(Panel, DataTable):
         spec = e.spec
         for p, r in spec.back_edge_view:
             value = e.body_out[r]
-            past = [float(np.mean(h.body_out[r])) if np.size(h.body_out[r]) and
-                    np.asarray(h.body_out[r]).dtype.kind in "biuf" else float("nan")
-                    for h in history]
+            past = [mean_of(h.body_out[r]) for h in history]
             lo, hi, mean = stats(value)
             arrow = f"{p} ← {result_source(spec, r)}"
-            self.add_row(arrow, shape_text(value), str(np.asarray(value).dtype), lo, hi, mean,
+            self.add_row(arrow, shape_text(value), type_text(value), lo, hi, mean,
                          sparkline(past), key=p)
 
 

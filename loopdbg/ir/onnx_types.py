@@ -1,0 +1,111 @@
+"""ONNX types as loopdbg reads them: tensor types of values, what a graph input holds (tensor,
+sequence, optional), tensors' values, and Cast's target, for the ONNX reader.
+
+onnx is imported inside the functions that need it, as in the reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from loopdbg.ir import elements
+from loopdbg.ir.model import Port
+from loopdbg.ir.onnx_names import (ONNX_TYPES, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE,
+                                   onnx_type_name)
+
+
+def cast_target(to) -> str:
+    """Cast's ``to`` as an element type name (``f32``), so that the kernel needs no onnx: ONNX's
+    enum (Cast-6 on) or its spelled name (Cast-1: ``"FLOAT"``). A type loopdbg lacks keeps ONNX's
+    name (``string``), for the kernel to refuse by name."""
+    if isinstance(to, str):
+        from onnx import TensorProto
+
+        try:
+            to = TensorProto.DataType.Value(to.upper())
+        except ValueError:
+            return to
+    return onnx_type_name(int(to)) if isinstance(to, (int, np.integer)) else repr(to)
+
+
+def to_array(tensor) -> np.ndarray:
+    """A TensorProto as loopdbg holds values: numpy_helper's array, but strings as numpy unicode
+    (numpy_helper gives Python objects, which loopdbg never holds)."""
+    from onnx import numpy_helper
+
+    value = numpy_helper.to_array(tensor)
+    if value.dtype == object:
+        flat = [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+                for v in value.reshape(-1)]
+        value = np.array(flat, dtype=str).reshape(value.shape)
+    return value
+
+
+@dataclass(frozen=True)
+class TensorType:
+    element_type: str            # IR name, or "dynamic"
+    dims: tuple[int, ...] | None  # None: unknown rank; -1: a symbolic or unknown dim
+
+    @property
+    def shape_text(self) -> str:
+        if self.dims is None:
+            return "..."
+        return ",".join("?" if d < 0 else str(d) for d in self.dims)
+
+    def port(self, index: int, port_id: int, names: tuple[str, ...] = ()) -> Port:
+        precision = None
+        if self.element_type != "dynamic":
+            precision = elements.lookup(self.element_type).precision
+        return Port(port_id, index, precision, tuple(self.dims or ()), names)
+
+
+UNKNOWN = TensorType("dynamic", None)
+
+
+def tensor_type(type_proto) -> TensorType | None:
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return None
+    tt = type_proto.tensor_type
+    et = ONNX_TYPES.get(tt.elem_type, "dynamic")
+    if not tt.HasField("shape"):
+        return TensorType(et, None)
+    dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
+    return TensorType(et, dims)
+
+
+def value_kind(type_proto) -> tuple[str | None, Any]:
+    """What an input holds: (None, the type) for a tensor; ``sequence``, ``optional`` or
+    ``optional sequence`` with the TypeProto of their tensors; ``map`` for what loopdbg lacks."""
+    which = type_proto.WhichOneof("value") if type_proto is not None else None
+    if which == "sequence_type":
+        return SEQUENCE, type_proto.sequence_type.elem_type
+    if which == "optional_type":
+        inner = type_proto.optional_type.elem_type
+        if inner.WhichOneof("value") == "sequence_type":
+            return OPTIONAL_SEQUENCE, inner.sequence_type.elem_type
+        return OPTIONAL, inner
+    if which in ("map_type", "sparse_tensor_type", "opaque_type"):
+        return which.removesuffix("_type").replace("_", " "), None
+    return None, type_proto
+
+
+def collect_types(graph, types: dict[str, TensorType]) -> None:
+    """Types of every named value of ``graph`` and its subgraphs (inputs, outputs, value_info)."""
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        t = tensor_type(vi.type)
+        if t is not None and vi.name and (vi.name not in types or t.dims is not None):
+            types[vi.name] = t
+    for init in graph.initializer:
+        if init.name and init.name not in types:
+            types[init.name] = TensorType(ONNX_TYPES.get(init.data_type, "dynamic"),
+                                          tuple(int(d) for d in init.dims))
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type == a.GRAPH:
+                collect_types(a.g, types)
+            elif a.type == a.GRAPHS:
+                for g in a.graphs:
+                    collect_types(g, types)
