@@ -10,10 +10,12 @@ Keys are listed in BINDINGS (and in the footer and on the help screen, ``?``).
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -21,7 +23,7 @@ from textual.widgets import Footer, Header, RichLog, TabbedContent, TabPane
 
 from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.debug.report import headline
-from loopdbg.debug.session import ERROR, Session, Stop
+from loopdbg.debug.session import Session, Stop
 from loopdbg.errors import LoopdbgError
 from loopdbg.tui.messages import (Busy, DeleteBreakpoint, DeleteWatch, EditBreakpoint, Stopped,
                                   ToggleBreakpoint)
@@ -34,6 +36,7 @@ from loopdbg.tui.widgets.graph import GraphView
 from loopdbg.tui.widgets.inspector import Inspector
 from loopdbg.tui.widgets.state import LoopState
 from loopdbg.tui.widgets.tables import BackEdgeTable, ScanPanel
+from loopdbg.tui.worker import EngineThread
 
 # Every panel, in the order it appears in its area (Panel.AREA); the Log tab comes last.
 PANELS: tuple[type[Panel], ...] = (
@@ -41,10 +44,6 @@ PANELS: tuple[type[Panel], ...] = (
     BackEdgeTable, ScanPanel, Inspector, BreakpointTable, WatchTable,
 )
 
-COMMANDS = {
-    "next": "next", "back": "back", "step": "step", "finish": "finish", "continue": "continue_",
-    "restart": "restart", "first": "first", "last": "last", "reverse": "reverse_continue",
-}
 
 
 class LoopdbgApp(App):
@@ -85,6 +84,7 @@ class LoopdbgApp(App):
         self.last_stop: Stop = session.stop
         self.view = View(session.stop, session)
         self.panels: list[Panel] = []
+        self.engine = EngineThread(session, self._stopped_in_thread)
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -127,18 +127,10 @@ class LoopdbgApp(App):
             return
         self.busy = True
         self.post_message(Busy(True, name))
-        self._work(name)
+        self.engine.start(name)
 
-    @work(thread=True, exclusive=True, group="engine")
-    def _work(self, name: str) -> None:
-        method = getattr(self.session, COMMANDS.get(name, name))
-        try:
-            stop = method()
-        except LoopdbgError as exc:
-            stop = Stop(kind=ERROR, reason=str(exc), event=self.session.current, error=exc)
-        except Exception as exc:  # noqa: BLE001 - a bug must show, not crash the UI
-            stop = Stop(kind=ERROR, reason=f"internal error: {type(exc).__name__}: {exc}",
-                        event=self.session.current)
+    def _stopped_in_thread(self, stop: Stop, name: str) -> None:
+        """Called in the engine thread: hand the stop to the UI (post_message is thread-safe)."""
         self.post_message(Stopped(stop, name))
 
     def action_step_node(self) -> None:
@@ -275,13 +267,39 @@ class LoopdbgApp(App):
         self.session.breakpoints.delete_watch(message.number)
         self.show_again()
 
+    def action_quit(self) -> None:
+        """Quit at once: a running command is cancelled between two iterations (``run_app``
+        waits for it, bounded)."""
+        self.engine.session.request_cancel()
+        self.exit()
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
 
-def run_app(session: Session, title: str = "") -> int:
-    LoopdbgApp(session, title=title).run()
-    return 0
+def run_app(session: Session, title: str = "", *, stop_timeout: float = 0.6) -> bool:
+    """Run the UI until the user quits; then stop the engine thread.
+
+    True when the engine stopped within ``stop_timeout`` s (the session may be closed); False
+    when it is still inside one long kernel call: the caller must then end the process without
+    touching the session again (``end_process``), since that thread still uses it.
+    """
+    app = LoopdbgApp(session, title=title)
+    try:
+        app.run()
+    finally:
+        stopped = app.engine.stop(stop_timeout)
+    return stopped
+
+
+def end_process(code: int = 0) -> None:
+    """End the process now, although a daemon thread is inside a kernel (nothing waits for it)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def model_title(path) -> str:
