@@ -55,18 +55,11 @@ def run(args) -> int:
                           on_nan=args.on_nan, source=source, record=record)
     for text in args.breaks:
         session.breakpoints.add(text)
-    from loopdbg.tui.app import end_process, model_title, run_app
-    stopped = False
+    from loopdbg.tui.app import LoopdbgApp, model_title
     try:
-        stopped = run_app(session, title=model_title(title))
+        LoopdbgApp(session, title=model_title(title)).run()
     finally:
-        if stopped:
-            session.close()
-    if not stopped:             # the engine is inside one long kernel call: do not wait for it
-        if getattr(args, "trace", None):
-            print(f"loopdbg: quit in the middle of an iteration; the trace {args.trace} ends "
-                  f"before it (`loopdbg trace info` reads what it holds)", file=sys.stderr)
-        end_process(0)
+        session.close()
     if getattr(args, "trace", None):
         print(f"trace written to {args.trace}", file=sys.stderr)
     return 0

@@ -6,6 +6,7 @@ every iteration it passes, and stepping commands only decide where a step ends.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -18,12 +19,13 @@ from loopdbg.engine.paths import matches_loop
 class EventLookup(Lookup):
     """Names of one iteration: the reserved ones, then body Parameters, Results and nodes."""
 
-    __slots__ = ("event", "_nodes", "_previous")
+    __slots__ = ("event", "_nodes", "_previous", "_extra")
 
-    def __init__(self, event=None, previous=None):
+    def __init__(self, event=None, previous=None, extra=None):
         self.event = event
         self._nodes = None
         self._previous = previous      # event -> the previous iteration of its loop execution
+        self._extra = extra            # names known besides the iteration's (a loop's outputs)
 
     def bind(self, event) -> "EventLookup":
         self.event = event
@@ -54,7 +56,14 @@ class EventLookup(Lookup):
         try:
             return self._nodes[name]
         except KeyError:
-            raise ExprError(f"'{name}' is not a value of loop '{e.path}'.") from None
+            pass
+        if self._extra is not None and name in self._extra:
+            return self._extra[name]
+        outputs = [o.name for o in e.spec.outputs]
+        if name in outputs:
+            raise ExprError(f"'{name}' is an output of loop '{e.path}': it has a value once the "
+                            f"loop has ended.")
+        raise ExprError(f"'{name}' is not a value of loop '{e.path}'.")
 
 
 @dataclass
@@ -135,6 +144,9 @@ class Breakpoints:
     # -- defining -----------------------------------------------------------------------------
     def add(self, text: str, *, loop: str | None = None, temporary: bool = False,
             ignore: int = 0, enabled: bool = True) -> Breakpoint:
+        """A breakpoint on ``text``; ``loop: text`` (a loop's path or name, a colon, the
+        condition) scopes it to that loop as ``loop=`` does."""
+        loop, text = split_scope(text, loop)
         expr = self.compile(text, loop)
         bp = Breakpoint(self._next, expr, loop, enabled, temporary, ignore,
                         paths=self._paths(expr, loop))
@@ -143,6 +155,7 @@ class Breakpoints:
         return bp
 
     def watch(self, text: str, *, loop: str | None = None) -> Watch:
+        loop, text = split_scope(text, loop)
         w = Watch(self._next_watch, self.compile(text, loop), loop)
         self.watches[w.number] = w
         self._next_watch += 1
@@ -182,6 +195,17 @@ class Breakpoints:
                 raise ExprError(f"'{text}': {', '.join(repr(n) for n in unknown)} is not a name in "
                                 f"{where}; names there: {sample}.")
         return expr
+
+    def shadowed(self, expr: Expression) -> dict[str, list[str]]:
+        """The built-in names ``expr`` reads (``i``, ``cond``, ...) that are also the name of a
+        model value, with the loops that have one: the built-in wins, the value is
+        ``t["name"]``."""
+        out: dict[str, list[str]] = {}
+        for name in sorted(n for n in expr.names if n in RESERVED):
+            loops = [p for p, names in self.known_names.items() if name in names]
+            if loops:
+                out[name] = loops
+        return out
 
     def _paths(self, expr: Expression, loop: str | None) -> frozenset[str] | None:
         """An unscoped condition applies to the loops that have every name it reads: one that
@@ -247,6 +271,24 @@ class Breakpoints:
             except Exception as exc:  # noqa: BLE001 - shown next to the watch
                 out.append((w, None, _error_text(exc)))
         return out
+
+
+_SCOPE = re.compile(r"\s*([A-Za-z_][\w./-]*)\s*:(?!=)\s*(\S.*)$", re.S)
+
+
+def split_scope(text: str, loop: str | None = None) -> tuple[str | None, str]:
+    """``("outer", "i == 2")`` from ``"outer: i == 2"``: a condition scoped to one loop.
+
+    A colon after a leading name cannot start a valid expression (slices are inside brackets),
+    so the form is unambiguous. An explicit ``loop`` and a prefix must agree.
+    """
+    m = _SCOPE.match(text)
+    if m is None:
+        return loop, text
+    prefix, rest = m.group(1), m.group(2).strip()
+    if loop is not None and loop != prefix:
+        raise ExprError(f"'{text}' names loop '{prefix}' but the breakpoint is for loop '{loop}'.")
+    return prefix, rest
 
 
 def _error_text(exc: Exception) -> str:

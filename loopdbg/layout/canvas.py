@@ -5,8 +5,10 @@ copies it and writes the changing part: each box's value line and the highlight 
 current boxes. Style tags, one per cell (None for blank cells):
 
     "box"  "box:changed"  "box:current"     border and label text of a box
+    "box:selected"                           ... of the box the keyboard's cursor is on
     "value"  "value:changed"                 the value line inside a box
-    "role"                                   the role text in a Parameter's / Result's top border
+    "role"                                   the title of a Parameter's / Result's box (its role)
+    "title"                                  the title of an operation's box (its type)
     "edge"  "back"                           data edges, back edges (and their arrowheads)
 
 ``render_text`` gives the same picture as plain text (optionally pure ASCII) for tests, snapshots
@@ -117,11 +119,12 @@ def _draw_box(chars, tags, b: Box) -> None:
             tags[y][x] = "box"
     for k, line in enumerate(b.lines):
         _put(chars, x0 + 2, y0 + 1 + k, line, b.inner_width)
-    if b.role_text:
-        text = f" {b.role_text} "[: b.w - 3]
+    if b.title:
+        text = f" {b.title} "[: b.w - 3]
         _put(chars, x0 + 2, y0, text, len(text))
+        tag = "role" if b.kind in ("parameter", "result") else "title"
         for x in range(x0 + 2, x0 + 2 + len(text)):
-            tags[y0][x] = "role"
+            tags[y0][x] = tag
 
 
 def _put(chars, x: int, y: int, text: str, width: int) -> None:
@@ -133,10 +136,12 @@ def _put(chars, x: int, y: int, text: str, width: int) -> None:
 
 
 def render(layout: Layout, values: Mapping[int, str] | None = None, *,
-           changed: Collection[int] = (), current: int | None = None) -> Canvas:
+           changed: Collection[int] = (), current: int | None = None,
+           selected: int | None = None) -> Canvas:
     """Draw ``layout`` with each box's value line (``values[node_id]``, truncated to fit).
 
-    Boxes in ``changed`` get the ``box:changed`` tag, the ``current`` box ``box:current``.
+    Boxes in ``changed`` get the ``box:changed`` tag, the ``current`` box ``box:current`` and
+    the ``selected`` one (the keyboard's cursor) ``box:selected``.
     """
     chars, tags = _static(layout)
     values = values or {}
@@ -144,9 +149,10 @@ def render(layout: Layout, values: Mapping[int, str] | None = None, *,
     rows = [list(r) for r in chars]
     styles = [list(r) for r in tags]
     for b in layout.boxes:
-        hl = b.id == current or b.id in changed
+        hl = b.id == current or b.id in changed or b.id == selected
         if hl:
-            tag = "box:current" if b.id == current else "box:changed"
+            tag = ("box:current" if b.id == current else "box:selected" if b.id == selected
+                   else "box:changed")
             for y in range(b.y, b.bottom + 1):
                 srow = styles[y]
                 for x in range(b.x, b.right + 1):

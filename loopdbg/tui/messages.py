@@ -49,3 +49,11 @@ class DeleteBreakpoint(_Numbered):
 
 class DeleteWatch(_Numbered):
     """Delete the watch."""
+
+
+class InspectValue(Message):
+    """Show the full value named ``name`` (of the stop's iteration) in the Inspector."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name

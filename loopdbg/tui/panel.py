@@ -65,6 +65,23 @@ class View:
         recent = [n for n in timeline.iterations(e.path, e.outer) if n <= pos][-HISTORY_LIMIT:]
         return [timeline.at(n) for n in recent]
 
+    @cached_property
+    def outputs(self) -> dict[str, Any]:
+        """Values known besides the iteration's: the shown loop's outputs when this stop is its
+        last iteration (or, with no iteration, of every loop that ran none), and the model's
+        outputs at the end of the run."""
+        stop, session = self.stop, self.session
+        out: dict[str, Any] = {}
+        if self.event is None:
+            for end in session.loop_ends.values():
+                if end.iterations == 0:
+                    out.update(end.outputs)
+        elif stop.loop_end is not None:
+            out.update(stop.loop_end.outputs)
+        if stop.finished is not None:
+            out.update(stop.finished.outputs)
+        return out
+
     @property
     def breakpoints(self):
         return self.session.breakpoints

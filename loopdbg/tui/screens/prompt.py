@@ -9,6 +9,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+from loopdbg.tui.plain import plain
+
 
 class Prompt(ModalScreen[str | None]):
     """Ask for one line; ``check(text)`` returns an error message (kept open) or None (accepted)."""
@@ -27,14 +29,14 @@ class Prompt(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
+            yield Label(plain(self.title_text))
             yield Input(value=self.value, placeholder=self.hint, id="prompt-input")
             yield Static("", id="prompt-error")
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
         error = self.check(message.value)
         if error:
-            self.query_one("#prompt-error", Static).update(error)
+            self.query_one("#prompt-error", Static).update(plain(error))
             return
         self.dismiss(message.value)
 

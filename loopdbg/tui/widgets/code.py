@@ -8,6 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from loopdbg.teach.pseudocode import pseudocode
+from loopdbg.text import safe
 from loopdbg.tui.panel import Panel, View
 
 
@@ -30,20 +31,45 @@ class PseudoCode(Static):
 
     def show(self, view: View) -> None:
         stop, e = view.stop, view.event
+        text = Text(no_wrap=True, overflow="ellipsis")
         if e is None:
-            self.update(Text("(no loop has started)", style="dim"))
+            spec, phase = _loop_without_iteration(view)
+            if spec is None:
+                self.update(Text("(no loop has started)", style="dim"))
+                return
+            if phase == "init":
+                text.append(f"(no loop has started; loop {safe(spec.path)} will run:)\n",
+                            style="dim")
+            else:
+                text.append(f"(loop {safe(spec.path)} ran no iteration: straight to its "
+                            f"outputs)\n", style="dim")
+            for line in pseudocode(spec, started=view.session.loop_started.get(spec.path),
+                                   detail=True, by_mode=True):
+                text.append(safe(line.render()) + "\n",
+                            style="reverse bold" if line.phase == phase == "output" else "")
+            self.update(text)
             return
         phase = phase_of(stop)
         node = stop.node.index if stop.node is not None else None
-        text = Text(no_wrap=True, overflow="ellipsis")
         body_line = -1
         for line in pseudocode(e.spec, started=view.started, detail=True, by_mode=True):
             if line.phase == "body":
                 body_line += 1          # detail mode: one body line per plan step, in order
             current = (body_line == node) if node is not None and line.phase == "body" else (
                 line.phase == phase and node is None)
-            text.append(line.render() + "\n", style="reverse bold" if current else "")
+            text.append(safe(line.render()) + "\n", style="reverse bold" if current else "")
         self.update(text)
+
+
+def _loop_without_iteration(view: View):
+    """With no iteration to show: the loop that ran none (its outputs are the point), else the
+    first loop of the model (before the run), else None."""
+    session = view.session
+    for end in session.loop_ends.values():
+        if end.iterations == 0 and end.path in session.engine.loops:
+            return session.engine.loops[end.path], "output"
+    loops = list(session.engine.loops.values())
+    return (loops[0], "init") if loops else (None, "")
 
 
 class CodePanel(Panel, VerticalScroll):

@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Static
 from loopdbg.debug.report import fmt_value
 from loopdbg.teach.pseudocode import result_source
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import plain
 from loopdbg.tui.widgets.heatmap import heatmap
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -63,8 +64,8 @@ class BackEdgeTable(Panel, DataTable):
                     for h in history]
             lo, hi, mean = stats(value)
             arrow = f"{p} ← {result_source(spec, r)}"
-            self.add_row(arrow, shape_text(value), str(np.asarray(value).dtype), lo, hi, mean,
-                         sparkline(past), key=p)
+            self.add_row(plain(arrow), shape_text(value), str(np.asarray(value).dtype), lo, hi,
+                         mean, sparkline(past), key=p)
 
 
 class ScanTable(DataTable):
@@ -83,8 +84,8 @@ class ScanTable(DataTable):
             so_far = e.partial(o.name)
             direction = " (reversed)" if o.stride < 0 else ""
             how = f"new axis {o.axis} (stacked)" if e.spec.onnx else f"{o.axis}"
-            self.add_row(o.name, f"{how}{direction}", shape_text(so_far),
-                         fmt_value(e.scan_slices[o.name], width=50), key=o.name)
+            self.add_row(plain(o.name), f"{how}{direction}", shape_text(so_far),
+                         plain(fmt_value(e.scan_slices[o.name], width=50)), key=o.name)
 
 
 class ScanPanel(Panel, Horizontal):
