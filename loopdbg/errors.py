@@ -2,6 +2,8 @@
 
 Every error a user can cause (a bad file, a bad input, a kernel that fails inside a loop) is a
 ``LoopdbgError``; the command line prints its message and exits non-zero instead of a traceback.
+Messages may quote names from files as they are: the command line escapes the whole sentence once,
+where it prints it (``loopdbg.text.safe``), so it stays one line and obeys no control character.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import numpy as np
 
 from loopdbg.check.checker import CheckReport, Divergence, KIND_SHORT
 from loopdbg.check.compare import errors, fmt_err, fmt_shape
+from loopdbg.text import safe
 
 SIDE_BY_SIDE = 8          # values shown around the largest error
 
@@ -40,7 +41,7 @@ def format_report(r: CheckReport) -> str:
     if r.notes:
         lines += ["", "notes:"] + [f"  {n}" for n in r.notes]
     lines += ["", "verdict: " + verdict(r)]
-    return "\n".join(lines)
+    return "\n".join(map(safe, lines))      # names from the model escaped, each line one line
 
 
 def verdict(r: CheckReport) -> str:
@@ -209,6 +210,7 @@ def _findings(r: CheckReport) -> list[str]:
 
 
 def table(header, rows, indent: int = 2) -> list[str]:
+    rows = [tuple(safe(x) for x in row) for row in rows]     # widths of the text shown
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     pad = " " * indent
     out = []

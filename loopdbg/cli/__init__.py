@@ -15,7 +15,7 @@ import sys
 
 from loopdbg import __version__
 
-COMMANDS = ("open", "run", "inputs", "trace", "explain", "graph", "check")
+COMMANDS = ("open", "run", "inputs", "trace", "explain", "graph", "plot", "check")
 DESCRIPTION = "Watch the Loop and TensorIterator operations of a model run, step by step."
 EPILOG = """examples:
   loopdbg demos/for_loop/model.xml              open the debugger on a model (inputs.npz beside it)
@@ -38,9 +38,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (``loopdbg: ...``) like every other error."""
 
     def error(self, message: str):
+        from loopdbg.text import safe
+
         command = self.prog.removeprefix("loopdbg").strip()
         where = f"{command}: " if command else ""
-        self.exit(2, f"loopdbg: {where}{message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"loopdbg: {where}{safe(message)} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,11 +81,12 @@ def _opens_a_model(argv: list[str]) -> bool:
 
 def _call(args) -> int:
     from loopdbg.errors import LoopdbgError
+    from loopdbg.text import safe
 
     try:
         return int(args.handler(args) or 0)
-    except LoopdbgError as exc:
-        print(f"loopdbg: {exc}", file=sys.stderr)
+    except LoopdbgError as exc:       # one line, whatever names from a file the message holds
+        print(f"loopdbg: {safe(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("loopdbg: interrupted.", file=sys.stderr)

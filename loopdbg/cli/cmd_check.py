@@ -7,7 +7,6 @@ Exit status: 0 when everything agrees, 1 on a divergence, 2 when the check could
 from __future__ import annotations
 
 import argparse
-import sys
 
 from loopdbg.cli import common
 
@@ -75,7 +74,7 @@ def run(args) -> int:
     require_openvino()                  # before anything slow: say how to install it
     from loopdbg.check import check, format_report
 
-    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    say = common.err
     if args.all_nodes and not args.per_iteration:
         say("--all-nodes has no effect without --per-iteration")
     if args.trace and not args.inputs:
@@ -92,5 +91,5 @@ def run(args) -> int:
                    trace=args.trace, source=source,
                    max_memory=args.max_memory or common.default_memory_budget(),
                    max_iterations=args.max_iterations, timeout=args.timeout)
-    print(format_report(report))
+    common.out(format_report(report))
     return report.exit_code

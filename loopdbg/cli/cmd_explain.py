@@ -30,13 +30,14 @@ def run(args) -> int:
     from loopdbg.ir.load import read_model
     from loopdbg.teach.explain import explain
     from loopdbg.teach.explain_text import format_text, to_json_ready
+    from loopdbg.text import safe_lines
 
     engine = Engine(read_model(args.model))
     inputs = load_npz(args.inputs) if args.inputs else None
     facts = explain(engine, inputs, loop=args.loop)
-    if args.format == "json":
+    if args.format == "json":        # json escapes every control character itself
         json.dump(to_json_ready(facts), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_text(facts))
+        sys.stdout.write(safe_lines(format_text(facts)))
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+from loopdbg.cli import common
 
 FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot"}
 
@@ -29,6 +29,7 @@ def run(args) -> int:
 
     from loopdbg.engine import Engine
     from loopdbg.errors import LoopdbgError
+    from loopdbg.files import Output
     from loopdbg.ir.load import read_model
     from loopdbg.layout.export import graph_to_dot
 
@@ -37,14 +38,13 @@ def run(args) -> int:
     if fmt is None:
         raise LoopdbgError(f"{out}: say which format to write with the file name: .svg, .png "
                            f"or .dot.")
-    engine = Engine(read_model(args.model))
+    model = read_model(args.model)
+    output = Output(args.output, common.model_reads(model), what="the drawing")
+    engine = Engine(model)
     spec = choose_loop(engine, args.loop)
     source = graph_to_dot(spec, consts="fold" if args.fold_consts else "show")
-    if fmt == "dot":
-        _write(out, source.encode())
-    else:
-        _write(out, render(source, fmt))
-    print(f"{spec.kind} '{spec.path}' drawn in {out}", file=sys.stderr)
+    output.write_bytes(source.encode() if fmt == "dot" else render(source, fmt))
+    common.err(f"{spec.kind} '{common.safe(spec.path)}' drawn in {common.safe(output.path)}")
     return 0
 
 
@@ -96,11 +96,3 @@ def render(source: str, fmt: str) -> bytes:
         raise LoopdbgError(f"Graphviz's 'dot' failed: {msg[0] if msg else proc.returncode}.")
     return proc.stdout
 
-
-def _write(path, data: bytes) -> None:
-    from loopdbg.errors import LoopdbgError
-
-    try:
-        path.write_bytes(data)
-    except OSError as exc:
-        raise LoopdbgError(f"{path}: cannot write it: {exc.strerror or exc}.") from None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from loopdbg.cli import common
 
 
@@ -13,7 +11,7 @@ def add_parser(sub) -> None:
                                    "seeded random data, to edit or to run with.")
     common.add_model_args(p, inputs=False)
     p.add_argument("-o", "--output", required=True, metavar="INPUTS.npz")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=common.seed, default=0, help="random seed (default 0)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="the shape of an input with dynamic dimensions (repeatable)")
     p.set_defaults(handler=run)
@@ -34,16 +32,16 @@ def parse_shapes(items) -> dict:
 
 
 def run(args) -> int:
-    import numpy as np
-
     from loopdbg.engine.inputs import input_specs, random_inputs
+    from loopdbg.files import Output
     from loopdbg.ir.load import read_model
 
     model = read_model(args.model)
+    output = Output(args.output, common.model_reads(model), npz=True, what="the inputs template")
     arrays = random_inputs(model, seed=args.seed, shapes=parse_shapes(args.shape))
-    np.savez(args.output, **arrays)
+    output.write_npz(arrays)
     for spec in input_specs(model):
         a = arrays[spec.name]
-        print(f"  {spec.name}: {a.dtype} {tuple(a.shape)}")
-    print(f"wrote {args.output}", file=sys.stderr)
+        common.out(f"  {common.safe(spec.name)}: {a.dtype} {tuple(a.shape)}")
+    common.err(f"wrote {common.safe(output.path)}{common.safe(output.note)}")
     return 0

@@ -61,5 +61,5 @@ def run(args) -> int:
     finally:
         session.close()
     if getattr(args, "trace", None):
-        print(f"trace written to {args.trace}", file=sys.stderr)
+        common.err(f"trace written to {common.safe(args.trace)}")
     return 0

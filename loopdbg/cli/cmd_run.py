@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import signal
-import sys
 import threading
 
 from loopdbg.cli import common
+from loopdbg.text import safe
 
 
 def add_parser(sub) -> None:
@@ -50,14 +50,18 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    import numpy as np
-
     from loopdbg.engine import Engine
     from loopdbg.cli.progress import Progress
+    from loopdbg.files import Output, distinct_outputs
 
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    say = (lambda text: None) if args.quiet else common.err
     model, inputs, source = common.load_model_and_inputs(args, say=say)
     args.model_file = model.path
+    reads = common.model_reads(model, getattr(args, "inputs_file", None))
+    output = None
+    if args.output is not None:      # checked before the run, written after it
+        output = Output(args.output, reads, npz=True, what="the outputs (-o)")
+        distinct_outputs(("-o", output.path), ("--trace", args.trace))
     engine = Engine(model)
     budget = args.max_memory or common.default_memory_budget()
     if args.breaks or args.watch or args.on_nan:
@@ -71,7 +75,7 @@ def _run(args) -> int:
         from loopdbg.trace.record import recording
         options = {"trace_all": args.trace_all, "max_iterations": args.max_iterations}
         recorder = events = recording(events, args.trace, model=model, inputs=inputs,
-                                      options=options, source=source)
+                                      options=options, source=source, reads=reads)
     progress = Progress(enabled=not args.quiet)
     final = None
     try:
@@ -85,23 +89,23 @@ def _run(args) -> int:
         progress.close()
         if recorder is not None:
             recorder.close("interrupted", "interrupted (Ctrl+C)")
-            say(f"trace closed: {args.trace} holds what was computed")
+            say(f"trace closed: {common.safe(args.trace)} holds what was computed")
         state = progress.state()
         if state and not args.quiet:
-            print(state)
-        print(f"loopdbg: interrupted; {progress.summary()}.", file=sys.stderr)
+            common.out(state)
+        common.err(f"loopdbg: interrupted; {progress.summary()}.")
         return 130
     finally:
         progress.close()
         if recorder is not None:
             recorder.close()
     if recorder is not None:
-        say(f"trace written to {args.trace}")
+        say(f"trace written to {common.safe(args.trace)}")
     if not args.quiet:
-        print(report(final))
-    if args.output:
-        np.savez(args.output, **final.outputs)
-        say(f"outputs saved to {args.output}")
+        common.out(report(final))
+    if output is not None:
+        output.write_npz(final.outputs)
+        say(f"outputs saved to {common.safe(output.path)}{common.safe(output.note)}")
     return 0
 
 
@@ -138,23 +142,25 @@ def report(final) -> str:
     for path, runs in per_path.items():
         if len(runs) == 1:
             r = runs[0]
-            lines.append(f"  {path}: {r.iterations} iteration{'s' if r.iterations != 1 else ''}, "
-                         f"stopped because {r.reason_text}")
+            plural = "s" if r.iterations != 1 else ""
+            lines.append(f"  {safe(path)}: {r.iterations} iteration{plural}, "
+                         f"stopped because {safe(r.reason_text)}")
         else:
             total = sum(r.iterations for r in runs)
-            reasons = sorted({r.reason_text for r in runs})
-            lines.append(f"  {path}: ran {len(runs)} times, {total} iterations in all, "
+            reasons = sorted({safe(r.reason_text) for r in runs})
+            lines.append(f"  {safe(path)}: ran {len(runs)} times, {total} iterations in all, "
                          f"stopped because {' / '.join(reasons)}")
     if final.notices:
         lines.append("notices:")
-        lines.extend(f"  {n.message}" for n in final.notices)
+        lines.extend(f"  {safe(n.message)}" for n in final.notices)
     from loopdbg.debug.report import fmt_value
 
     lines.append("outputs:")
-    width = max((len(n) for n in final.outputs), default=0)
+    names = {name: safe(name) for name in final.outputs}
+    width = max((len(n) for n in names.values()), default=0)
     for name, value in final.outputs.items():
-        lines.append(f"  {name:<{width}}  {fmt_value(value)}")
-    return "\n".join(lines)
+        lines.append(f"  {names[name]:<{width}}  {fmt_value(value)}")
+    return "\n".join(map(safe, lines))      # each line one line, whatever a name holds
 
 
 def run_to_stop(args, engine, inputs, source, budget) -> int:
@@ -174,11 +180,11 @@ def run_to_stop(args, engine, inputs, source, budget) -> int:
         raise stop.error
     if stop.kind == END:
         if args.breaks or args.on_nan:
-            print("no breakpoint was hit; the run finished." if args.breaks else
-                  "no NaN or Inf appeared; the run finished.")
-        print(report(stop.finished))
+            common.out("no breakpoint was hit; the run finished." if args.breaks else
+                       "no NaN or Inf appeared; the run finished.")
+        common.out(report(stop.finished))
         if stop.watches:
-            print(format_watches(stop))
+            common.out(format_watches(stop))
         return 0
-    print(format_stop(stop, session))
+    common.out(format_stop(stop, session))
     return 0

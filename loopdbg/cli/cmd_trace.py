@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
+from typing import Mapping
 
+from loopdbg.cli import common
+from loopdbg.text import safe
 
 
 def add_parser(sub) -> None:
@@ -63,39 +66,49 @@ def run_info(args) -> int:
     from loopdbg.trace import TraceReader
 
     with TraceReader(args.file) as t:
-        print(info_text(t))
+        common.out(info_text(t))
         if args.check:
             problems = t.verify()
             if problems:
-                print("check: " + "\n       ".join(problems))
+                common.out("check: " + "\n       ".join(safe(p) for p in problems))
                 return 1
-            print("check: every frame's checksum holds")
+            common.out("check: every frame's checksum holds and every array is valid")
     return 0
 
 
+def _dict(value) -> Mapping:
+    """A part of a trace header that should be a JSON object (anything else reads as empty)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def info_text(t) -> str:
-    h = t.header
-    lines = [f"trace:   {t.path}  ({_size(t.size)}, {_state(t)})",
+    """What ``trace info`` prints; every name and header field from the file is escaped."""
+    from loopdbg.trace import TraceError
+
+    h = _dict(t.header)
+    lines = [f"trace:   {safe(t.path)}  ({_size(t.size)}, {_state(t)})",
              f"format:  version {t.version[0]}.{t.version[1]}, recorded by loopdbg "
-             f"{h.get('loopdbg', '?')} on {h.get('created', '?')}"]
-    m = h.get("model") or {}
+             f"{safe(h.get('loopdbg', '?'))} on {safe(h.get('created', '?'))}"]
+    m = _dict(h.get("model"))
     if m:
-        lines.append(f"model:   {m.get('path')}")
+        lines.append(f"model:   {safe(m.get('path'))}")
         if m.get("xml_sha256"):
             kind = "xml" if m.get("format") in (None, "ir", "xml") else m.get("format")
-            lines.append(f"         sha256 {m['xml_sha256']} (.{kind})")
+            lines.append(f"         sha256 {safe(m['xml_sha256'])} (.{safe(kind)})")
         if m.get("bin_sha256"):
-            lines.append(f"         sha256 {m['bin_sha256']} (.bin)")
-    inputs = h.get("inputs")
+            lines.append(f"         sha256 {safe(m['bin_sha256'])} (.bin)")
+    inputs = _dict(h.get("inputs"))
     if inputs:
-        arrays = ", ".join(f"{a['name']} {a['dtype']} {_shape(a['shape'])}"
-                           for a in inputs.get("arrays", []))
-        lines.append(f"inputs:  sha256 {inputs.get('sha256')}" +
-                     (f" from {inputs['source']}" if inputs.get("source") else ""))
+        given = inputs.get("arrays")
+        arrays = ", ".join(f"{safe(a.get('name'))} {safe(a.get('dtype'))} {_shape(a.get('shape'))}"
+                           for a in (given if isinstance(given, list) else []) if _dict(a))
+        lines.append(f"inputs:  sha256 {safe(inputs.get('sha256'))}" +
+                     (f" from {safe(inputs['source'])}" if inputs.get("source") else ""))
         if arrays:
             lines.append(f"         {arrays}")
-    opts = {k: v for k, v in (h.get("options") or {}).items() if v not in (None, False)}
-    lines.append("options: " + (", ".join(f"{k}={v}" for k, v in opts.items()) or "none"))
+    opts = {k: v for k, v in _dict(h.get("options")).items() if v not in (None, False)}
+    lines.append("options: " + (", ".join(f"{safe(k)}={safe(v)}" for k, v in opts.items())
+                                or "none"))
     loops = t.loops()
     lines.append("loops:" if loops else "loops:   none recorded")
     per_path: dict[str, list] = {}
@@ -105,32 +118,41 @@ def info_text(t) -> str:
         if len(runs) == 1:
             r = runs[0]
             n = r.iterations if r.iterations is not None else r.recorded
-            text = f"  {path}: {n} iteration{'s' if n != 1 else ''}, "
-            text += (f"stopped because {r.reason_text}" if r.reason else _unfinished(t))
+            text = f"  {safe(path)}: {n} iteration{'s' if n != 1 else ''}, "
+            text += (f"stopped because {safe(r.reason_text)}" if r.reason else _unfinished(t))
             if r.iterations is not None and r.recorded != r.iterations:
                 text += f" ({r.recorded} recorded)"
             if r.error:
-                text += f": {r.error}"
+                text += f": {safe(r.error)}"
         else:
             total = sum(r.recorded for r in runs)
-            reasons = sorted({r.reason_text if r.reason else _unfinished(t) for r in runs})
-            text = (f"  {path}: ran {len(runs)} times, {total} iterations in all, stopped "
+            reasons = sorted({safe(r.reason_text) if r.reason else _unfinished(t) for r in runs})
+            text = (f"  {safe(path)}: ran {len(runs)} times, {total} iterations in all, stopped "
                     f"because {' / '.join(reasons)}")
         lines.append(text)
+    unreadable = []                 # frames that cannot be shown: said, not a traceback
     notices = t.index.notices
     if len(notices):
         lines.append(f"notices: {len(notices)}")
-        for n in t.notices()[:10]:
-            lines.append(f"  {n.get('message')}")
-    outs = t.outputs()
+        try:
+            for n in t.notices()[:10]:
+                lines.append(f"  {safe(_dict(n).get('message'))}")
+        except TraceError as exc:
+            unreadable.append(str(exc))
+    try:
+        outs = t.outputs()
+    except TraceError as exc:
+        outs = None
+        unreadable.append(str(exc))
     if outs is not None:
         lines.append("outputs:")
-        width = max((len(k) for k in outs), default=0)
-        lines.extend(f"  {k:<{width}}  {describe_array(v)}" for k, v in outs.items())
+        names = {k: safe(k) for k in outs}
+        width = max((len(k) for k in names.values()), default=0)
+        lines.extend(f"  {names[k]:<{width}}  {describe_array(v)}" for k, v in outs.items())
     lines.append(f"frames:  {t.index.frames}, {t.index.iterations_recorded} iterations")
-    for p in t.problems:
-        lines.append(f"problem: {p}")
-    return "\n".join(lines)
+    for p in [*t.problems, *unreadable]:
+        lines.append(f"problem: {safe(p)}")
+    return "\n".join(map(safe, lines))      # each line one line, whatever a name holds
 
 
 def _unfinished(t) -> str:
@@ -151,11 +173,13 @@ def _state(t) -> str:
     if status == "interrupted":
         return "complete file, run interrupted (Ctrl+C)"
     if status == "error":
-        return f"complete file, run failed: {end.get('error')}"
+        return f"complete file, run failed: {safe(end.get('error'))}"
     return "complete file, recording stopped before the run ended"
 
 
 def _shape(shape) -> str:
+    if not isinstance(shape, list):
+        return safe(shape)
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
@@ -203,25 +227,29 @@ def run_show(args) -> int:
                                  f"'{args.tensor}'; it has: {', '.join(tensors)}.")
             with np.printoptions(threshold=sys.maxsize, linewidth=120):
                 for name in names:          # body_x may be both a back edge and a node
-                    print(f"{name}: {describe_array(tensors[name])}")
-                    print(np.array2string(np.asarray(tensors[name]), separator=", "))
+                    common.out(f"{safe(name)}: {describe_array(tensors[name])}")
+                    common.out(np.array2string(np.asarray(tensors[name]), separator=", "))
             return 0
-        where = f"loop '{path}'" + (f" (outer iterations {args.outer})" if outer else "")
+        where = f"loop '{safe(path)}'" + (f" (outer iterations {safe(args.outer)})" if outer
+                                          else "")
         trip = "none" if f.trip_count is None else f.trip_count
-        print(f"{where}, iteration {f.iteration}: trip count {trip}, condition "
-              f"{str(f.cond).lower()}, " + ("continues" if f.continues else "last iteration"))
+        common.out(f"{where}, iteration {f.iteration}: trip count {trip}, condition "
+                   f"{str(f.cond).lower()}, " + ("continues" if f.continues else "last iteration"))
         tensors = f.tensors()
-        width = max((len(k) for k in tensors), default=0)
+        names = {k: safe(k) for k in tensors}
+        width = max((len(k) for k in names.values()), default=0)
         for name, value in tensors.items():
-            print(f"  {name:<{width}}  {describe_array(value)}")
+            common.out(f"  {names[name]:<{width}}  {describe_array(value)}")
     return 0
 
 
 def run_export(args) -> int:
+    from loopdbg.files import Output
     from loopdbg.trace.export import export
 
-    n = export(args.file, args.output, loops=args.loop, compress=args.compress)
-    print(f"{n} arrays written to {args.output}", file=sys.stderr)
+    out = Output(args.output, [("the trace", args.file)], npz=True, what="the export")
+    n = export(args.file, out, loops=args.loop, compress=args.compress)
+    common.err(f"{n} arrays written to {safe(out.path)}{safe(out.note)}")
     return 0
 
 
@@ -230,12 +258,12 @@ def run_diff(args) -> int:
 
     result = diff(args.a, args.b, rtol=args.rtol, atol=args.atol)
     for note in result.notes:
-        print(f"note: {note}")
+        common.out(f"note: {safe(note)}")
     if result.identical:
         tol = f" within rtol={args.rtol:g}, atol={args.atol:g}" if (args.rtol or args.atol) else ""
-        print(f"identical{tol} ({result.compared} frames compared)")
+        common.out(f"identical{tol} ({result.compared} frames compared)")
         return 0
-    print(result.divergence.text())
+    common.out(result.divergence.text())
     return 1
 
 

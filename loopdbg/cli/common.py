@@ -1,9 +1,40 @@
-"""Pieces shared by the sub-commands: opening a model with its inputs, number formatting."""
+"""Pieces shared by the sub-commands: opening a model with its inputs, the files a command reads
+(which its outputs must not overwrite), and printing.
+
+Everything a command prints goes through ``out`` / ``err``: control characters that came from a
+file (a name, a path, a trace header) are shown escaped, never sent to the terminal (see
+``loopdbg.text``). Reports put a file's names in with ``safe(name)``, so that a newline in a name
+cannot forge a line of the report either.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from loopdbg.text import safe, safe_lines
+
+def out(text: str = "") -> None:
+    """Print to stdout, every control character from a file escaped (newlines kept)."""
+    print(safe_lines(text))
+
+
+def err(text: str) -> None:
+    """Print to stderr, every control character from a file escaped (newlines kept)."""
+    print(safe_lines(text), file=sys.stderr)
+
+
+def model_reads(model, inputs_file=None) -> list[tuple[str, str | None]]:
+    """The files a command on ``model`` reads, as ``loopdbg.files`` wants them: its outputs must
+    never be one of these."""
+    path = getattr(model, "path", None) if not isinstance(model, (str, Path)) else str(model)
+    reads = [("the model", path),
+             ("the model's weights (.bin)", getattr(model, "weights_path", None))]
+    if path and str(path).lower().endswith(".xml"):
+        reads.append(("the model's weights (.bin)", str(Path(path).with_suffix(".bin"))))
+    if inputs_file:
+        reads.append(("the inputs file", str(inputs_file)))
+    return reads
 
 
 def add_model_args(p, inputs: bool = True) -> None:
@@ -11,7 +42,7 @@ def add_model_args(p, inputs: bool = True) -> None:
     if inputs:
         p.add_argument("inputs", nargs="?", help="inputs.npz (default: inputs.npz beside the model, "
                                                  "else seeded random data)")
-        p.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+        p.add_argument("--seed", type=seed, default=0, help="seed for random inputs (default 0)")
 
 
 def add_limit_args(p) -> None:
@@ -20,6 +51,17 @@ def add_limit_args(p) -> None:
     p.add_argument("--max-memory", type=memory_size, metavar="SIZE",
                    help="budget for concatenated outputs, e.g. 512M or 4G "
                         "(default: a quarter of the machine's memory)")
+
+
+def seed(text: str) -> int:
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value < 2**128:
+        raise argparse.ArgumentTypeError("must be a whole number from 0 to 2**128 - 1")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -64,14 +106,17 @@ def load_model_and_inputs(args, *, say=None):
 
     np.seterr(all="ignore")      # overflow and log(0) are values to look at, not warnings to print
     model = read_model(args.model)
-    say = say or (lambda text: print(text, file=sys.stderr))
+    say = say or err
     source = getattr(args, "inputs", None)
+    limit = getattr(args, "max_memory", None)          # inputs count against the budget too
     if source:
-        return model, load_npz(source), source
+        args.inputs_file = source
+        return model, load_npz(source, limit), source
     beside = Path(model.path or args.model).with_name("inputs.npz")
     if beside.exists():
-        say(f"inputs: {beside}")
-        return model, load_npz(beside), str(beside)
+        say(f"inputs: {safe(beside)}")
+        args.inputs_file = str(beside)
+        return model, load_npz(beside, limit), str(beside)
     say(f"inputs: none given and no inputs.npz beside the model; using random data "
         f"(seed {getattr(args, 'seed', 0)})")
     return model, random_inputs(model, seed=getattr(args, "seed", 0)), "random inputs"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from loopdbg.text import safe
+
 
 class Progress:
     """Counts iterations per loop from the event stream and redraws one stderr line now and then."""
@@ -36,7 +38,7 @@ class Progress:
     def _draw(self, now: float) -> None:
         rate = self.count / max(now - self.start, 1e-9)
         path, i = self.current
-        self.stream.write(f"\r  loop {path}: iteration {i}  ({self.count} iterations, "
+        self.stream.write(f"\r  loop {safe(path)}: iteration {i}  ({self.count} iterations, "
                           f"{rate:,.0f}/s)  Ctrl+C stops\x1b[K")
         self.stream.flush()
         self.drawn = True
@@ -45,7 +47,7 @@ class Progress:
         if self.current is None:
             return "no iteration had finished"
         path, i = self.current
-        return f"the last finished iteration was {i} of loop '{path}' ({self.count} in all)"
+        return f"the last finished iteration was {i} of loop '{safe(path)}' ({self.count} in all)"
 
     def state(self) -> str | None:
         """The values the last finished iteration passes on (its back edges), one per line."""
@@ -53,10 +55,10 @@ class Progress:
             return None
         from loopdbg.debug.report import fmt_value
 
-        values = self.last.back_edges
+        values = {safe(name): v for name, v in self.last.back_edges.items()}
         width = max(len(name) for name in values)
         return "\n".join([f"state after iteration {self.last.iteration} of loop "
-                          f"'{self.last.path}':"] +
+                          f"'{safe(self.last.path)}':"] +
                          [f"  {name:<{width}}  {fmt_value(v)}" for name, v in values.items()])
 
     def close(self) -> None:

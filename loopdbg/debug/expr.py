@@ -16,6 +16,11 @@ closures; nothing is ever handed to ``eval``. What it may use:
 execution (false at its first iteration, or when that iteration has left the history), which makes
 "break when x changes" one word. It keeps no state: the answer depends only on the iteration, so it
 is the same when the iteration is reached again by stepping back, by replay, or after a restart.
+
+Limits, so that no expression can hang loopdbg or exhaust its memory: at most ``MAX_LENGTH``
+characters and ``MAX_DEPTH`` levels of nesting (refused when parsed); a power of integers whose
+result would pass ``MAX_DIGITS`` decimal digits, and a string or list repeated past ``MAX_ITEMS``
+items, are refused when evaluated.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ from typing import Any, Callable
 import numpy as np
 
 from loopdbg.errors import LoopdbgError
+
+MAX_LENGTH = 2000          # characters of an expression
+MAX_DEPTH = 64             # nesting of its syntax tree (a + b + c nests one level per term)
+MAX_DIGITS = 1000          # decimal digits of an integer power
+MAX_ITEMS = 1_000_000      # items of a repeated string, list or tuple
 
 RESERVED = ("i", "iteration", "cond", "trip_count", "loop", "t", "True", "False", "true", "false")
 
@@ -62,9 +72,32 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 # Methods written the numpy way (``isnan(h).any()``) mean the function of the same name.
 METHODS = ("any", "all", "sum", "mean", "min", "max")
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _power(a, b):
+    """``a ** b``, refused when an integer result would be too big to compute or print."""
+    if _is_int(a) and _is_int(b) and abs(int(a)) > 1 and int(b) > 0:
+        digits = int(b) * np.log10(abs(int(a)))
+        if digits > MAX_DIGITS:
+            raise ExprError(f"{a} ** {b} would have about {digits:,.0f} digits (at most "
+                             f"{MAX_DIGITS:,} are allowed).")
+    return operator.pow(a, b)
+
+
+def _times(a, b):
+    """``a * b``, refused when it repeats a string, list or tuple past MAX_ITEMS items."""
+    for seq, n in ((a, b), (b, a)):
+        if isinstance(seq, (str, list, tuple)) and _is_int(n) and len(seq) * int(n) > MAX_ITEMS:
+            raise ExprError(f"repeating a {type(seq).__name__} of {len(seq):,} items {int(n):,} "
+                             f"times is past the limit of {MAX_ITEMS:,} items.")
+    return operator.mul(a, b)
+
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _times,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: operator.pow, ast.MatMult: operator.matmul}
+           ast.Pow: _power, ast.MatMult: operator.matmul}
 _CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
            ast.Gt: operator.gt, ast.GtE: operator.ge}
 _UNOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: lambda x: not _truth(x),
@@ -104,13 +137,25 @@ class Expression:
         self.text = text.strip()
         if not self.text:
             raise ExprError("the expression is empty.")
+        if len(self.text) > MAX_LENGTH:
+            raise ExprError(f"the expression is {len(self.text):,} characters long; loopdbg "
+                            f"expressions may have at most {MAX_LENGTH:,}.")
         try:
             tree = ast.parse(self.text, mode="eval")
         except SyntaxError as exc:
             where = f" at column {exc.offset}" if exc.offset else ""
-            raise ExprError(f"'{self.text}' is not a valid expression{where}: {exc.msg}.") from None
+            raise ExprError(f"'{self.short}' is not a valid expression{where}: {exc.msg}.") from None
+        except (RecursionError, MemoryError):
+            raise self._too_deep() from None
+        if _depth(tree.body) > MAX_DEPTH:
+            raise self._too_deep()
         self.names: set[str] = set()
         self._fn = self._compile(tree.body)
+
+    @property
+    def short(self) -> str:
+        """The text as messages quote it: cut after 60 characters."""
+        return self.text if len(self.text) <= 60 else self.text[:57] + "..."
 
     def evaluate(self, lookup: Lookup) -> Any:
         return self._fn(lookup)
@@ -121,11 +166,15 @@ class Expression:
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"
 
+    def _too_deep(self) -> ExprError:
+        return ExprError(f"the expression nests more than {MAX_DEPTH} levels deep (a + b + c "
+                         f"counts one level per term); write it in smaller pieces.")
+
     # -- compiling ----------------------------------------------------------------------------
     def _refuse(self, node: ast.AST, what: str) -> ExprError:
         col = getattr(node, "col_offset", None)
         where = f" (column {col + 1})" if col is not None else ""
-        return ExprError(f"'{self.text}': {what}{where} is not allowed in loopdbg expressions.")
+        return ExprError(f"'{self.short}': {what}{where} is not allowed in loopdbg expressions.")
 
     def _compile(self, node: ast.AST) -> Callable:
         method = getattr(self, f"_c_{type(node).__name__}", None)
@@ -204,7 +253,7 @@ class Expression:
         fn = FUNCTIONS.get(name)
         if fn is None:
             known = ", ".join(sorted(list(FUNCTIONS) + ["changed"]))
-            raise ExprError(f"'{self.text}': the function '{name}' is not allowed; the functions "
+            raise ExprError(f"'{self.short}': the function '{name}' is not allowed; the functions "
                             f"are {known}.")
         if not args:
             raise self._refuse(node, f"{name}() without an argument")
@@ -280,6 +329,18 @@ class Expression:
     def _c_IfExp(self, node):
         test, body, orelse = (self._compile(n) for n in (node.test, node.body, node.orelse))
         return lambda env: body(env) if _truth(test(env)) else orelse(env)
+
+
+def _depth(root: ast.AST) -> int:
+    """The nesting depth of a syntax tree, walked without recursion."""
+    deepest, todo = 0, [(root, 1)]
+    while todo:
+        node, d = todo.pop()
+        deepest = max(deepest, d)
+        if deepest > MAX_DEPTH:
+            break
+        todo.extend((child, d + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _index(x):

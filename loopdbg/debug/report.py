@@ -15,6 +15,7 @@ import numpy as np
 
 from loopdbg.debug.stop import END, ERROR, START, Stop
 from loopdbg.engine.events import STOP_TEXT
+from loopdbg.text import safe
 
 
 def fmt_value(value: Any, *, width: int = 60) -> str:
@@ -59,6 +60,11 @@ def ends_because(event) -> str:
 
 
 def headline(stop: Stop) -> str:
+    """The first line of a stop report (names from the model escaped: see ``loopdbg.text``)."""
+    return safe(_headline(stop))
+
+
+def _headline(stop: Stop) -> str:
     e = stop.event
     if stop.kind == START:
         return f"ready: {stop.reason}"
@@ -80,18 +86,18 @@ def format_stop(stop: Stop, session=None) -> str:
     e = stop.event
     if stop.node is not None:
         n = stop.node
-        lines.append(f"  node:          {n.layer.describe()}")
+        lines.append(f"  node:          {safe(n.layer.describe())}")
         for j in range(len(n.layer.outputs) or 1):
             key = n.layer.name if j == 0 else f"{n.layer.name}:{j}"
             if key in n.values:
                 lines.append(f"  value:         {fmt_value(n.values[key])}")
-        return "\n".join(lines)
+        return "\n".join(map(safe, lines))
     if e is not None:
         spec = e.spec
         trip = "no limit" if e.trip_count is None else str(e.trip_count)
         kind = spec.kind
         outer = f", outer iterations {list(e.outer)}" if e.outer else ""
-        lines.append(f"  loop:          {e.path} ({kind}, trip count {trip}{outer})")
+        lines.append(f"  loop:          {safe(e.path)} ({kind}, trip count {trip}{outer})")
         if kind == "Loop":
             nxt = (f"iteration {e.iteration + 1} runs next" if e.continues
                    else "the loop ends")
@@ -100,7 +106,7 @@ def format_stop(stop: Stop, session=None) -> str:
             lines.append("  next:          the loop ends (every slice used)")
         if stop.loop_end is not None:
             lines.append(f"  loop ended:    {stop.loop_end.iterations} iterations; "
-                         f"{stop.loop_end.reason_text}")
+                         f"{safe(stop.loop_end.reason_text)}")
         _section(lines, "back edges", [(f"{p} <- {spec.result_names[r]}", e.body_out[r])
                                        for p, r in spec.back_edge_view])
         parts = []
@@ -119,17 +125,18 @@ def format_stop(stop: Stop, session=None) -> str:
         _section(lines, "outputs", list(stop.finished.outputs.items()))
     if session is not None and session.notices:
         lines.append("  notices:")
-        lines.extend(f"    {n.message}" for n in session.notices)
-    return "\n".join(lines)
+        lines.extend(f"    {safe(n.message)}" for n in session.notices)
+    return "\n".join(map(safe, lines))      # each line one line, whatever a name holds
 
 
 def _section(lines: list[str], title: str, rows, raw_errors: bool = False) -> None:
     if not rows:
         return
     lines.append(f"  {title}:")
+    rows = [(safe(k), v) for k, v in rows]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
-        text = value if (raw_errors and isinstance(value, str)) else fmt_value(value)
+        text = safe(value) if (raw_errors and isinstance(value, str)) else fmt_value(value)
         lines.append(f"    {key:<{width}}  {text}")
 
 
@@ -139,4 +146,4 @@ def format_watches(stop: Stop) -> str:
     _section(lines, "watches (at the last iteration)",
              [(f"{w.number}: {w.text}", err if err else value) for w, value, err in stop.watches],
              raw_errors=True)
-    return "\n".join(line[2:] for line in lines)
+    return "\n".join(safe(line[2:]) for line in lines)

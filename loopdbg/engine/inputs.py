@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -10,6 +9,7 @@ from typing import Mapping
 import numpy as np
 
 from loopdbg.errors import InputError
+from loopdbg.ir.files import read_npz
 from loopdbg.ir.model import Model
 
 
@@ -68,23 +68,10 @@ def output_names(model: Model) -> list[str]:
     return names
 
 
-def load_npz(path: str | Path) -> dict[str, np.ndarray]:
-    """Read an .npz of named arrays without ever unpickling anything."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file.")
-    if not zipfile.is_zipfile(path):
-        raise InputError(f"{path} is not an .npz file (numpy's zip of arrays).")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except ValueError as exc:
-        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
-            raise InputError(f"{path} holds pickled Python objects, which loopdbg refuses to load; "
-                             f"save plain numeric arrays with numpy.savez.") from None
-        raise InputError(f"{path} could not be read as an .npz of arrays: {exc}.") from None
-    except (OSError, zipfile.BadZipFile, EOFError, MemoryError) as exc:
-        raise InputError(f"{path} could not be read as an .npz of arrays: {exc}.") from None
+def load_npz(path: str | Path, limit: int | None = None) -> dict[str, np.ndarray]:
+    """Read an .npz of named arrays without ever unpickling anything, within a byte budget
+    (default a quarter of physical memory): see ``loopdbg.ir.files.read_npz``."""
+    return read_npz(path, InputError, limit)
 
 
 def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "inputs"
@@ -146,6 +133,9 @@ def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, .
         else:
             shape = tuple(1 if d < 0 else d for d in spec.shape)
         dtype = spec.dtype or np.dtype(np.float32)
+        if len(shape) > 64:
+            raise InputError(f"{where}input '{spec.name}' has rank {len(shape)}, more than the 64 "
+                             f"dimensions numpy supports.")
         count = int(np.prod(shape, dtype=object))
         if count > RANDOM_LIMIT:      # a hostile or mistaken shape must not exhaust memory
             raise InputError(f"{where}input '{spec.name}' has shape {shape}, {count} elements: "

@@ -26,6 +26,7 @@ from loopdbg.engine.paths import loop_path
 from loopdbg.engine.plan import GraphPlan
 from loopdbg.errors import ModelError
 from loopdbg.ir.model import Layer, Model
+from loopdbg.ops.registry import check_supported
 
 
 class Engine:
@@ -36,6 +37,7 @@ class Engine:
         self.file = model.path or model.graph.name or "model"
         self.loops: dict[str, LoopSpec] = {}          # by loop path, in the order they were found
         self.ifs: dict[int, IfSpec] = {}
+        check_supported(model.graph, self.file)       # every missing op in one sentence
         self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
         self.output_names = output_names(model)
 

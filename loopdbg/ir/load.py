@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from loopdbg.errors import ModelError
+from loopdbg.ir.files import kind_of
 from loopdbg.ir.model import Model
 
 
@@ -18,6 +20,10 @@ def read_model(path: str | Path) -> Model:
         if xml.exists():
             return read_model(xml)
         raise ModelError(f"{path} is a folder without a model.xml.")
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):          # a FIFO or /dev/zero would hang or feed without end
+        raise ModelError(f"{path} is {kind_of(mode)}, not a regular file; loopdbg reads only "
+                         f"regular files.")
     suffix = path.suffix.lower()
     if suffix == ".onnx":
         from loopdbg.ir.onnx_reader import read_onnx

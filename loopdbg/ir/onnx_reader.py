@@ -155,10 +155,21 @@ def read_onnx(path: str | Path) -> Model:
     onnx = _import_onnx()
     path = Path(path)
     try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read it: {exc.strerror or exc}.") from None
+    if size == 0:
+        raise ModelError(f"{path} is empty (0 bytes), not an ONNX model.")
+    try:
         proto = onnx.load(str(path))
     except Exception as exc:  # DecodeError, missing external data, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model: {text}.") from None
+    # protobuf reads many byte strings as a message of unknown fields: an ONNX model has an IR
+    # version and a graph with at least one output
+    if proto.ir_version <= 0 or not proto.HasField("graph") or not proto.graph.output:
+        raise ModelError(f"{path} is not an ONNX model (it has no IR version, or no graph with "
+                         f"outputs).")
     return from_proto(proto, str(path))
 
 

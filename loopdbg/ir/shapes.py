@@ -6,6 +6,8 @@ inputs) and the readers share one definition without the engine depending on a f
 
 from __future__ import annotations
 
+MAX_RANK = 64              # numpy's limit on the number of dimensions of an array
+
 
 def parse_shape(text: str) -> tuple[int, ...] | None:
     """Parse a Parameter/Const ``shape`` string; ``None`` means dynamic rank.
@@ -19,7 +21,10 @@ def parse_shape(text: str) -> tuple[int, ...] | None:
         return ()
     if text == "...":
         return None
-    return tuple(parse_dim(part) for part in text.split(","))
+    parts = text.split(",")
+    if len(parts) > MAX_RANK:
+        raise ValueError(f"rank {len(parts)} is more than the {MAX_RANK} dimensions numpy supports")
+    return tuple(parse_dim(part) for part in parts)
 
 
 def parse_dim(text: str) -> int:

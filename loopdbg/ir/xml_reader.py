@@ -12,6 +12,7 @@ touches the network, and any DOCTYPE is refused outright.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +20,9 @@ from typing import Callable, Iterator
 
 from loopdbg.errors import ModelError
 from loopdbg.ir import elements
-from loopdbg.ir.model import (CANONICAL_TYPES, BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
+from loopdbg.ir.files import map_regular, read_regular
+from loopdbg.ir.model import (CANONICAL_TYPES, BackEdge, Edge, Graph, InputMapping, Layer, Model,
+                              OutputMapping,
                               Port, SubGraph)
 from loopdbg.ir.shapes import parse_dim, parse_shape
 
@@ -68,26 +71,24 @@ def read_ir(xml_path: str | Path, bin_path: str | Path | None = None) -> Model:
 
 
 class _Weights:
-    """The .bin file, read on first use and shared by the top graph and every nested body."""
+    """The .bin file, mapped (not read) on first use and shared by the top graph and every body."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._data: bytes | None = None
+        self._data: memoryview | None = None
 
     @property
     def exists(self) -> bool:
-        return self._data is not None or self.path.is_file()
+        return self._data is not None or os.path.lexists(self.path)
 
-    def get(self, who: str, file: str) -> bytes:
+    def get(self, who: str, file: str) -> memoryview:
         if self._data is None:
-            if not self.path.is_file():
+            if not os.path.lexists(self.path):
                 raise ModelError(f"{file}: {who} needs weights but {self.path} does not exist.")
             try:
-                with open(self.path, "rb") as fh:
-                    self._data = fh.read()
-            except OSError as err:
-                raise ModelError(f"{file}: {who} needs weights but {self.path} cannot be read "
-                                 f"({err.strerror}).") from None
+                self._data = map_regular(self.path, ModelError)
+            except ModelError as err:
+                raise ModelError(f"{file}: {who} needs weights, but {err}") from None
         return self._data
 
 
@@ -131,16 +132,11 @@ def _label(layer_id: object, name: str, type_: str) -> str:
 # XML parsing
 
 
+XML_LIMIT = 1 << 30        # an IR .xml past 1 GiB is not a model loopdbg can show
+
+
 def _read_bytes(xml_path: Path) -> bytes:
-    try:
-        with open(xml_path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise ModelError(f"{xml_path} does not exist.") from None
-    except IsADirectoryError:
-        raise ModelError(f"{xml_path} is a directory, not an IR .xml file.") from None
-    except OSError as err:
-        raise ModelError(f"{xml_path} cannot be read ({err.strerror}).") from None
+    raw = read_regular(xml_path, ModelError, "the model", XML_LIMIT)
     if not raw.strip():
         raise ModelError(f"{xml_path} is empty.")
     return raw
@@ -458,7 +454,7 @@ def _read_const(el, layer: Layer, ctx: _Context) -> Layer:
 def _const_bytes(layer: Layer, offset: int, size: int, expected: int, ctx: _Context
                  ) -> memoryview | bytes:
     fail = ctx.failer(layer.describe())
-    if size == 0 and expected == 0:
+    if expected == 0:          # no elements: OpenVINO's own writer gives such a Const size="1"
         return b""
     data = ctx.weights.get(layer.describe() + ctx.scope, ctx.file)
     if offset + size > len(data):

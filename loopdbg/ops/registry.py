@@ -207,6 +207,38 @@ def default_version(type_: str) -> str | None:
     return f"opset{_DEFAULTS.get(type_, max(versions))}"
 
 
+ENGINE_TYPES = ("Parameter", "Constant", "Result", "Loop", "TensorIterator", "If")
+DOCS = "docs/ops.md"
+
+
+def check_supported(graph, file: str) -> None:
+    """UnsupportedOperation naming every (type, version) of ``graph`` (bodies too) that loopdbg
+    cannot run, in one sentence, before any plan is built: a converted model often lacks several,
+    and a user should learn them all at once, not one per attempt."""
+    missing: dict[tuple[str, str], list[str]] = {}
+    todo = [(graph, "")]
+    while todo:
+        g, path = todo.pop()
+        for layer in g.layers.values():
+            for sub in layer.subgraphs:
+                todo.append((sub.graph, f"{path}/{layer.name}" if path else layer.name))
+            if layer.type in ENGINE_TYPES or lookup(layer.type, layer.version) is not None:
+                continue
+            where = f" in the body of loop '{path}'" if path else ""
+            missing.setdefault((layer.type, layer.version), []).append(layer.describe() + where)
+    if not missing:
+        return
+    parts = []
+    for (type_, version), places in sorted(missing.items()):
+        reason = _refusal(type_, version)
+        count = f"{len(places)} layers" if len(places) > 1 else places[0]
+        parts.append(f"{type_} {version} ({count}" + (f": {reason})" if reason else ")"))
+    shown = parts[:12] + ([f"and {len(parts) - 12} more"] if len(parts) > 12 else [])
+    what = "an operation" if len(parts) == 1 else f"{len(parts)} operations"
+    raise UnsupportedOperation(f"{file} uses {what} loopdbg cannot run: {', '.join(shown)}; "
+                               f"{DOCS} lists what loopdbg runs.")
+
+
 def _refusal(type_: str, version: str) -> str | None:
     try:
         n = opset_number(version)

@@ -7,13 +7,14 @@ from typing import Any
 import numpy as np
 
 from loopdbg.teach.explain import RUN_BUDGET
+from loopdbg.text import safe
 
 
 def format_text(facts: dict) -> str:
     """``explain``'s facts as the text ``loopdbg explain`` prints."""
     out: list[str] = []
     if not facts["loops"]:
-        return f"{facts['model']}: no Loop or TensorIterator.\n"
+        return f"{safe(facts['model'])}: no Loop or TensorIterator.\n"
     for k, loop in enumerate(facts["loops"]):
         if k:
             out.append("")
@@ -21,7 +22,7 @@ def format_text(facts: dict) -> str:
     if "run_error" in facts:
         out.append("")
         out.append(f"note: the run on the given inputs failed: {facts['run_error']}")
-    return "\n".join(out) + "\n"
+    return "\n".join(map(safe, out)) + "\n"     # names from the model escaped, one line each
 
 
 def _loop_text(loop: dict, inputs_given: bool) -> list[str]:

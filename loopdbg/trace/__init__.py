@@ -68,6 +68,12 @@ Frame kinds and their meta (JSON, UTF-8, unless said otherwise):
                    execution r are iter_offsets[ex_first[r]:][:ex_count[r]], iteration k at k);
                    notices (offsets)
 
+While a recording runs, the writer holds an exclusive lock (``flock``) on the file: a second
+recorder of the same path is refused before it can empty it. Readers take no lock. Every array a
+reader decodes, and every array ``export`` copies, is checked first (``format.npy_layout``): .npy
+format 1.0 or 2.0, a header parsed as a literal, a plain dtype (never an object or structured
+one), C order, sizes that fill its bytes exactly; ``TraceReader.verify`` checks every frame so.
+
 A reader reads the locator first, then the footer: any (loop, outer, iteration) is one dict
 lookup and one read. A file without a valid locator and footer (crash, kill -9, full disk) is
 scanned from the start: every complete frame whose crc holds is kept, damaged ones are skipped

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from loopdbg.text import safe
 from loopdbg.trace import format as F
 from loopdbg.trace.reader import Record, TraceReader
 
@@ -34,9 +35,10 @@ class Divergence:
     others: list = field(default_factory=list)  # other tensors differing in the same frame
 
     def text(self) -> str:
-        s = f"first divergence: {self.where}: {self.what}"
+        """The report, the names from the traces escaped (see ``loopdbg.text``)."""
+        s = f"first divergence: {safe(self.where)}: {safe(self.what)}"
         if self.others:
-            more = ", ".join(self.others[:5]) + (", ..." if len(self.others) > 5 else "")
+            more = ", ".join(map(safe, self.others[:5])) + (", ..." if len(self.others) > 5 else "")
             s += f"\n  also different in this frame: {more}"
         return s
 

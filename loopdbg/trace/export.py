@@ -18,12 +18,13 @@ is written one array at a time, so memory stays flat for any trace size.
 from __future__ import annotations
 
 import json
-import os
 import struct
 import zipfile
 
+from loopdbg.files import Output
 from loopdbg.trace import format as F
 from loopdbg.trace.reader import TraceReader
+from loopdbg.trace.records import iteration_fields
 
 _BARE = (F.BACK_EDGES, F.SCAN_SLICES, F.SLICED_INPUTS)
 
@@ -32,13 +33,18 @@ def loop_key(path: str, outer: tuple) -> str:
     return f"{path}[{','.join(map(str, outer))}]" if outer else path
 
 
-def export(trace: str, out: str, *, loops: list[str] | None = None, compress: bool = False,
+def export(trace: str, out, *, loops: list[str] | None = None, compress: bool = False,
            outputs: bool = True) -> int:
-    """Write ``out`` (.npz); return the number of arrays written."""
+    """Write ``out`` (a path, or a ``loopdbg.files.Output``: never the trace itself, only a
+    regular file, through a temporary file); return the number of arrays written.
+
+    Every array is checked (``format.npy_layout``: no object dtype, sizes that match its frame)
+    before its bytes are copied; a trace holding anything else is refused, nothing written."""
+    if not isinstance(out, Output):
+        out = Output(out, [("the trace", trace)], npz=True, what="the export")
     wanted = set(loops) if loops else None
-    count = 0
-    tmp = f"{out}.partial"
     mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    count = 0
     with TraceReader(trace) as reader:
         if wanted is not None:
             missing = wanted - set(reader.paths())
@@ -46,32 +52,47 @@ def export(trace: str, out: str, *, loops: list[str] | None = None, compress: bo
                 known = ", ".join(f"'{p}'" for p in reader.paths()) or "none"
                 raise F.TraceError(f"{trace}: no loop {', '.join(map(repr, sorted(missing)))} in "
                                    f"this trace; its loops: {known}.")
-        try:
-            with zipfile.ZipFile(tmp, "w", compression=mode, allowZip64=True) as zf:
+
+        def fill(f):
+            nonlocal count
+            keys = set()
+            with zipfile.ZipFile(f, "w", compression=mode, allowZip64=True) as zf:
                 for key, data, (a, b) in _arrays(reader, wanted, outputs):
                     info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+                    if info.filename != key + ".npy" or key in keys:
+                        raise F.TraceError(f"{reader.path}: the array '{key}' cannot be exported "
+                                           f"under its own name (" + ("another array has it"
+                                           if key in keys else "a zip member name cannot hold "
+                                           "it") + "); nothing was written.")
+                    keys.add(key)
                     info.compress_type = mode
                     info.file_size = b - a
-                    with zf.open(info, "w", force_zip64=b - a > 1 << 30) as f:
-                        f.write(memoryview(data)[a:b])      # the trace's own .npy bytes
+                    with zf.open(info, "w", force_zip64=b - a > 1 << 30) as member:
+                        member.write(memoryview(data)[a:b])    # the trace's own, checked bytes
                     count += 1
-            os.replace(tmp, out)
-        except OSError as exc:
-            raise F.TraceError(f"cannot write {out}: {exc.strerror or exc}.") from None
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+
+        out.write(fill)
     return count
 
 
 def _arrays(reader: TraceReader, wanted, outputs: bool):
     """(key, frame bytes, (start, end) of the .npy) of every array to export, in file order."""
-    for _, kind, data in reader.raw():
+    for off, kind, data in reader.raw():
         if kind not in (F.ITERATION, F.LOOP_FINISH, F.INPUTS, F.RUN_FINISH):
             continue
-        meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size, raw=True)
+        try:
+            meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size, raw=True)
+            if kind == F.ITERATION:
+                path, outer, iteration = iteration_fields(meta)[:3]
+            elif kind == F.LOOP_FINISH:
+                m = json.loads(meta)
+                path, outer = m["path"], tuple(int(k) for k in m["outer"])
+                if not isinstance(path, str):
+                    raise TypeError("its loop path is not text")
+        except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
+            raise F.TraceError(f"{reader.path}: the {F.KIND_NAMES.get(kind)} frame at byte {off} "
+                               f"cannot be exported: {exc}; nothing was written.") from None
         if kind == F.ITERATION:
-            path, outer, iteration = _iteration_key(meta)
             if wanted is not None and path not in wanted:
                 continue
             base = f"{loop_key(path, outer)}/{iteration}"
@@ -81,22 +102,17 @@ def _arrays(reader: TraceReader, wanted, outputs: bool):
                     seen.add(name)
                     yield f"{base}/{name}", data, span
                 else:
-                    yield f"{base}/{F.GROUP_NAMES[group]}/{name}", data, span
+                    yield f"{base}/{_group(group)}/{name}", data, span
         elif kind == F.LOOP_FINISH:
-            m = json.loads(meta)
-            if wanted is not None and m["path"] not in wanted:
+            if wanted is not None and path not in wanted:
                 continue
             for _, name, span in arrays:
-                yield f"{loop_key(m['path'], tuple(m['outer']))}/outputs/{name}", data, span
+                yield f"{loop_key(path, outer)}/outputs/{name}", data, span
         elif outputs and wanted is None:
             prefix = "inputs" if kind == F.INPUTS else "outputs"
             for _, name, span in arrays:
                 yield f"{prefix}/{name}", data, span
 
 
-def _iteration_key(meta: bytes) -> tuple[str, tuple, int]:
-    it, _, _, _, n_outer, plen = F.ITER_META.unpack_from(meta, 0)
-    pos = F.ITER_META.size
-    outer = struct.unpack_from(f"<{n_outer}q", meta, pos)
-    pos += 8 * n_outer
-    return meta[pos:pos + plen].decode(), outer, it
+def _group(group: int) -> str:
+    return F.GROUP_NAMES[group] if group < len(F.GROUP_NAMES) else f"group{group}"

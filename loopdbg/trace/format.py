@@ -51,6 +51,18 @@ class TraceError(LoopdbgError):
     """A trace file is missing, not a trace, damaged, or does not hold what was asked for."""
 
 
+def recorded_sources(header) -> list[tuple[str, str]]:
+    """The files a header says the recording reads: [(what, path)] of the model (.xml or .onnx),
+    its .bin and the inputs file (a recording must never write over one of them)."""
+    header = header if isinstance(header, dict) else {}
+    model = header.get("model") if isinstance(header.get("model"), dict) else {}
+    inputs = header.get("inputs") if isinstance(header.get("inputs"), dict) else {}
+    found = [("the model", model.get("path")),
+             ("the model's weights (.bin)", model.get("bin_path")),
+             ("the inputs file", inputs.get("source"))]
+    return [(what, p) for what, p in found if isinstance(p, str) and p]
+
+
 def preamble() -> bytes:
     return PREAMBLE.pack(MAGIC, *VERSION)
 
@@ -105,47 +117,79 @@ def npy_header(dtype: np.dtype, shape: tuple) -> bytes:
     return h
 
 
+PLAIN_KINDS = "biufcmMSUV"        # numbers, bool, dates, bytes, text, raw bytes: no Python objects
+
+
+def plain_dtype(dtype: np.dtype) -> bool:
+    """Can arrays of ``dtype`` be stored and read back without pickle (and without surprises)?"""
+    return (not dtype.hasobject and dtype.kind in PLAIN_KINDS and dtype.names is None
+            and dtype.subdtype is None)
+
+
 def check_array(value, where: str) -> np.ndarray:
     arr = np.asarray(value)
-    if arr.dtype.hasobject or arr.dtype.kind not in "biufcmMSUV" or arr.dtype.names is not None:
+    if not plain_dtype(arr.dtype):
         raise TraceError(f"{where} has dtype {arr.dtype}, which a trace cannot store without "
                          f"pickling; loopdbg never pickles.")
     return arr
 
 
-def parse_npy(buf, start: int, end: int) -> np.ndarray:
-    """The array stored as .npy bytes in ``buf[start:end]`` (a read-only view when aligned)."""
+def npy_layout(buf, start: int, end: int) -> tuple[np.dtype, tuple, int]:
+    """(dtype, shape, offset of the data) of the .npy bytes ``buf[start:end]``, checked before
+    anything uses them: numpy's format 1.0 or 2.0, a header numpy parses as a literal (never
+    unpickling anything), a plain dtype (``plain_dtype``: no object arrays), C order, sizes
+    >= 0, and data that fills exactly the rest of the span. ValueError saying what is wrong."""
     mv = memoryview(buf)
-    if bytes(mv[start:start + 6]) != b"\x93NUMPY":
+    if end - start < 10 or bytes(mv[start:start + 6]) != b"\x93NUMPY":
         raise ValueError("not .npy data")
-    major = mv[start + 6]
-    if major == 1:
+    version = (mv[start + 6], mv[start + 7])
+    if version == (1, 0):
         hlen = struct.unpack_from("<H", buf, start + 8)[0]
         hstart = start + 10
-    else:
+    elif version == (2, 0) and end - start >= 12:
         hlen = struct.unpack_from("<I", buf, start + 8)[0]
         hstart = start + 12
+    else:
+        raise ValueError(f".npy format version {version[0]}.{version[1]} is not one a trace "
+                         f"holds")
+    if hstart + hlen > end:
+        raise ValueError("the .npy header runs past the end of the array")
     key = bytes(mv[start:hstart + hlen])
     parsed = _npy_parsed.get(key)
     if parsed is None:
         f = io.BytesIO(key)
-        version = np.lib.format.read_magic(f)
+        np.lib.format.read_magic(f)
         shape, fortran, dtype = (np.lib.format.read_array_header_1_0(f) if version == (1, 0)
                                  else np.lib.format.read_array_header_2_0(f))
-        if dtype.hasobject:
-            raise ValueError("object arrays are refused (they would need pickle)")
-        parsed = (dtype, shape, fortran)
+        if not plain_dtype(dtype):
+            raise ValueError(f"the .npy header declares dtype {dtype}, which is not a plain "
+                             f"array (object arrays would need pickle); loopdbg refuses it")
+        if fortran:
+            raise ValueError("the .npy array is in Fortran order; a trace holds C-order arrays")
+        if any(n < 0 for n in shape):
+            raise ValueError(f"the .npy header declares shape {shape}")
+        parsed = (dtype, shape)
         if len(_npy_parsed) < 4096:
             _npy_parsed[key] = parsed
-    dtype, shape, fortran = parsed
+    dtype, shape = parsed
     data = hstart + hlen
     count = 1
     for n in shape:
         count *= n
     if data + count * dtype.itemsize != end:
-        raise ValueError("the .npy data has the wrong length")
-    arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data)
-    arr = arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)
+        raise ValueError(f"the .npy data has the wrong length ({end - data} bytes for "
+                         f"{dtype} {shape})")
+    return dtype, shape, data
+
+
+def parse_npy(buf, start: int, end: int) -> np.ndarray:
+    """The array stored as .npy bytes in ``buf[start:end]`` (a read-only view when aligned),
+    checked by ``npy_layout`` first."""
+    dtype, shape, data = npy_layout(buf, start, end)
+    count = 1
+    for n in shape:
+        count *= n
+    arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data).reshape(shape)
     if not arr.flags.aligned:
         arr = arr.copy()
     return arr
@@ -153,23 +197,38 @@ def parse_npy(buf, start: int, end: int) -> np.ndarray:
 
 def parse_body(buf, start: int, end: int, raw: bool = False) -> tuple[bytes, list]:
     """A frame body: (meta bytes, [(group, name, array), ...]); with ``raw``, each array is
-    given as the (start, end) of its .npy bytes in ``buf`` instead."""
+    given as the (start, end) of its .npy bytes in ``buf`` instead. Every array is checked
+    (``npy_layout``) either way; ValueError (or UnicodeDecodeError, struct.error) when the body
+    is not what the format says."""
     mv = memoryview(buf)
     (mlen,) = META_LEN.unpack_from(buf, start)
     pos = start + 4
+    if pos + mlen + COUNT.size > end:
+        raise ValueError("the frame's meta runs past its end")
     meta = bytes(mv[pos:pos + mlen])
     pos += mlen
     (n,) = COUNT.unpack_from(buf, pos)
     pos += 4
     arrays = []
     for _ in range(n):
+        if pos + ENTRY.size > end:
+            raise ValueError("the frame holds fewer arrays than it says")
         group, nlen, alen = ENTRY.unpack_from(buf, pos)
         pos += ENTRY.size
+        if pos + nlen > end:
+            raise ValueError("an array's name runs past the end of its frame")
         name = bytes(mv[pos:pos + nlen]).decode()
         pos += nlen
         if pos + alen > end:
             raise ValueError("an array runs past the end of its frame")
-        arrays.append((group, name, (pos, pos + alen) if raw else parse_npy(buf, pos, pos + alen)))
+        try:
+            if raw:
+                npy_layout(buf, pos, pos + alen)     # checked even when only copied (export)
+                arrays.append((group, name, (pos, pos + alen)))
+            else:
+                arrays.append((group, name, parse_npy(buf, pos, pos + alen)))
+        except ValueError as exc:
+            raise ValueError(f"array '{name}': {exc}") from None
         pos += alen
     if pos != end:
         raise ValueError("the frame has bytes after its last array")

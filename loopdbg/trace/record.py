@@ -71,6 +71,42 @@ def model_info(model) -> dict:
     return info
 
 
+def open_recorded_model(reader, trace_path=None):
+    """The Model a trace was recorded from, read again for a replay, after checking that it is
+    the same: the sha256 of its .xml (or .onnx) and of its .bin must be those the header gives,
+    and the inputs stored in the trace must hash to the header's inputs sha256. Anything else is
+    refused with one sentence (a replay of other files would show a run that never happened)."""
+    from loopdbg.ir.load import read_model
+
+    where = str(trace_path if trace_path is not None else reader.path)
+    header = reader.header if isinstance(reader.header, Mapping) else {}
+    info = header.get("model") if isinstance(header.get("model"), Mapping) else {}
+    path = info.get("path")
+    if not isinstance(path, str) or not path or not Path(path).exists():
+        raise F.TraceError(f"{where}: the model it was recorded from ({path or 'unknown'}) is not "
+                           f"there, so it cannot be replayed; `loopdbg trace show` still reads the "
+                           f"recorded values.")
+    changed = "changed since the trace was recorded (its sha256 differs), so the replay would " \
+              "not show the recorded run"
+    want = info.get("xml_sha256")
+    if want and file_sha256(path) != want:
+        raise F.TraceError(f"{where}: {path} {changed}.")
+    want = info.get("bin_sha256")
+    if want:                                 # the .bin the IR reader will read: beside the .xml
+        weights = Path(path).with_suffix(".bin")
+        if not weights.exists():
+            raise F.TraceError(f"{where}: the weights of {path} ({weights.name}) are not there any "
+                               f"more, so it cannot be replayed.")
+        if file_sha256(weights) != want:
+            raise F.TraceError(f"{where}: {weights} {changed}.")
+    inputs = header.get("inputs") if isinstance(header.get("inputs"), Mapping) else {}
+    stored = reader.model_inputs()
+    if inputs.get("sha256") and stored is not None and inputs_sha256(stored) != inputs["sha256"]:
+        raise F.TraceError(f"{where}: the inputs stored in the trace do not have the sha256 its "
+                           f"header gives (the file was altered), so it cannot be replayed.")
+    return read_model(path)
+
+
 def make_header(model=None, inputs: Mapping | None = None, options: Mapping | None = None,
                 source: str | None = None) -> dict:
     opts = dict(options or {})

@@ -100,11 +100,19 @@ def iteration_meta(data: bytes) -> tuple:
     return _parse_iter_meta(meta_bytes(data))[:4]
 
 
+def iteration_fields(meta: bytes) -> tuple:
+    """(path, outer, iteration, trip, cond, continues) of an ITERATION frame's meta bytes;
+    ValueError or struct.error when they do not have the format's layout."""
+    return _parse_iter_meta(meta)
+
+
 def _parse_iter_meta(meta: bytes) -> tuple:
     it, trip, cond, cont, n_outer, plen = F.ITER_META.unpack_from(meta, 0)
     pos = F.ITER_META.size
     outer = struct.unpack_from(f"<{n_outer}q", meta, pos)
     pos += 8 * n_outer
+    if pos + plen != len(meta):
+        raise ValueError("the iteration's meta has the wrong length")
     path = meta[pos:pos + plen].decode()
     return path, outer, it, (None if trip < 0 else trip), bool(cond), bool(cont)
 

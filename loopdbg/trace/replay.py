@@ -10,11 +10,7 @@ come from the trace itself.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 from loopdbg.engine.runner import Engine
-from loopdbg.trace.format import TraceError
 from loopdbg.trace.reader import TraceReader
 from loopdbg.trace.timeline import TraceTimeline
 
@@ -22,22 +18,13 @@ __all__ = ["TraceTimeline", "open_trace"]
 
 
 def open_trace(trace_path) -> TraceTimeline:
-    """The timeline of a trace file; the model it names must be there, unchanged."""
-    from loopdbg.ir.load import read_model
+    """The timeline of a trace file; the model it names must be there, unchanged (its .xml, .bin
+    and the inputs the trace stores are checked against the sha256 recorded with them)."""
+    from loopdbg.trace.record import open_recorded_model
 
     reader = TraceReader(trace_path)
     try:
-        model_info = (reader.header or {}).get("model") or {}
-        path = model_info.get("path")
-        if not path or not Path(path).exists():
-            raise TraceError(f"{trace_path}: the model it was recorded from ({path or 'unknown'}) "
-                             f"is not there, so it cannot be replayed; `loopdbg trace show` still "
-                             f"reads the recorded values.")
-        want = model_info.get("xml_sha256")
-        if want and hashlib.sha256(Path(path).read_bytes()).hexdigest() != want:
-            raise TraceError(f"{trace_path}: {path} changed since the trace was recorded (its "
-                             f"sha256 differs), so the replay would not show the recorded run.")
-        return TraceTimeline(reader, Engine(read_model(path)))
+        return TraceTimeline(reader, Engine(open_recorded_model(reader, trace_path)))
     except BaseException:
         reader.close()
         raise

@@ -19,7 +19,8 @@ from typing import Iterator
 
 from loopdbg.trace import format as F
 from loopdbg.trace.index import Index
-from loopdbg.trace.records import Record, iteration_frame, iteration_meta, meta_bytes
+from loopdbg.trace.records import (Record, iteration_fields, iteration_frame, iteration_meta,
+                                   meta_bytes)
 
 
 class TraceFile:
@@ -75,8 +76,14 @@ class TraceFile:
         kind, data = self._read(F.PREAMBLE.size, "the header frame")
         if kind != F.HEADER:
             raise F.TraceError(f"{self.path}: the first frame is not a header.")
-        meta, _ = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
-        self.header: dict = json.loads(meta)
+        try:
+            meta, _ = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
+            self.header: dict = json.loads(meta)
+            if not isinstance(self.header, dict):
+                raise ValueError("it is not a JSON object")
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            raise self._damaged("the header frame", F.PREAMBLE.size,
+                                f"its contents cannot be decoded ({exc})") from None
         self.index: Index | None = None
         if not force_scan:
             self.index = self._load_footer()
@@ -100,52 +107,71 @@ class TraceFile:
                 return None
             meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
             return Index.from_footer(json.loads(meta), {n: a for _, n, a in arrays})
-        except (F.TraceError, ValueError, KeyError, TypeError, json.JSONDecodeError):
+        except (F.TraceError, ValueError, KeyError, TypeError, AttributeError, struct.error):
             self.index_damaged = True
             return None
 
     def _scan(self) -> None:
         ix = Index()
         for off, kind, data in self._walk(index_only=True):
-            ix.frames += 1
-            if kind == F.ITERATION:
-                f = iteration_meta(data)
-                row = ix.row(f[0], f[1])
-                if row is None:
-                    row = ix.start(f[0], f[1], -1, f[3])
-                offs = ix.per_row[row]
-                k = f[2]
-                if k >= len(offs):
-                    offs.extend([0] * (k - len(offs) + 1))
-                offs[k] = off
-            elif kind in (F.LOOP_START, F.LOOP_FINISH):
-                meta = json.loads(meta_bytes(data))
-                path, outer = meta["path"], tuple(meta["outer"])
-                row = ix.row(path, outer)
-                if kind == F.LOOP_START:
-                    ix.path_info.setdefault(path, {"kind": meta.get("kind"),
-                                                   "layer_name": meta.get("layer_name"),
-                                                   "layer_id": meta.get("layer_id")})
-                    if row is None or ix.ex_start[row] >= 0:
-                        ix.start(path, outer, off, meta.get("trip_count"))
-                    else:
-                        ix.ex_start[row] = off
-                else:
-                    if row is None:
-                        row = ix.start(path, outer, -1, None)
-                    ix.finish(row, off, meta["iterations"], meta["reason"], meta.get("error"))
-            elif kind == F.NOTICE:
-                ix.notices.append(off)
-            elif kind == F.INPUTS:
-                ix.inputs = off
-            elif kind == F.RUN_FINISH:
-                ix.run_finish = off
-            elif kind == F.END:
-                ix.end = off
+            try:
+                self._index_frame(ix, off, kind, data)
+            except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
+                self.problems.append(f"the {F.KIND_NAMES.get(kind, 'unknown')} frame at byte "
+                                     f"{off} cannot be decoded ({exc}); it was skipped")
         self.index = ix
         if self.index_damaged:
             self.problems.insert(0, "the footer index is damaged; the frames were found by "
                                     "scanning the file")
+
+    def _index_frame(self, ix: Index, off: int, kind: int, data: bytes) -> None:
+        """Add one frame found by scanning to the index; its meta is decoded and checked first
+        (ValueError, KeyError, TypeError when it is not what the format says)."""
+        if kind == F.ITERATION:
+            path, outer, k, trip = iteration_meta(data)
+            row = ix.row(path, outer)
+            have = len(ix.per_row[row]) if row is not None else 0
+            if k < 0 or k > have + self.size // (F.HEAD.size + F.CRC.size):
+                raise ValueError(f"iteration {k} cannot be in a file of {self.size} bytes")
+            if row is None:
+                row = ix.start(path, outer, -1, trip)
+            offs = ix.per_row[row]
+            if k >= len(offs):
+                offs.extend([0] * (k - len(offs) + 1))
+            offs[k] = off
+        elif kind in (F.LOOP_START, F.LOOP_FINISH):
+            meta = json.loads(meta_bytes(data))
+            path, outer = meta["path"], tuple(int(k) for k in meta["outer"])
+            if not isinstance(path, str):
+                raise TypeError("the loop path is not text")
+            row = ix.row(path, outer)
+            if kind == F.LOOP_START:
+                trip = meta.get("trip_count")
+                trip = None if trip is None else int(trip)
+                ix.path_info.setdefault(path, {"kind": meta.get("kind"),
+                                               "layer_name": meta.get("layer_name"),
+                                               "layer_id": meta.get("layer_id")})
+                if row is None or ix.ex_start[row] >= 0:
+                    ix.start(path, outer, off, trip)
+                else:
+                    ix.ex_start[row] = off
+            else:
+                iterations = int(meta["iterations"])
+                reason, error = meta["reason"], meta.get("error")
+                if not isinstance(reason, str) or not isinstance(error, (str, type(None))):
+                    raise TypeError("its reason or error is not text")
+                if row is None:
+                    row = ix.start(path, outer, -1, None)
+                ix.finish(row, off, iterations, reason, error)
+        elif kind == F.NOTICE:
+            ix.notices.append(off)
+        elif kind == F.INPUTS:
+            ix.inputs = off
+        elif kind == F.RUN_FINISH:
+            ix.run_finish = off
+        elif kind == F.END:
+            ix.end = off
+        ix.frames += 1
 
     def _walk(self, index_only: bool = False) -> Iterator[tuple[int, int, bytes]]:
         """Every good frame in file order: (offset, kind, frame bytes). Notes damage in problems."""
@@ -244,16 +270,29 @@ class TraceFile:
             meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
             if kind == F.ITERATION:
                 return Record(kind, off, iteration_frame(meta, arrays, off), arrays)
-            return Record(kind, off, json.loads(meta), arrays)
+            decoded = json.loads(meta)
+            if not isinstance(decoded, dict):
+                raise ValueError("its meta is not a JSON object")
+            return Record(kind, off, decoded, arrays)
         except (ValueError, KeyError, struct.error, UnicodeDecodeError) as exc:
             raise self._damaged(what, off, f"its contents cannot be decoded ({exc})") from None
 
     # -- checking and recovery ----------------------------------------------------------------
     def verify(self) -> list[str]:
-        """Read every frame and check it; return the problems found (empty: all is well)."""
+        """Read every frame and check it: its checksum, its meta, and every array in it (the
+        .npy header, a plain dtype, never an object array, sizes that fill the frame exactly);
+        return the problems found (empty: all is well)."""
         problems = []
-        for _off, _kind, _data in self._walk_checked(problems):
-            pass
+        for off, kind, data in self._walk_checked(problems):
+            try:
+                meta, _ = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size, raw=True)
+                if kind == F.ITERATION:
+                    iteration_fields(meta)
+                elif not isinstance(json.loads(meta), dict):
+                    raise ValueError("its meta is not a JSON object")
+            except (ValueError, struct.error, UnicodeDecodeError) as exc:
+                problems.append(f"the {F.KIND_NAMES.get(kind, 'unknown')} frame at byte {off} is "
+                                f"invalid: {exc}")
         return problems
 
     def _walk_checked(self, problems: list):

@@ -23,6 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from loopdbg.engine import events as ev
+from loopdbg.files import open_recording
 from loopdbg.trace import format as F
 from loopdbg.trace import fastpath
 from loopdbg.trace.index import Index
@@ -51,13 +52,13 @@ class TraceWriter:
     def __init__(self, path, header: Mapping | None = None, *,
                  model_inputs: Mapping[str, np.ndarray] | None = None,
                  flush_interval: float = 0.25, batch_bytes: int = 1 << 20,
-                 queue_bytes: int = 8 << 20):
+                 queue_bytes: int = 8 << 20, reads=()):
+        """``reads``: [(what, path)] the recording command reads besides the model and inputs
+        the header names (those are never overwritten either; see ``loopdbg.files``)."""
         self.path = str(path)
-        try:
-            self._raw = open(self.path, "wb", buffering=0)
-        except OSError as exc:
-            raise F.TraceError(f"cannot create the trace file {self.path}: "
-                               f"{exc.strerror or exc}.") from None
+        fd = open_recording(self.path, [*F.recorded_sources(dict(header or {})), *reads],
+                            what="the trace")
+        self._raw = open(fd, "wb", buffering=0)     # exclusively locked until closed
         self._sink = Sink(self._raw, queue_bytes)
         self._pend: list = []                 # small frames not yet handed to the sink
         self._pos = 0                         # file offset after the last frame encoded

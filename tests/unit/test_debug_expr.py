@@ -391,3 +391,41 @@ def test_numpy_style_methods_mean_the_listed_functions(text, expected):
             def name(self, name):
                 return np.array([0.0, 3.0, 0.0])
     assert bool(Expression(text).evaluate(Values())) is expected
+
+
+# ---- limits: no expression hangs loopdbg or exhausts its memory ------------------------------
+
+@pytest.mark.parametrize("text, message", [
+    ("+".join(["i"] * 600), "nests more than 64 levels"),
+    ("not " * 5000 + "cond", "characters long"),
+    ("not " * 400 + "cond", "nests more than 64 levels"),
+    ("h" + "[0]" * 3000, "characters long"),
+    ("h" + "[0]" * 100, "nests more than 64 levels"),
+    ("-" * 20000 + "1", "characters long"),
+    ("(" * 300 + "1" + ")" * 300, "not a valid expression"),
+])
+def test_huge_or_deep_expressions_are_refused_in_one_sentence(text, message):
+    with pytest.raises(ExprError, match=message) as info:
+        Expression(text)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("text, message", [
+    ("10**5000", "would have about 5,000 digits"),
+    ("10**10**10", "would have about"),
+    ("2**(i + 10**7)", "would have about"),
+    ("'a'*10**9", "past the limit of 1,000,000 items"),
+    ("10**9 * [0]", "past the limit of 1,000,000 items"),
+])
+def test_expressions_that_would_hang_or_blow_up_fail_when_evaluated(text, message):
+    import time
+    start = time.monotonic()
+    with pytest.raises(ExprError, match=message):
+        Expression(text).evaluate(Env(i=3))
+    assert time.monotonic() - start < 1
+
+
+def test_expressions_within_the_limits_still_work():
+    assert Expression("2**64").evaluate(Env()) == 2 ** 64
+    assert Expression("'ab' * 3").evaluate(Env()) == "ababab"
+    assert Expression("+".join(["i"] * 30)).evaluate(Env(i=2)) == 60

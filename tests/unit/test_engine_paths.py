@@ -6,7 +6,7 @@ import numpy as np
 
 from loopdbg.engine import Engine
 from loopdbg.engine.paths import loop_path, matches_loop, short_name
-from loopdbg.ir.builder import GraphBuilder
+from loopdbg.builder import GraphBuilder
 
 
 def test_paths_join_names_and_tell_twins_apart_by_layer_id():

@@ -21,7 +21,7 @@ from loopdbg.engine.context import RunContext
 from loopdbg.engine.inputs import match_inputs
 from loopdbg.engine.plan import drain
 from loopdbg.errors import RunError
-from loopdbg.ir.builder import GraphBuilder
+from loopdbg.builder import GraphBuilder
 from loopdbg.ir.xml_reader import read_ir
 from loopdbg.ir.xml_writer import write_ir
 

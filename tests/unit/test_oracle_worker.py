@@ -135,7 +135,7 @@ def test_an_openvino_exception_is_an_error_answer_and_the_worker_lives_on(fault,
 
 
 def test_memory_past_the_budget_stops_the_worker(tmp_path):
-    from loopdbg.ir.builder import GraphBuilder
+    from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
     b = GraphBuilder("big")

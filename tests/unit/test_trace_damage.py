@@ -3,6 +3,7 @@ every complete frame is recovered, the file says it was truncated, a bad frame i
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import signal
@@ -269,14 +270,41 @@ def test_consumer_stopping_early_closes_the_file(tmp_path):
         assert [f.iteration for f in t.frames("loop")] == [0, 1]
 
 
-def test_full_disk_is_an_error_not_a_traceback(tmp_path):
-    if not Path("/dev/full").exists():
-        pytest.skip("no /dev/full")
+class _FullDisk:
+    """The trace file on a disk that fills up after ``room`` bytes (ENOSPC from then on)."""
+
+    def __init__(self, raw, room: int):
+        self.raw, self.room = raw, room
+
+    def write(self, buf) -> int:
+        n = len(memoryview(buf).cast("B"))
+        if n > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= n
+        return self.raw.write(buf)
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+@pytest.mark.parametrize("room", [0, 300, 3000])
+def test_full_disk_is_an_error_not_a_traceback(tmp_path, monkeypatch, room):
+    """(/dev/full itself is refused as a trace: it is a device, not a regular file.)"""
+    import loopdbg.trace.writer as writer_module
+
+    real_open = open
+    monkeypatch.setattr(writer_module, "open",
+                        lambda *a, **k: _FullDisk(real_open(*a, **k), room), raising=False)
     name = "loop_for_accum_scan"
     model = read_model(CORPUS / name / "model.xml")
     inputs = load_npz(CORPUS / name / "inputs.npz")
-    with pytest.raises(TraceError, match="No space left|failed"):
-        record(Engine(model).run(inputs), "/dev/full", model=model, inputs=inputs)
+    path = tmp_path / "full.ltrace"
+    with pytest.raises(TraceError, match="No space left on device"):
+        record(Engine(model).run(inputs), path, model=model, inputs=inputs)
+    assert path.stat().st_size <= room
+    if path.stat().st_size:
+        with TraceReader(path) as t:            # what reached the disk still opens
+            assert t.truncated
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")

@@ -1,0 +1,233 @@
+"""Every file loopdbg writes is opened here: exactly the path given, never one it reads.
+
+Two kinds of output:
+
+* whole files (``-o out.npz``, ``graph -o body.svg``, ``trace export -o all.npz``):
+  ``Output(path, reads=..., npz=True)`` checks the path when the command starts (before a long
+  run), and ``.write_npz(arrays)`` / ``.write_bytes(data)`` / ``.write(fill)`` write a temporary
+  file in the same folder and rename it over the target, so a failed write (a full disk) leaves
+  the old file whole and no half-written one;
+* a trace being recorded (``run --trace``): ``open_recording(path, reads=...)`` opens the file
+  itself (a reader of a crashed recording needs the frames on disk at that path), takes an
+  exclusive lock on it and only then empties it, so a second recorder is refused before it can
+  destroy the first one's file.
+
+The promises, checked each time:
+
+* a path that names one of the command's inputs (the model's .xml or .bin, the inputs, a trace it
+  reads: the same file after following links, hard links included) or another of its outputs is
+  refused: loopdbg never overwrites a file it reads;
+* only regular files are written: an existing folder, device (``/dev/full``), FIFO or socket, or a
+  link to one, is refused; a link to a regular file is followed (the file it names is written,
+  the link stays);
+* the path given is the path written: ``.npz`` is added only to a name without a suffix that does
+  not exist yet, and ``Output.note`` says so;
+* a failure (no space left, no permission, no such folder) is one sentence (``OutputError``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+from loopdbg.errors import LoopdbgError
+
+try:
+    import fcntl
+except ImportError:                 # not on POSIX: no lock (the file is still created safely)
+    fcntl = None
+
+
+class OutputError(LoopdbgError):
+    """An output path loopdbg refuses, or a write that failed."""
+
+
+Reads = Iterable[tuple[str, "str | os.PathLike | None"]]     # (what it is, path)
+
+
+def _strerror(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def same_file(a, b) -> bool:
+    """Do ``a`` and ``b`` name the same file (after links; an existing file by its inode)?"""
+    if a is None or b is None:
+        return False
+    try:
+        if os.path.samefile(a, b):
+            return True
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return False
+
+
+def check_output(path, reads: Reads = (), *, what: str = "the output") -> Path:
+    """The file to write for ``path`` (links followed), after every check of the module
+    docstring; ``OutputError`` naming ``path`` otherwise."""
+    given = str(path)
+    if not given or given.endswith(("/", os.sep)):
+        raise OutputError(f"give {what} a file name, not {given!r}.")
+    try:
+        target = Path(os.path.realpath(given))
+    except (OSError, ValueError) as exc:
+        raise OutputError(f"cannot write {given}: {exc}.") from None
+    link = f" (a link to {target})" if os.path.islink(given) else ""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except (OSError, ValueError) as exc:
+        raise OutputError(f"cannot write {given}{link}: {getattr(exc, 'strerror', None) or exc}.") \
+            from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        hint = "; give a file name inside it" if stat.S_ISDIR(st.st_mode) else ""
+        raise OutputError(f"{given}{link} is {_kind(st.st_mode)}, not a regular file; loopdbg "
+                          f"writes {what} only to a regular file{hint}.")
+    for label, other in reads:                # files the command reads: those that exist
+        if other is not None and os.path.lexists(other) and same_file(target, other):
+            raise OutputError(f"{given}{link} is {label}, which this command reads; loopdbg never "
+                              f"overwrites a file it reads: choose another name for {what}.")
+    folder = target.parent
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {given}: the folder {folder} does not exist.")
+    return target
+
+
+def distinct_outputs(*outputs: tuple[str, "str | os.PathLike | None"]) -> None:
+    """Refuse two outputs of one command that name the same file (``-o X --trace X``)."""
+    given = [(label, p) for label, p in outputs if p is not None]
+    for k, (la, a) in enumerate(given):
+        for lb, b in given[k + 1:]:
+            if same_file(a, b):
+                raise OutputError(f"{la} and {lb} name the same file ({a}); they must differ.")
+
+
+class Output:
+    """A whole file to write at the end of a command: checked at once, written atomically."""
+
+    def __init__(self, path, reads: Reads = (), *, npz: bool = False, what: str = "the output"):
+        self.given = str(path)
+        p = Path(self.given)
+        self.suffix_added = bool(npz and p.name and not p.suffix and not os.path.lexists(p)
+                                 and not self.given.endswith(os.sep))
+        self.path = str(p.with_name(p.name + ".npz")) if self.suffix_added else self.given
+        self.reads = list(reads)
+        self.what = what
+        self.target = check_output(self.path, self.reads, what=what)
+
+    @property
+    def note(self) -> str:
+        """What to add after the path when saying it was written ("" or the .npz explanation)."""
+        return (f" (.npz added: {self.given} had no suffix)" if self.suffix_added else "")
+
+    def write(self, fill: Callable) -> None:
+        """Write the file through ``fill(file)`` (a binary file object open on a temporary file
+        beside the target), then rename it over the target."""
+        target = check_output(self.path, self.reads, what=self.what)
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except OSError:
+            mode = 0o666 & ~_umask()
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".loopdbg-", suffix=".partial")
+            with os.fdopen(fd, "wb") as f:
+                fill(f)
+            os.chmod(tmp, mode)
+            check_output(self.path, self.reads, what=self.what)     # still a regular file?
+            os.replace(tmp, target)
+            tmp = None
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {_strerror(exc)}.") from None
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+    def write_bytes(self, data: bytes) -> None:
+        self.write(lambda f: f.write(data))
+
+    def write_npz(self, arrays: Mapping, *, compress: bool = False) -> None:
+        """An .npz numpy reads back with ``np.load(path, allow_pickle=False)``, one member per
+        array, named exactly by its key (any key: ``file`` and ``allow_pickle`` included)."""
+        import numpy as np
+
+        values = {}
+        for name, value in arrays.items():
+            a = np.asanyarray(value)
+            if a.dtype.hasobject:
+                raise OutputError(f"{self.path}: '{name}' holds Python objects, which loopdbg "
+                                  f"never writes (they would need pickle).")
+            name = str(name)
+            if zipfile.ZipInfo(name + ".npy").filename != name + ".npy":
+                raise OutputError(f"{self.path}: the name '{name}' cannot be kept in an .npz (a "
+                                  f"zip member name cannot hold it as it is).")
+            values[name] = a
+
+        def fill(f):
+            mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+            with zipfile.ZipFile(f, "w", compression=mode, allowZip64=True) as zf:
+                for name, a in values.items():
+                    with zf.open(name + ".npy", "w", force_zip64=True) as member:
+                        np.lib.format.write_array(member, a, allow_pickle=False)
+
+        self.write(fill)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def open_recording(path, reads: Reads = (), *, what: str = "the trace") -> int:
+    """A file descriptor open for writing on ``path``, emptied, exclusively locked while it is
+    open: a second recorder of the same file is refused with one sentence, its file untouched."""
+    target = check_output(path, reads, what=what)
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags, 0o666)      # O_NONBLOCK: a FIFO made meanwhile cannot hang
+    except OSError as exc:
+        raise OutputError(f"cannot create {what} {path}: {_strerror(exc)}.") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(f"{path} is {_kind(st.st_mode)}, not a regular file; loopdbg "
+                              f"writes {what} only to a regular file.")
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OutputError(f"{path} is being recorded by another loopdbg (it holds the "
+                                  f"file's lock); record to another file, or wait until that "
+                                  f"recording ends.") from None
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        os.ftruncate(fd, 0)
+    except OutputError:
+        os.close(fd)
+        raise
+    except OSError as exc:
+        os.close(fd)
+        raise OutputError(f"cannot create {what} {path}: {_strerror(exc)}.") from None
+    return fd

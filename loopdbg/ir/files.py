@@ -1,0 +1,187 @@
+"""Reading the files a user names: regular files only, never more than a budget, one sentence each.
+
+A FIFO, a device (``/dev/zero``), a directory or a socket given where loopdbg reads a model, its
+weights, its inputs or a trace would hang it or feed it without end; ``open_regular`` refuses them
+before reading a byte (the open itself does not block on a FIFO). ``map_regular`` maps a file
+read-only, so an 8 GiB ``.bin`` costs only the pages the model's constants touch. ``read_npz``
+reads numpy's ``.npz`` member by member with checked sizes and a byte budget, never unpickling.
+Every error is the caller's error class with one sentence naming the file.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import stat
+import zipfile
+import zlib
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory (8 GiB when that cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def kind_of(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: str | Path, error: type[Exception], what: str = "") -> BinaryIO:
+    """``path`` opened for binary reading if it is a regular file, else ``error`` in one sentence."""
+    label = f"{path}" + (f" ({what})" if what else "")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise error(f"{label} does not exist.") from None
+    except IsADirectoryError:
+        raise error(f"{label} is a directory, not a file.") from None
+    except OSError as err:
+        raise error(f"{label} cannot be opened ({err.strerror}).") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"{label} is {kind_of(mode)}, not a regular file; loopdbg reads only "
+                        f"regular files.")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | Path, error: type[Exception], what: str = "",
+                 limit: int | None = None) -> bytes:
+    """The whole of a regular file, refused past ``limit`` bytes."""
+    with open_regular(path, error, what) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if limit is not None and size > limit:
+            raise error(f"{path} is {_size(size)}, more than loopdbg reads for "
+                        f"{what or 'it'} ({_size(limit)}).")
+        try:
+            return fh.read()
+        except OSError as err:
+            raise error(f"{path} cannot be read ({err.strerror}).") from None
+
+
+def map_regular(path: str | Path, error: type[Exception], what: str = "") -> memoryview:
+    """A read-only view of a regular file's bytes, mapped, not read (an empty file: no bytes)."""
+    with open_regular(path, error, what) as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return memoryview(b"")
+        try:
+            return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+        except (OSError, ValueError) as err:
+            raise error(f"{path} cannot be mapped ({err}).") from None
+
+
+# -- npz ---------------------------------------------------------------------------------------
+def read_npz(path: str | Path, error: type[Exception], limit: int | None = None
+             ) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz``, by name; ``error`` for anything else, in one sentence.
+
+    Each member is checked before it is decompressed: a known compression, not encrypted, its
+    declared size within what is left of ``limit`` (default: a quarter of physical memory) and
+    equal to the size its ``.npy`` header implies; the stream is read in chunks, so a zip bomb is
+    stopped at the budget. Object arrays (pickles) are refused.
+    """
+    budget = physical_memory() // 4 if limit is None else limit
+    with open_regular(path, error, "inputs") as fh:
+        try:
+            archive = zipfile.ZipFile(fh)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+            raise error(f"{path} is not an .npz file (numpy's zip of arrays).") from None
+        out: dict[str, np.ndarray] = {}
+        with archive:
+            for info in archive.infolist():
+                if info.is_dir():
+                    continue
+                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                if name in out:
+                    raise error(f"{path} holds the array '{name}' twice.")
+                value = _member(archive, info, path, name, budget, error)
+                budget -= value.nbytes
+                out[name] = value
+        return out
+
+
+def _member(archive, info, path, name, budget, error) -> np.ndarray:
+    where = f"{path}: array '{name}'"
+    if info.flag_bits & 0x1:
+        raise error(f"{where} is encrypted, which loopdbg cannot read.")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2,
+                                  zipfile.ZIP_LZMA):
+        raise error(f"{where} uses zip compression method {info.compress_type}, which loopdbg "
+                    f"cannot read (numpy writes stored or deflated members).")
+    if info.file_size > budget + 2**16:
+        raise error(f"{where} would take {_size(info.file_size)}, past the memory budget of "
+                    f"{_size(max(budget, 0))} left for inputs.")
+    try:
+        with archive.open(info) as stream:
+            version = np.lib.format.read_magic(stream)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+            elif version in ((2, 0), (3, 0)):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+            else:
+                raise ValueError(f"npy format version {version}")
+            if dtype.hasobject:
+                raise error(f"{where} holds pickled Python objects, which loopdbg refuses to load; "
+                            f"save plain arrays with numpy.savez.")
+            count = 1
+            for d in shape:
+                count *= d
+            nbytes = count * dtype.itemsize
+            if nbytes > budget:
+                raise error(f"{where} has shape {shape} ({_size(nbytes)}), past the memory budget "
+                            f"of {_size(max(budget, 0))} left for inputs.")
+            data = _read_exactly(stream, nbytes)
+            if len(data) != nbytes or stream.read(1):
+                raise error(f"{where} has {'fewer' if len(data) != nbytes else 'more'} bytes than "
+                            f"its header's shape {shape} and dtype {dtype} say.")
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError,
+            ValueError, _LZMAError) as exc:
+        reason = str(exc).strip().rstrip(".") or type(exc).__name__
+        raise error(f"{where} cannot be read: {reason}.") from None
+    array = np.frombuffer(data, dtype=dtype, count=count)
+    return array.reshape(shape[::-1]).T if fortran else array.reshape(shape)
+
+
+def _read_exactly(stream, n: int) -> bytes:
+    buf = io.BytesIO()
+    while n > 0:
+        chunk = stream.read(min(n, 1 << 22))
+        if not chunk:
+            break
+        buf.write(chunk)
+        n -= len(chunk)
+    return buf.getvalue()
+
+
+try:
+    from lzma import LZMAError as _LZMAError
+except ImportError:        # pragma: no cover - Python built without lzma
+    class _LZMAError(Exception):
+        pass
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
