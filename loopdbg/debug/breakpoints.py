@@ -6,6 +6,7 @@ every iteration it passes, and stepping commands only decide where a step ends.
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -46,6 +47,11 @@ class EventLookup(Lookup):
             return -1 if e.trip_count is None else e.trip_count
         if name == "loop":
             return e.path
+        return self.value(name)
+
+    def value(self, name: str) -> Any:
+        """A value of the iteration (or a known output) by name; built-ins are not looked at."""
+        e = self.event
         try:
             return e.value(name)
         except KeyError:
@@ -188,7 +194,7 @@ class Breakpoints:
         if self.known_names:
             scopes = self._scopes(loop)
             known = set().union(*scopes.values()) if scopes else set()
-            unknown = sorted(n for n in expr.names if n not in RESERVED and n not in known)
+            unknown = sorted(n for n in _model_names(expr) if n not in known)
             if unknown:
                 where = f"loop '{loop}'" if loop else "any loop of the model"
                 sample = ", ".join(sorted(known)[:12]) + (", ..." if len(known) > 12 else "")
@@ -201,7 +207,7 @@ class Breakpoints:
         model value, with the loops that have one: the built-in wins, the value is
         ``t["name"]``."""
         out: dict[str, list[str]] = {}
-        for name in sorted(n for n in expr.names if n in RESERVED):
+        for name in sorted(n for n in getattr(expr, "bare", expr.names) if n in RESERVED):
             loops = [p for p, names in self.known_names.items() if name in names]
             if loops:
                 out[name] = loops
@@ -212,7 +218,7 @@ class Breakpoints:
         names a value of the inner loop only is not an error in every outer iteration."""
         if loop is not None or not self.known_names:
             return None
-        wanted = {n for n in expr.names if n not in RESERVED}
+        wanted = _model_names(expr)
         return frozenset(p for p, names in self.known_names.items() if wanted <= names)
 
     def _scopes(self, loop: str | None) -> dict[str, set[str]]:
@@ -273,6 +279,12 @@ class Breakpoints:
         return out
 
 
+def _model_names(expr: Expression) -> set[str]:
+    """The model values ``expr`` reads: bare names that are not built-ins, and every t["..."]."""
+    bare = getattr(expr, "bare", expr.names)
+    return {n for n in bare if n not in RESERVED} | getattr(expr, "quoted", set())
+
+
 _SCOPE = re.compile(r"\s*([A-Za-z_][\w./-]*)\s*:(?!=)\s*(\S.*)$", re.S)
 
 
@@ -283,7 +295,7 @@ def split_scope(text: str, loop: str | None = None) -> tuple[str | None, str]:
     so the form is unambiguous. An explicit ``loop`` and a prefix must agree.
     """
     m = _SCOPE.match(text)
-    if m is None:
+    if m is None or keyword.iskeyword(m.group(1)):        # lambda: ... is refused as it is
         return loop, text
     prefix, rest = m.group(1), m.group(2).strip()
     if loop is not None and loop != prefix:

@@ -129,6 +129,10 @@ class Lookup:
         """The names of the previous iteration of the same loop execution (for ``changed``)."""
         return None
 
+    def value(self, name: str) -> Any:
+        """A model value by name, never a built-in (``t["i"]``: the model's own ``i``)."""
+        return self.name(name)
+
 
 class Expression:
     """A compiled expression: ``expr.evaluate(lookup)``; ``expr.names`` lists the model names it reads."""
@@ -150,6 +154,8 @@ class Expression:
         if _depth(tree.body) > MAX_DEPTH:
             raise self._too_deep()
         self.names: set[str] = set()
+        self.quoted: set[str] = set()      # the names read as t["name"]: model values only
+        self.bare: set[str] = set()        # the names written plainly (a built-in wins)
         self._fn = self._compile(tree.body)
 
     @property
@@ -202,6 +208,7 @@ class Expression:
         if name == "t":
             raise self._refuse(node, "'t' on its own (write t[\"name\"])")
         self.names.add(name)
+        self.bare.add(name)
         return lambda env: env.name(name)
 
     def _c_Subscript(self, node):
@@ -211,7 +218,8 @@ class Expression:
                 raise self._refuse(node, "t[...] with anything but a string")
             name = key.value
             self.names.add(name)
-            return lambda env: env.name(name)
+            self.quoted.add(name)
+            return lambda env: env.value(name)
         value = self._compile(node.value)
         index = self._compile(node.slice)
         return lambda env: np.asarray(value(env))[index(env)]
