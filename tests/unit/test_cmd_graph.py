@@ -32,9 +32,10 @@ def test_rendered(tmp_path, suffix, magic):
 def test_choosing_a_loop(tmp_path, capsys):
     model = str(DEMOS / "nested_loop" / "model.xml")
     out = tmp_path / "g.dot"
-    assert main(["graph", model, "-o", str(out)]) == 2
-    assert "has 2 loops (rows_loop/cols_loop, rows_loop); choose one with --loop" in \
-        capsys.readouterr().err
+    assert main(["graph", model, "-o", str(out)]) == 0          # the outermost, by default
+    err = capsys.readouterr().err
+    assert "has 2 loops (rows_loop/cols_loop, rows_loop): drawing 'rows_loop'" in err
+    assert "--loop chooses another" in err and "table_row" in out.read_text()
     assert main(["graph", model, "--loop", "cols_loop", "-o", str(out)]) == 0
     assert "product" in out.read_text()
     assert main(["graph", model, "--loop", "rows_loop", "-o", str(out)]) == 0

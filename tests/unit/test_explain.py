@@ -125,7 +125,7 @@ def test_sections_begin_with_type_and_name_then_mode():
 GOLDEN_WHILE_LOOP = """Loop 'doubling'
 mode: while
   trip count: -1 (negative: no limit)
-  execution condition: computed by 'x0_below_limit'
+  execution condition: computed by 'x0_below_limit', true with the given inputs
   body condition: computed by 'keep_going'
 
     lim = limit;  // invariant
@@ -148,6 +148,8 @@ inputs:
 outputs:
   x_final  last value of x_next (fed back: the initial value if no iteration runs)
   x_trace  x_next of every iteration, concatenated on axis 0 (iteration order)
+with the given inputs:
+  7 iterations, stopped because the body condition became false
 pitfalls:
   none found
 """
@@ -177,6 +179,8 @@ outputs:
   acc_final      last value of acc_next (fed back: the initial value if no iteration runs)
   doubled_final  last value of doubled (not fed back: undefined if no iteration runs)
   acc_rows       acc_row of every iteration, concatenated on axis 0 (iteration order)
+with the given inputs:
+  0 iterations, stopped because the trip count was 0, so the body never ran
 pitfalls:
   - output 'doubled_final' (the last value of doubled) is not fed by a back edge; the trip count is 0, so no iteration runs and its value is undefined by the specification (loopdbg gives zeros, OpenVINO's CPU plugin whatever is in memory).
 """
@@ -185,8 +189,11 @@ pitfalls:
 @pytest.mark.parametrize("name, golden", [("while_loop", GOLDEN_WHILE_LOOP),
                                           ("zero_trip", GOLDEN_ZERO_TRIP)])
 def test_golden_text(name, golden, capsys):
+    """Without INPUTS, explain reads the inputs.npz beside the model, as run does."""
     assert main(["explain", str(DEMOS / name / "model.xml")]) == 0
-    assert capsys.readouterr().out == golden
+    captured = capsys.readouterr()
+    assert captured.out == golden
+    assert f"inputs: {DEMOS / name / 'inputs.npz'}" in captured.err
 
 
 # ---------------------------------------------------------------------------------------------
