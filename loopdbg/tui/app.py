@@ -189,8 +189,9 @@ class LoopdbgApp(PromptActions, App):
 
     @on(Busy)
     def _on_busy(self, message: Busy) -> None:
+        # Only a command still running after 0.3 s says so in the header: changing the title
+        # lays the screen out again, which a quick step must not pay for.
         self._running = message.command
-        self._show_progress()
         self._progress_timer = self.set_interval(0.3, self._show_progress)
 
     def _show_progress(self) -> None:
@@ -207,7 +208,8 @@ class LoopdbgApp(PromptActions, App):
         if self._progress_timer is not None:
             self._progress_timer.stop()
             self._progress_timer = None
-        self.sub_title = self.model_title
+        if self.sub_title != self.model_title:
+            self.sub_title = self.model_title
         stop = message.stop
         self.refresh_all(stop)
         self.log_line(f"[{message.command}] {headline(stop)}")

@@ -14,3 +14,14 @@ from loopdbg.text import safe
 def plain(text, style: str = "") -> Text:
     """``text`` as a one-line ``Text`` (see the module docstring)."""
     return Text(safe(text), style=style)
+
+
+def update_text(widget, text: Text) -> None:
+    """``widget.update(text)`` (a Static), asking for a layout of the screen only when the
+    text's size changed: a layout costs a full repaint, tens of milliseconds per key."""
+    plain_text = text.plain
+    lines = plain_text.split("\n")
+    shape = (len(lines), max(len(line) for line in lines))
+    layout = shape != getattr(widget, "_loopdbg_text_shape", None)
+    widget._loopdbg_text_shape = shape
+    widget.update(text, layout=layout)

@@ -58,7 +58,7 @@ async def settle(pilot, timeout: float = 10.0) -> None:
     while True:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        if not app.busy:
+        if not app.busy and not app.query_one("#graph").laying_out:
             return
         if time.monotonic() > deadline:
             raise AssertionError("the app is still busy")

@@ -49,7 +49,7 @@ def keys(*pressed: str, tab: str | None = None):
             for _ in range(1000):
                 await app.workers.wait_for_complete()
                 await pilot.pause()
-                if not app.busy:
+                if not app.busy and not app.query_one("#graph").laying_out:
                     return
                 await asyncio.sleep(0.01)
             raise AssertionError("the app is still busy")

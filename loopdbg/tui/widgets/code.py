@@ -10,6 +10,7 @@ from textual.widgets import Static
 from loopdbg.teach.pseudocode import pseudocode
 from loopdbg.text import safe
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import update_text
 
 
 def phase_of(stop) -> str:
@@ -35,7 +36,7 @@ class PseudoCode(Static):
         if e is None:
             spec, phase = _loop_without_iteration(view)
             if spec is None:
-                self.update(Text("(no loop has started)", style="dim"))
+                update_text(self, Text("(no loop has started)", style="dim"))
                 return
             if phase == "init":
                 text.append(f"(no loop has started; loop {safe(spec.path)} will run:)\n",
@@ -47,7 +48,7 @@ class PseudoCode(Static):
                                    detail=True, by_mode=True):
                 text.append(safe(line.render()) + "\n",
                             style="reverse bold" if line.phase == phase == "output" else "")
-            self.update(text)
+            update_text(self, text)
             return
         phase = phase_of(stop)
         node = stop.node.index if stop.node is not None else None
@@ -58,7 +59,7 @@ class PseudoCode(Static):
             current = (body_line == node) if node is not None and line.phase == "body" else (
                 line.phase == phase and node is None)
             text.append(safe(line.render()) + "\n", style="reverse bold" if current else "")
-        self.update(text)
+        update_text(self, text)
 
 
 def _loop_without_iteration(view: View):

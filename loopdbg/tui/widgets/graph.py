@@ -12,6 +12,8 @@ wide and compact. Without graphviz the panel says how to install it and lists th
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
@@ -80,6 +82,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._previous_key = None
         self._title = "body"
         self._dx = 0                            # columns the picture is moved right to centre it
+        self._layout_thread: threading.Thread | None = None
+        self._wanted = None
+        self._unavailable: str | None = None    # why dot cannot lay bodies out (not installed)
+        self._show_first = False
 
     # -- what to show ---------------------------------------------------------------------------
     def show(self, view: View) -> None:
@@ -121,14 +127,11 @@ class GraphView(Panel, ScrollView, can_focus=True):
             return dict(event.inputs) | dict(event.outputs)
 
     def _set_spec(self, spec, values, changed, current) -> None:
-        new_body = spec is not self._spec
-        if new_body:
+        if spec is not self._spec:
             self.selected = None
+            self._show_first = True               # a wide body: its first box in view
         self._spec, self._values, self._changed, self._current = spec, values, changed, current
         self._redraw(follow=current)
-        if new_body and self._layout is not None and self._layout.boxes and current is None:
-            first = min(self._layout.boxes, key=lambda b: (b.y, b.x))
-            self._scroll_to_box(first)            # a wide body: its first box in view
 
     # -- drawing ------------------------------------------------------------------------------
     def _redraw(self, follow: str | None = None) -> None:
@@ -140,12 +143,22 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self.border_title = Text(self._title)       # a Text: names are never read as markup
         keys = value_keys(spec)
         try:
-            layout = choose_layout(spec, self.detail, self.size.width or 120)
+            if self._unavailable is not None:
+                raise LayoutUnavailable(self._unavailable)
+            layout = choose_layout(spec, self.detail, self.size.width or 120, cached_only=True)
         except LayoutUnavailable as exc:
             self._layout = None
             texts = {name: value_text(v, 40) for name, v in self._values.items()}
             self._set_text([str(exc), ""] + _listing(spec, texts), note=True)
             return
+        if layout is None:                  # dot has not run for this body and width yet
+            self._lay_out(spec, self.detail, self.size.width or 120)
+            layout = self._layout if self._layout is not None and self._layout.name == \
+                spec.path else None
+            if layout is None:
+                self._set_text([f"laying out the body of {spec.path} "
+                                f"({len(spec.body.steps)} nodes)…"])
+                return
         self._layout = layout
         ids = {b.id for b in layout.boxes}
         if self.selected not in ids:
@@ -170,6 +183,42 @@ class GraphView(Panel, ScrollView, can_focus=True):
         target = current if follow is not None else None
         if target is not None:                 # node stepping: keep the node just run in view
             self._scroll_to_box(layout.box(target))
+        elif self._show_first and layout.boxes:
+            self._scroll_to_box(min(layout.boxes, key=lambda b: (b.y, b.x)))
+        self._show_first = False
+
+    @property
+    def laying_out(self) -> bool:
+        """Whether ``dot`` is running for this panel (the picture follows when it is done)."""
+        return self._layout_thread is not None and self._layout_thread.is_alive()
+
+    def _lay_out(self, spec, detail: str, width: int) -> None:
+        """Run ``dot`` in a thread (it takes up to a second on a body of 100 nodes), then draw
+        again; asked again meanwhile, it lays out the latest request when done."""
+        from loopdbg.layout import LayoutUnavailable
+
+        self._wanted = (spec, detail, width)
+        if self.laying_out:
+            return
+
+        def work() -> None:
+            while True:
+                wanted = self._wanted
+                try:
+                    choose_layout(*wanted)
+                except LayoutUnavailable as exc:
+                    self._unavailable = str(exc)
+                except Exception as exc:  # noqa: BLE001 - shown, never a crash
+                    self._unavailable = f"the body could not be laid out: {exc}"
+                if self._wanted is wanted:
+                    break
+            try:
+                self.app.call_from_thread(self._redraw)
+            except Exception:  # noqa: BLE001 - the app is closing
+                pass
+
+        self._layout_thread = threading.Thread(target=work, daemon=True, name="loopdbg-layout")
+        self._layout_thread.start()
 
     def _scroll_to_box(self, box) -> None:
         self.call_after_refresh(self.scroll_to_region,
@@ -194,14 +243,16 @@ class GraphView(Panel, ScrollView, can_focus=True):
         width = self.size.width
         if row >= len(self._lines):
             return Strip.blank(width)
-        text, tags = self._lines[row], self._styles[row]
+        # only the columns in view: a large body's rows are hundreds of cells wide
+        text = self._lines[row][scroll_x:scroll_x + width]
+        tags = self._styles[row][scroll_x:scroll_x + width]
         segments = []
         start = 0
         for k in range(1, len(text) + 1):
             if k == len(text) or tags[k] != tags[start]:
                 segments.append(Segment(text[start:k], STYLES.get(tags[start], Style())))
                 start = k
-        return Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width)
+        return Strip(segments).extend_cell_length(width)
 
     # -- the cursor, and what it opens --------------------------------------------------------
     @property

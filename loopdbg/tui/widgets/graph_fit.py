@@ -12,25 +12,29 @@ WIDE = 40               # ... and at most
 STEP = 4                # widths in between go by this step (each width is one `dot` run, cached)
 
 
-def choose_layout(spec, mode: str, pane_width: int) -> Layout:
+def choose_layout(spec, mode: str, pane_width: int, cached_only: bool = False) -> Layout | None:
     """The layout of ``spec``'s body with boxes as wide as ``mode`` says.
 
     ``compact`` and ``wide`` are fixed; ``fit`` widens the boxes until the picture fills
     ``pane_width`` columns (the widest rank decides), so values are read in full where there is
-    room and the picture stays whole where there is not.
+    room and the picture stays whole where there is not. ``cached_only``: None when that needs
+    a ``dot`` run not made yet (the panel then runs it in the background).
     """
-    if mode == "compact":
-        return layout_body(spec, value_width=COMPACT)
-    if mode == "wide":
-        return layout_body(spec, value_width=WIDE)
-    base = layout_body(spec, value_width=COMPACT)
+    if mode in ("compact", "wide"):
+        width = COMPACT if mode == "compact" else WIDE
+        return layout_body(spec, value_width=width, cached_only=cached_only)
+    base = layout_body(spec, value_width=COMPACT, cached_only=cached_only)
+    if base is None:
+        return None
     room = pane_width - 1 - base.width          # one column for the scroll bar
     per_rank = _widest_rank(base)
     if room < STEP * per_rank:
         return base
     width = min(WIDE, COMPACT + (room // per_rank) // STEP * STEP)
     while width > COMPACT:
-        layout = layout_body(spec, value_width=width)
+        layout = layout_body(spec, value_width=width, cached_only=cached_only)
+        if layout is None:
+            return None
         if layout.width <= pane_width - 1:
             return layout
         width -= STEP

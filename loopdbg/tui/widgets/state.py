@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from loopdbg.debug.report import ends_because, headline
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import plain
+from loopdbg.tui.plain import plain, update_text
 
 LABEL = 18                 # the label column ("current_iteration" and a blank)
 NARROW = 48                # below this width: short labels in a narrower column
@@ -39,11 +39,11 @@ class LoopState(Panel, Static):
 
     def show(self, view: View) -> None:
         self._view = view
-        self.update(self._text(view, self._width()))
+        update_text(self, self._text(view, self._width()))
 
     def on_resize(self, event) -> None:
         if self._view is not None:
-            self.update(self._text(self._view, self._width()))
+            update_text(self, self._text(self._view, self._width()))
 
     def _width(self) -> int:
         return max((self.size.width or 60) - 2, 24)

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Static
 from loopdbg.debug.report import fmt_value
 from loopdbg.teach.pseudocode import result_source
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import plain
+from loopdbg.tui.plain import plain, update_text
 from loopdbg.tui.widgets.heatmap import heatmap
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -99,4 +99,4 @@ class ScanPanel(Panel, Horizontal):
 
     def show(self, view: View) -> None:
         self.query_one(ScanTable).show(view)
-        self.query_one("#heat", Static).update(heatmap(view.stop))
+        update_text(self.query_one("#heat", Static), heatmap(view.stop))
