@@ -26,6 +26,7 @@ items, are refused when evaluated.
 from __future__ import annotations
 
 import ast
+import re
 import operator
 from typing import Any, Callable
 
@@ -148,7 +149,11 @@ class Expression:
             tree = ast.parse(self.text, mode="eval")
         except SyntaxError as exc:
             where = f" at column {exc.offset}" if exc.offset else ""
-            raise ExprError(f"'{self.short}' is not a valid expression{where}: {exc.msg}.") from None
+            hint = ""
+            if re.search(r"(?<![=!<>])=(?!=)", self.text):
+                hint = " (to compare, write == : i == 3)"
+            raise ExprError(f"'{self.short}' is not a valid expression{where}: {exc.msg}"
+                            f"{hint}.") from None
         except (RecursionError, MemoryError):
             raise self._too_deep() from None
         if _depth(tree.body) > MAX_DEPTH:

@@ -436,7 +436,7 @@ async def test_ti_lstm_fills_the_tensor_iterator_panels():
         scan = rows(app.query_one(ScanTable))
         assert scan[0][:3] == ["Y", "1", "(2, 5, 16)"]
         heat = text_of(app.query_one("#heat", Static))
-        assert heat.startswith("Y: last two dims")
+        assert heat.startswith("Y so far (2, 5, 16)[0, :, :]")
         assert [r[1] for r in rows(app.query_one(BackEdgeTable))] == ["(2, 16)", "(2, 16)"]
 
 

@@ -452,3 +452,12 @@ def test_a_loop_name_and_a_colon_scope_a_condition_and_shadowed_builtins_are_nam
         s.breakpoints.add("no_such_loop: i == 1")
     with pytest.raises(ExprError):
         s.breakpoints.add("x: i == 1", loop="rows_loop")
+
+
+def test_a_single_equals_sign_hints_at_the_comparison():
+    for text in ("i = 3", "i=3 and cond"):
+        with pytest.raises(ExprError, match="to compare, write =="):
+            Expression(text)
+    with pytest.raises(ExprError) as info:
+        Expression("i >= (3")
+    assert "to compare" not in str(info.value)

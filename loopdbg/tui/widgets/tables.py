@@ -89,14 +89,30 @@ class ScanTable(DataTable):
 
 
 class ScanPanel(Panel, Horizontal):
-    """The scan outputs tab: the table, and a heat map of the first concatenated output."""
+    """The scan outputs tab: the table, and a heat map of the first concatenated output (or,
+    without one, of the largest state carried by a back edge)."""
 
-    TAB, TAB_ID = "Scan outputs", "tab-scan"
+    TAB, TAB_ID = "Scan & heat map", "tab-scan"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._view: View | None = None
 
     def compose(self) -> ComposeResult:
         yield ScanTable(id="scan")
         yield Static(id="heat")
 
     def show(self, view: View) -> None:
+        self._view = view
         self.query_one(ScanTable).show(view)
-        update_text(self.query_one("#heat", Static), heatmap(view.stop))
+        self._draw_heat()
+
+    def on_resize(self, event) -> None:
+        if self._view is not None:
+            self._draw_heat()
+
+    def _draw_heat(self) -> None:
+        heat = self.query_one("#heat", Static)
+        width = heat.size.width - 2 if heat.size.width > 4 else 60
+        height = self.size.height if self.size.height > 3 else 10
+        update_text(heat, heatmap(self._view, width, height))

@@ -50,7 +50,9 @@ def value_text(value, width: int = 24) -> str:
     if a.size == 0:
         return _cut(f"{shape} empty", width)
     lead = "" if a.ndim <= 1 else shape + " "
-    if a.size <= 16:
+    # every element, if even the shortest spelling fits (cheap test first: one cell each)
+    if a.size <= 16 and len(lead) + 2 * a.size + 1 <= width and \
+            len(lead + _elements(a, 2)) <= width:
         for digits in (6, 4, 3, 2):
             text = lead + _elements(a, digits)
             if len(text) <= width:
