@@ -376,3 +376,15 @@ def _changed(arg: Callable) -> Callable:
         return not np.array_equal(last, value, equal_nan=value.dtype.kind in "fc"
                                   and last.dtype.kind in "fc")
     return run
+
+
+def name_expression(name: str) -> str:
+    """The expression that reads the model value ``name``: the name itself when it is one, else
+    ``t["name"]`` (a name with spaces, slashes or brackets, or one a built-in would hide)."""
+    import json
+    import keyword
+
+    if name.isidentifier() and not keyword.iskeyword(name) and name not in RESERVED \
+            and not name.startswith("__") and name not in FUNCTIONS:
+        return name
+    return f"t[{json.dumps(name, ensure_ascii=False)}]"

@@ -52,7 +52,8 @@ class DeleteWatch(_Numbered):
 
 
 class InspectValue(Message):
-    """Show the full value named ``name`` (of the stop's iteration) in the Inspector."""
+    """Show the full value of ``name`` (an expression: a value's name, or ``t["odd name"]``)
+    in the Inspector."""
 
     def __init__(self, name: str) -> None:
         super().__init__()

@@ -90,6 +90,18 @@ class View:
         """Every value of an iteration by name (body Parameters, nodes, Results)."""
         return self.session.values(event)
 
+    def crumbs(self, path: str) -> str:
+        """A loop path as breadcrumbs, ``outer › inner``: split only where an enclosing loop's
+        path ends (a loop's own name may hold a "/")."""
+        loops = self.session.engine.loops
+        parts, start = [], 0
+        for k, ch in enumerate(path):
+            if ch == "/" and path[:k] in loops:
+                parts.append(path[start:k])
+                start = k + 1
+        parts.append(path[start:])
+        return " › ".join(parts)
+
     def again(self, stop: Stop | None = None) -> "View":
         """The same stop shown again (breakpoints or watches changed; ``stop`` with new watches).
 

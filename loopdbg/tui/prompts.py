@@ -72,7 +72,7 @@ class PromptActions:
         def done(result):
             if result:
                 self.show_value(result)
-        start = self.graph.selected_name or ""
+        start = self.graph.selected_expression or ""
         self.push_screen(Prompt("Inspect …", "h   ·   h[0, :4]   ·   t[\"name with spaces\"]",
                                 lambda text: None, value=start), done)
 

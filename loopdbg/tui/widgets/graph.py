@@ -23,6 +23,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from loopdbg.debug.expr import name_expression
 from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
@@ -93,7 +94,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
         stop, session, event = view.stop, view.session, view.event
         opened = session.engine.loops.get(self.opened) if self.opened else None
         if opened is not None and (event is None or event.spec is not opened):
-            self._title = " › ".join(opened.path.split("/")) + "  (opened; Esc returns)"
+            self._title = view.crumbs(opened.path) + "  (opened; Esc returns)"
             self._set_spec(opened, nested_values(view, opened), set(), None)
             return
         self.opened = None
@@ -107,7 +108,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
             spec = event.spec
             values = self._event_values(event, view)
         key = (spec.path, event.outer if event is not None else ())
-        self._title = " › ".join(spec.path.split("/"))
+        self._title = view.crumbs(spec.path)
         changed = set()
         if key == self._previous_key:
             for name, v in values.items():
@@ -263,6 +264,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
         names = value_keys(self._spec).get(self.selected, ())
         return names[0] if names else None
 
+    @property
+    def selected_expression(self) -> str | None:
+        """The expression reading the selected box's value (``t["l0/x_W"]`` for odd names)."""
+        name = self.selected_name
+        return name_expression(name) if name is not None else None
+
     def action_move(self, direction: str) -> None:
         layout = self._layout
         if layout is None or not layout.boxes:
@@ -304,9 +311,9 @@ class GraphView(Panel, ScrollView, can_focus=True):
             self.action_move("down")
             return
         if not self._open_nested(self.selected):
-            name = self.selected_name
-            if name is not None:
-                self.post_message(InspectValue(name))
+            expression = self.selected_expression
+            if expression is not None:
+                self.post_message(InspectValue(expression))
 
     def action_detail(self) -> None:
         k = DETAIL_MODES.index(self.detail)

@@ -68,7 +68,7 @@ class LoopState(Panel, Static):
             return t
         spec, mode = e.spec, view.mode
         shown = f", {mode}" if mode and spec.kind == "Loop" and width >= NARROW else ""
-        rows.append(("loop", Text.assemble(plain(" › ".join(e.path.split("/")), "bold"),
+        rows.append(("loop", Text.assemble(plain(view.crumbs(e.path), "bold"),
                                            f"  ({spec.kind}{shown})")))
         if e.outer:
             rows.append(("outer iterations", Text(str(list(e.outer)))))
