@@ -30,7 +30,8 @@ from loopdbg.tui.commands import LoopdbgCommands
 from loopdbg.tui.messages import Busy, InspectValue, Stopped
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.prompts import PromptActions
-from loopdbg.tui.screens.help import HelpScreen
+from loopdbg.tui.screens.help import HelpPanel
+from loopdbg.tui.screens.prompt import PromptBar
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable
 from loopdbg.tui.widgets.code import CodePanel
 from loopdbg.tui.widgets.footer import KeyFooter
@@ -117,6 +118,8 @@ class LoopdbgApp(PromptActions, App):
                     yield panel
             with TabPane("Log", id="tab-log"):
                 yield RichLog(id="log", wrap=True, markup=False)
+        yield HelpPanel(id="help")
+        yield PromptBar(id="prompt")
         yield KeyFooter()
 
     @property
@@ -270,7 +273,26 @@ class LoopdbgApp(PromptActions, App):
         self.exit()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        """Show the help in place of the panes, or close it."""
+        panel = self.query_one(HelpPanel)
+        showing = not self.screen.has_class("show-help")
+        self.screen.set_class(showing, "show-help")
+        if showing:
+            self._before_help = self.focused
+            panel.focus()
+        else:
+            back = getattr(self, "_before_help", None)
+            if back is not None and back.is_attached and back.display:
+                back.focus()
+            else:
+                self.graph.focus()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """With the help shown, only closing it and quitting work (keys do not act unseen)."""
+        if self.screen.has_class("show-help") and action not in ("help", "quit", "interrupt"):
+            return False
+        return True
 
 
 def run_app(session: Session, title: str = "") -> int:

@@ -13,7 +13,7 @@ from textual.widgets import TabbedContent
 from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.errors import LoopdbgError
 from loopdbg.tui.messages import DeleteBreakpoint, DeleteWatch, EditBreakpoint, ToggleBreakpoint
-from loopdbg.tui.screens.prompt import Prompt
+from loopdbg.tui.screens.prompt import PromptBar
 from loopdbg.tui.widgets.inspector import Inspector
 
 
@@ -31,6 +31,10 @@ class PromptActions:
     """Actions b, w, i, / and the breakpoint table's messages (mixed into the app; the handlers
     go by their names, ``on_toggle_breakpoint``, since ``@on`` is not seen in a mixin)."""
 
+    def ask(self, title, hint, check, done, value: str = "") -> None:
+        """Ask for one line in the prompt bar (``loopdbg.tui.screens.prompt``)."""
+        self.query_one(PromptBar).ask(title, hint, check, done, value)
+
     def action_add_breakpoint(self) -> None:
         scope = self.last_stop.event.path if self.last_stop.event else None
 
@@ -44,7 +48,7 @@ class PromptActions:
                 self.log_line(f"breakpoint added: {result}")
         hint = "i == 7   ·   not cond   ·   isnan(h).any()   ·   outer: i == 2"
         title = "Break after an iteration where … " + (f"(current loop: {scope})" if scope else "")
-        self.push_screen(Prompt(title, hint, _check_expr(add)), done)
+        self.ask(title, hint, _check_expr(add), done)
 
     def _shadow_note(self, expr) -> None:
         """Say when a built-in name hides a model value of the same name (``i`` vs t["i"])."""
@@ -65,16 +69,16 @@ class PromptActions:
                     stop = replace(stop, watches=tuple(
                         self.session.breakpoints.evaluate_watches(EventLookup(stop.event))))
                 self.show_again(stop)
-        self.push_screen(Prompt("Watch the expression …", "h.shape   ·   norm(h)   ·   changed(h)",
-                                _check_expr(add)), done)
+        self.ask("Watch the expression …", "h.shape   ·   norm(h)   ·   changed(h)",
+                 _check_expr(add), done)
 
     def action_inspect(self) -> None:
         def done(result):
             if result:
                 self.show_value(result)
         start = self.graph.selected_expression or ""
-        self.push_screen(Prompt("Inspect …", "h   ·   h[0, :4]   ·   t[\"name with spaces\"]",
-                                lambda text: None, value=start), done)
+        self.ask("Inspect …", "h   ·   h[0, :4]   ·   t[\"name with spaces\"]",
+                 lambda text: None, done, value=start)
 
     def show_value(self, text: str) -> None:
         """Show ``text`` (a name or an expression) in the Inspector tab."""
@@ -91,8 +95,8 @@ class PromptActions:
             if result:
                 self._last_find = result
                 self.graph.focus()
-        self.push_screen(Prompt("Find a node by name (or type) …", "cell   ·   Add   ·   h_next",
-                                check, value=getattr(self, "_last_find", "")), done)
+        self.ask("Find a node by name (or type) …", "cell   ·   Add   ·   h_next", check, done,
+                 value=getattr(self, "_last_find", ""))
 
     def find_node(self, name: str) -> None:
         self.graph.find(name)
@@ -115,9 +119,9 @@ class PromptActions:
         def done(result):
             if result:
                 self.show_again()
-        self.push_screen(Prompt(f"Edit breakpoint {number}", bp.text,
-                                _check_expr(lambda t: self.session.breakpoints.edit(number, t)),
-                                value=bp.text), done)
+        self.ask(f"Edit breakpoint {number}", bp.text,
+                 _check_expr(lambda t: self.session.breakpoints.edit(number, t)), done,
+                 value=bp.text)
 
     def on_delete_breakpoint(self, message: DeleteBreakpoint) -> None:
         self.session.breakpoints.delete(message.number)

@@ -25,8 +25,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent  # n
 
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
-from loopdbg.tui.screens.help import HelpScreen  # noqa: E402
-from loopdbg.tui.screens.prompt import Prompt  # noqa: E402
+from loopdbg.tui.screens.prompt import PromptBar  # noqa: E402
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable  # noqa: E402
 from loopdbg.tui.widgets.code import PseudoCode  # noqa: E402
 from loopdbg.tui.widgets.graph import GraphView  # noqa: E402
@@ -282,24 +281,24 @@ async def test_b_shows_an_invalid_expression_in_the_prompt_then_adds_a_valid_one
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("b")                       # escape cancels
-        assert isinstance(app.screen, Prompt)
-        app.screen.query_one(Input).value = "i == 1"
+        assert app.query_one(PromptBar).open
+        app.query_one("#prompt-input", Input).value = "i == 1"
         await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(app.screen, Prompt) and not sess.breakpoints.items
+        assert not app.query_one(PromptBar).open and not sess.breakpoints.items
 
         await pilot.press("b")
         await type_text(pilot, "i ==")
         await pilot.press("enter")
-        assert isinstance(app.screen, Prompt), "an invalid expression must keep the prompt open"
-        error = text_of(app.screen.query_one("#prompt-error", Static))
+        assert app.query_one(PromptBar).open, "an invalid expression must keep the prompt open"
+        error = text_of(app.query_one("#prompt-error", Static))
         assert "not a valid expression" in error
         assert not sess.breakpoints.items
-        app.screen.query_one(Input).value = ""
+        app.query_one("#prompt-input", Input).value = ""
         await type_text(pilot, "i == 2")
         await pilot.press("enter")
         await pilot.pause()
-        assert not isinstance(app.screen, Prompt)
+        assert not app.query_one(PromptBar).open
         assert [bp.text for bp in sess.breakpoints.items.values()] == ["i == 2"]
         table = rows(app.query_one(BreakpointTable))
         assert table == [["1", "i == 2", "any", "yes", "0", "0"]]
@@ -335,17 +334,17 @@ async def test_w_adds_a_watch_shown_in_the_watches_table():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("w")
-        assert isinstance(app.screen, Prompt)
+        assert app.query_one(PromptBar).open
         await type_text(pilot, "(")                  # a syntax error stays in the prompt
         await pilot.press("enter")
-        assert isinstance(app.screen, Prompt)
-        assert text_of(app.screen.query_one("#prompt-error", Static))
+        assert app.query_one(PromptBar).open
+        assert text_of(app.query_one("#prompt-error", Static))
         assert not sess.breakpoints.watches
-        app.screen.query_one(Input).value = ""
+        app.query_one("#prompt-input", Input).value = ""
         await type_text(pilot, "body_count")
         await pilot.press("enter")
         await pilot.pause()
-        assert not isinstance(app.screen, Prompt)
+        assert not app.query_one(PromptBar).open
         table = app.query_one(WatchTable)
         assert rows(table)[0][:2] == ["1", "body_count"]
         assert "not evaluated" not in rows(table)[0][2]
@@ -360,7 +359,7 @@ async def test_i_inspects_a_value_in_the_inspector_tab():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("i")
-        assert isinstance(app.screen, Prompt)
+        assert app.query_one(PromptBar).open
         await type_text(pilot, "body_H[0, :4]")
         await pilot.press("enter")
         await pilot.pause()
@@ -371,7 +370,7 @@ async def test_i_inspects_a_value_in_the_inspector_tab():
         await press(pilot, "n")                      # the inspector follows the iteration
         assert text_of(app.query_one("#inspect-view", Static)) != view
         await pilot.press("i")                       # an unknown name: the error in the tab
-        app.screen.query_one(Input).value = "no_such_value"
+        app.query_one("#prompt-input", Input).value = "no_such_value"
         await pilot.press("enter")
         await pilot.pause()
         assert text_of(app.query_one("#inspect-view", Static)).startswith("no_such_value:")
@@ -384,10 +383,10 @@ async def test_help_screen_opens_and_closes_and_q_quits():
         await settle(pilot)
         await pilot.press("?")
         await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
+        assert app.screen.has_class("show-help")
         await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(app.screen, HelpScreen)
+        assert not app.screen.has_class("show-help")
         await press(pilot, "n")                      # keys reach the main screen again
         assert sess.current.iteration == 1
         await pilot.press("q")

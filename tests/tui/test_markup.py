@@ -113,10 +113,10 @@ async def test_names_that_are_markup_are_shown_as_written_and_obeyed_never(tmp_p
         # prompts quoting names, the help, the palette searching node names
         await pilot.press("b")
         await pilot.pause()
-        app.screen.query_one(Input).value = f't["{LOOP}"] > 1'
+        app.query_one("#prompt-input", Input).value = f't["{LOOP}"] > 1'
         await pilot.press("enter")
         await pilot.pause()
-        assert LOOP in plain(app.screen.query_one("#prompt-error"))
+        assert LOOP in plain(app.query_one("#prompt-error"))
         await pilot.press("escape")
         await pilot.press("question_mark")
         await pilot.pause()

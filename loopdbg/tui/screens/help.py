@@ -1,4 +1,4 @@
-"""The help screen: every key, and the breakpoint language in a nutshell.
+"""The help: every key, and the breakpoint language in a nutshell.
 
 Built as one Rich ``Text`` (not Markdown, whose parsing and layout took ~0.4 s to open).
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS = (
@@ -63,6 +62,7 @@ LANGUAGE = (
 
 
 def help_text() -> Text:
+    """The help as one plain Text (for tests and for copying)."""
     t = Text()
     t.append("loopdbg keys\n\n", style="bold underline")
     for title, rows in KEYS:
@@ -76,14 +76,35 @@ def help_text() -> Text:
     return t
 
 
-class HelpScreen(ModalScreen[None]):
+def help_renderable():
+    """The help laid out for the screen: keys in a column, what they do wrapped beside them."""
+    from rich.console import Group
+    from rich.table import Table
+
+    parts: list = [Text("loopdbg keys\n", style="bold underline")]
+    for title, rows in KEYS:
+        parts.append(Text(title, style="bold"))
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold cyan", no_wrap=True, min_width=14)
+        table.add_column()
+        for key, what in rows:
+            table.add_row("  " + key, what)
+        parts += [table, Text("")]
+    parts += [Text("The breakpoint language", style="bold"), Text(LANGUAGE)]
+    return Group(*parts)
+
+
+class HelpPanel(VerticalScroll, can_focus=True):
+    """Every key, shown in place of the panes (``?``; ``escape``, ``q`` or ``?`` closes it).
+
+    A widget of the main screen, shown and hidden, rather than a modal screen: pushing a screen
+    costs Textual a restyle and a repaint of the screen behind (0.1-0.4 s); showing this costs a
+    layout of what is already styled."""
+
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 90%; max-width: 120; height: 90%; border: round $accent;
-                                  background: $panel; padding: 0 1; }
+    HelpPanel { display: none; height: 1fr; border: round $accent; padding: 0 1; }
     """
-    BINDINGS = [("escape,q,question_mark", "app.pop_screen", "close")]
+    BINDINGS = [("escape,q,question_mark", "app.help", "close the help")]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(help_text())
+        yield Static(help_renderable())

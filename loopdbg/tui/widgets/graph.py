@@ -83,7 +83,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._previous_key = None
         self._title = "body"
         self._dx = 0                            # columns the picture is moved right to centre it
-        self._layout_thread: threading.Thread | None = None
+        self._layout_lock = threading.Lock()
+        self._layout_busy = False
         self._wanted = None
         self._unavailable: str | None = None    # why dot cannot lay bodies out (not installed)
         self._show_first = False
@@ -191,35 +192,40 @@ class GraphView(Panel, ScrollView, can_focus=True):
     @property
     def laying_out(self) -> bool:
         """Whether ``dot`` is running for this panel (the picture follows when it is done)."""
-        return self._layout_thread is not None and self._layout_thread.is_alive()
+        return self._layout_busy
 
     def _lay_out(self, spec, detail: str, width: int) -> None:
         """Run ``dot`` in a thread (it takes up to a second on a body of 100 nodes), then draw
-        again; asked again meanwhile, it lays out the latest request when done."""
+        again; asked again meanwhile, the thread lays out the latest request too."""
+        with self._layout_lock:
+            self._wanted = (spec, detail, width)
+            if self._layout_busy:
+                return
+            self._layout_busy = True
+        threading.Thread(target=self._layout_work, daemon=True, name="loopdbg-layout").start()
+
+    def _layout_work(self) -> None:
         from loopdbg.layout import LayoutUnavailable
 
-        self._wanted = (spec, detail, width)
-        if self.laying_out:
-            return
-
-        def work() -> None:
-            while True:
+        while True:
+            with self._layout_lock:
                 wanted = self._wanted
-                try:
-                    choose_layout(*wanted)
-                except LayoutUnavailable as exc:
-                    self._unavailable = str(exc)
-                except Exception as exc:  # noqa: BLE001 - shown, never a crash
-                    self._unavailable = f"the body could not be laid out: {exc}"
-                if self._wanted is wanted:
-                    break
+                if wanted is None:
+                    self._layout_busy = False
+                    return
+                self._wanted = None
             try:
+                choose_layout(*wanted)
+            except LayoutUnavailable as exc:
+                self._unavailable = str(exc)
+            except Exception as exc:  # noqa: BLE001 - shown, never a crash
+                self._unavailable = f"the body could not be laid out: {exc}"
+            try:                       # the redraw may ask for another width: the loop goes on
                 self.app.call_from_thread(self._redraw)
             except Exception:  # noqa: BLE001 - the app is closing
-                pass
-
-        self._layout_thread = threading.Thread(target=work, daemon=True, name="loopdbg-layout")
-        self._layout_thread.start()
+                with self._layout_lock:
+                    self._layout_busy = False
+                return
 
     def _scroll_to_box(self, box) -> None:
         self.call_after_refresh(self.scroll_to_region,
