@@ -164,7 +164,9 @@ def graph_from_parts(graph: Graph,
         if lid in folded:
             continue
         kind = _KINDS.get(layer.type, "op")
-        lines = [_fit(safe(layer.type)), _fit(safe(layer.name), keep_end=True)]
+        # an ONNX node by its ONNX type (Add, not onnx.Add), as the pseudo-code writes it
+        shown = layer.ir_type if layer.type.startswith("onnx.") and layer.ir_type else layer.type
+        lines = [_fit(safe(shown)), _fit(safe(layer.name), keep_end=True)]
         if kind == "const":
             lines.append(_fit(const_summary(layer)))
         cin = tuple(t for _, t in sorted(const_inputs.get(lid, ())))

@@ -49,6 +49,7 @@ PANELS: tuple[type[Panel], ...] = (
 
 NARROW_WIDTH = 110          # below: the side column and the tabs give way to the graph
 SHORT_HEIGHT = 32           # below: the tabs shrink to a few rows
+TALL_HEIGHT = 56            # from here: the tabs grow with the terminal
 ZOOMS = ("zoom-graph", "zoom-side", "zoom-tabs")
 
 
@@ -138,6 +139,7 @@ class LoopdbgApp(PromptActions, App):
     def on_resize(self, event) -> None:
         self.screen.set_class(event.size.width < NARROW_WIDTH, "narrow")
         self.screen.set_class(event.size.height < SHORT_HEIGHT, "short")
+        self.screen.set_class(event.size.height >= TALL_HEIGHT, "tall")
 
     def action_zoom(self) -> None:
         """Maximise the pane that has the focus (the graph when none has); again to restore."""

@@ -42,8 +42,8 @@ class PseudoCode(Static):
                 text.append(f"(no loop has started; loop {safe(spec.path)} will run:)\n",
                             style="dim")
             else:
-                text.append(f"(loop {safe(spec.path)} ran no iteration: straight to its "
-                            f"outputs)\n", style="dim")
+                text.append(f"(0 iterations of loop {safe(spec.path)}: only the lines after "
+                            f"the loop ran)\n", style="dim")
             for line in pseudocode(spec, started=view.session.loop_started.get(spec.path),
                                    detail=True, by_mode=True):
                 text.append(safe(line.render()) + "\n",

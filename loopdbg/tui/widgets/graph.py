@@ -104,12 +104,17 @@ class GraphView(Panel, ScrollView, can_focus=True):
             if not specs:
                 self._set_text(["this model has no Loop or TensorIterator"])
                 return
-            spec, values = specs[0], {}
+            ended = [e.path for e in session.loop_ends.values() if e.iterations == 0]
+            spec = next((s for s in specs if s.path in ended), specs[0])
+            values = {}
         else:
             spec = event.spec
             values = self._event_values(event, view)
         key = (spec.path, event.outer if event is not None else ())
         self._title = view.crumbs(spec.path)
+        if event is None:
+            self._title += ("  (ran no iteration: no values)" if spec.path in ended else
+                            "  (not started)")
         changed = set()
         if key == self._previous_key:
             for name, v in values.items():

@@ -119,15 +119,20 @@ def _rows(rows: list[tuple[str, Text]], width: int) -> Text:
 
 def _wrapped(text: Text, width: int, indent: int) -> Text:
     """``text`` wrapped at ``width``, its later lines indented by ``indent``."""
-    if text.cell_len <= width:
-        return text + "\n"
     out = Text()
-    first = text.wrap(_CONSOLE, width)
-    out.append_text(first[0])
-    out.append("\n")
-    rest = Text(" ").join(first[1:])
-    for line in (rest.wrap(_CONSOLE, width - indent) if len(first) > 1 else []):
-        out.append(" " * indent)
+    first = True
+    while text.cell_len > (width if first else width - indent):
+        room = width if first else width - indent
+        line = text.wrap(_CONSOLE, room)[0]
+        cut = len(line.plain.rstrip())
+        line = text[:cut]
+        text = text[cut:]
+        text = text[len(text.plain) - len(text.plain.lstrip()):]
+        out.append(" " * (0 if first else indent))
         out.append_text(line)
         out.append("\n")
+        first = False
+    out.append(" " * (0 if first else indent))
+    out.append_text(text)
+    out.append("\n")
     return out
