@@ -186,6 +186,7 @@ async def test_s_steps_node_by_node_through_the_next_iteration():
         assert (stop.node.index, stop.node.total) == (0, 5)
         assert stop.node.event.iteration == 1
         assert "node 1 of 5" in state_text(app)
+        assert field(app, "current_iteration").startswith("1  (running node by node")
         graph = "\n".join(app.query_one(GraphView)._lines)
         assert stop.node.layer.name in graph
         await press(pilot, "s", "s", "s", "s")

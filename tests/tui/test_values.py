@@ -145,3 +145,34 @@ async def test_a_loop_that_runs_no_iteration_shows_its_code_notice_and_outputs()
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "tab-inspect"
         assert "[10. 20.]" in text(app.query_one("#inspect-view"))
+
+
+def test_the_heat_map_says_what_it_shows_and_labels_its_axes():
+    from loopdbg.tui.widgets.heatmap import heatmap_text
+
+    big = heatmap_text("x", np.arange(262144, dtype=np.float32), width=60, height=10).plain
+    lines = big.splitlines()
+    assert lines[0].startswith("x (262144,), row by row, each cell the mean of")
+    assert lines[1].split()[0] == "0" and lines[2].split()[0] == "0"      # axes from 0
+    assert lines[-1].split()[0] == "0." or lines[-1].split()[0] == "720"  # the scale
+    small = heatmap_text("H", np.ones((1, 4, 4)), width=60, height=10).plain.splitlines()
+    assert small[0] == "H (1, 4, 4)[0, :, :]"
+    assert small[1].split() == ["0", "1", "2", "3"] and len(small) == 7
+    assert all(len(line) <= 60 for line in big.splitlines())
+
+
+async def test_the_1_mib_state_gets_a_heat_map():
+    sys_path = str(ROOT / "tests")
+    import sys
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    import benchmark
+    from loopdbg.engine import Engine
+
+    model, inputs, _ = benchmark.big_state(5)
+    app = LoopdbgApp(Session(Engine(model), inputs), title="m")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.query_one(TabbedContent).active = "tab-scan"
+        await pilot.pause()
+        assert text(app.query_one("#heat")).startswith("x (carried to the next iteration)")

@@ -85,7 +85,7 @@ def help_renderable():
     for title, rows in KEYS:
         parts.append(Text(title, style="bold"))
         table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold cyan", no_wrap=True, min_width=14)
+        table.add_column(style="bold cyan", no_wrap=True, min_width=28)
         table.add_column()
         for key, what in rows:
             table.add_row("  " + key, what)

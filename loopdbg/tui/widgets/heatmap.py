@@ -15,7 +15,7 @@ from rich.text import Text
 from loopdbg.text import safe
 
 RAMP = ["#0d0887", "#5302a3", "#8b0aa5", "#b83289", "#db5c68", "#f48849", "#febd2a", "#f0f921"]
-LABEL = 5                   # columns of the row labels
+LABEL = 8                   # columns of the row labels
 
 
 def subject(view) -> tuple[str, np.ndarray] | None:
@@ -77,26 +77,40 @@ def heatmap_text(what: str, value, width: int = 60, height: int = 10) -> Text:
     m, note = _as_matrix(a.astype(np.float64))
     rows_room = max(height - 3, 1)               # title, column labels, scale
     cols_room = max((width - LABEL) // 2, 1)
-    if m.shape[0] == 1 and m.shape[1] > cols_room:      # a long vector: fold it into rows
-        per_row = cols_room
-        n = m.shape[1]
-        folded = np.full(-(-n // per_row) * per_row, np.nan)
-        folded[:n] = m[0]
-        m = folded.reshape(-1, per_row)
-        note += f" folded {per_row} per row"
-    m, br, bc = _blocks(m, rows_room, cols_room)
-    if br > 1 or bc > 1:
-        note += f" mean of {br}×{bc} blocks"
+    row_step = None
+    if m.shape[0] == 1 and m.shape[1] > cols_room:      # a long vector: rows of cells, each
+        n = m.shape[1]                                   # the mean of consecutive values
+        chunk = -(-n // (rows_room * cols_room))
+        cells = -(-n // chunk)
+        padded = np.full(-(-cells // cols_room) * cols_room * chunk, np.nan)
+        padded[:n] = m[0]
+        with np.errstate(all="ignore"):
+            blocks = padded.reshape(-1, chunk)
+            finite = np.isfinite(blocks)
+            sums = np.where(finite, blocks, 0.0).sum(axis=1)
+            means = np.where(finite.any(axis=1), sums / np.maximum(finite.sum(axis=1), 1),
+                             np.nan)
+        m = means.reshape(-1, cols_room)
+        br, bc, row_step = 1, chunk, cols_room * chunk
+        note += f", row by row" + (f", each cell the mean of {chunk} values" if chunk > 1 else "")
+    else:
+        m, br, bc = _blocks(m, rows_room, cols_room)
+        if br > 1 or bc > 1:
+            note += f", each cell the mean of a {br}×{bc} block"
     finite = m[np.isfinite(m)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     span = hi - lo or 1.0
     cell = max(2, min(6, (width - LABEL) // max(m.shape[1], 1)))
+    if row_step is not None:
+        cell = 2
     t.append(f"{safe(what)} {shape}{note}\n", style="bold")
     step = max(1, 8 // cell)                    # a column label every few cells
-    labels = "".join(f"{j * bc:<{cell * step}}" for j in range(0, m.shape[1], step))
-    t.append(" " * LABEL + labels[: cell * m.shape[1]] + "\n", style="dim")
+    span_width = cell * m.shape[1]
+    labels = "".join(f"{j * bc:<{cell * step}}" for j in range(0, m.shape[1], step)
+                     if j * cell + len(str(j * bc)) <= span_width)       # whole labels only
+    t.append(" " * LABEL + labels[:span_width] + "\n", style="dim")
     for i, row in enumerate(m):
-        t.append(f"{i * br:>{LABEL - 1}} ", style="dim")
+        t.append(f"{i * (row_step or br):>{LABEL - 1}} ", style="dim")
         for v in row:
             if not np.isfinite(v):
                 t.append("×" * cell, style="bold red")

@@ -54,7 +54,7 @@ class LoopState(Panel, Static):
                       "end": "bold green"}.get(stop.kind, "bold cyan")
         t = _wrapped(plain(headline(stop), kind_style), width, 2)
         rows: list[tuple[str, Text]] = []
-        e = view.event
+        e = stop.node.event if stop.node is not None else view.event    # the one being run
         if e is None:
             ended = [end for end in session.loop_ends.values() if end.iterations == 0]
             for end in ended:

@@ -69,9 +69,11 @@ def value_text(value, width: int = 24) -> str:
         text = f"{shape} {number(lo, digits)} {ELLIPSIS} {number(hi, digits)}{flag}"
         if len(text) <= width:
             return text
-    text = f"{shape} {number(lo, 2)}{ELLIPSIS}{number(hi, 2)}{' NaN!' if bad else ''}"
-    if len(text) <= width:
-        return text
+    for digits in (2, 1):
+        text = f"{shape} {number(lo, digits)}{ELLIPSIS}{number(hi, digits)}" \
+               f"{' NaN!' if bad else ''}"
+        if len(text) <= width:
+            return text
     return _cut(shape + (" NaN!" if bad else ""), width)
 
 
