@@ -30,10 +30,13 @@ class PseudoCode(Static):
 
     DEFAULT_CSS = "PseudoCode { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }"
 
+    _shown = None             # what the text shows: (loop, mode, phase, node)
+
     def show(self, view: View) -> None:
         stop, e = view.stop, view.event
         text = Text(no_wrap=True, overflow="ellipsis")
         if e is None:
+            self._shown = None
             spec, phase = _loop_without_iteration(view)
             if spec is None:
                 update_text(self, Text("(no loop has started)", style="dim"))
@@ -52,6 +55,10 @@ class PseudoCode(Static):
             return
         phase = phase_of(stop)
         node = stop.node.index if stop.node is not None else None
+        key = (id(e.spec), e.spec.path, view.mode, phase, node)
+        if key == self._shown:        # the same code, the same lines lit: nothing to redraw
+            return
+        self._shown = key
         body_line = -1
         for line in pseudocode(e.spec, started=view.started, detail=True, by_mode=True):
             if line.phase == "body":
