@@ -35,7 +35,20 @@ def _modules():
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (``loopdbg: ...``) like every other error."""
+    """argparse, but a usage error is one line (``loopdbg: ...``) like every other error, and
+    a command's options may come between its positionals (``run model.xml --max-iterations 20
+    inputs.npz``): a parser without sub-commands parses intermixed."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._subparsers is None and not self._intermixing:
+            self._intermixing = True        # parse_known_intermixed_args calls back in here
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._intermixing = False
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
         from loopdbg.text import safe

@@ -14,7 +14,8 @@ def add_parser(sub) -> None:
                                    "the model's inputs (the model is run to find out).")
     p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it)")
     p.add_argument("inputs", nargs="?",
-                   help="inputs.npz: run the model on them to decide input-dependent modes")
+                   help="inputs.npz: run the model on them to decide input-dependent modes "
+                        "(default: inputs.npz beside the model, as `run` reads)")
     p.add_argument("--loop", metavar="PATH",
                    help="explain only this loop (its path, e.g. outer/inner, or its name)")
     p.add_argument("--format", choices=("text", "json"), default="text",
@@ -32,8 +33,19 @@ def run(args) -> int:
     from loopdbg.teach.explain_text import format_text, to_json_ready
     from loopdbg.text import safe_lines
 
-    engine = Engine(read_model(args.model))
-    inputs = load_npz(args.inputs) if args.inputs else None
+    from pathlib import Path
+
+    from loopdbg.cli.common import err, safe
+
+    model = read_model(args.model)
+    engine = Engine(model)
+    source = args.inputs
+    if source is None:               # as `run` does: the inputs.npz beside the model
+        beside = Path(model.path or args.model).with_name("inputs.npz")
+        if beside.exists():
+            err(f"inputs: {safe(beside)}")
+            source = beside
+    inputs = load_npz(source) if source else None
     facts = explain(engine, inputs, loop=args.loop)
     if args.format == "json":        # json escapes every control character itself
         json.dump(to_json_ready(facts), sys.stdout, indent=2)

@@ -15,8 +15,8 @@ def add_parser(sub) -> None:
                                    "dot), .dot (the DOT source).")
     p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it)")
     p.add_argument("--loop", metavar="PATH",
-                   help="the loop to draw (its path, e.g. outer/inner, or its name); needed when "
-                        "the model has more than one")
+                   help="the loop to draw (its path, e.g. outer/inner, or its name; default: "
+                        "the outermost)")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.svg, FILE.png or FILE.dot")
     p.add_argument("--fold-consts", action="store_true",
@@ -57,11 +57,13 @@ def choose_loop(engine, name: str | None):
     paths = ", ".join(s.path for s in specs)
     if not specs:
         raise LoopdbgError(f"{engine.file}: the model has no Loop or TensorIterator to draw.")
-    if name is None:
-        if len(specs) == 1:
-            return specs[0]
-        raise LoopdbgError(f"{engine.file} has {len(specs)} loops ({paths}); choose one with "
-                           f"--loop.")
+    if name is None:                  # the outermost loop; the others are named
+        outer = min(specs, key=lambda s: s.path.count("/"))
+        if len(specs) > 1:
+            common.err(f"{common.safe(engine.file)} has {len(specs)} loops "
+                       f"({common.safe(paths)}): drawing '{common.safe(outer.path)}'; "
+                       f"--loop chooses another")
+        return outer
     for s in specs:
         if s.path == name:
             return s

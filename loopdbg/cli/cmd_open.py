@@ -16,7 +16,9 @@ def add_parser(sub) -> None:
     p.add_argument("--on-nan", action="store_true",
                    help="stop at the first iteration where a back edge or scan slice holds NaN/Inf")
     p.add_argument("--break", dest="breaks", action="append", default=[], metavar="EXPR",
-                   help="start with this breakpoint (repeatable)")
+                   help="start with this breakpoint (repeatable); i is the iteration of the "
+                        "loop being checked (a model value named i is t[\"i\"]), and "
+                        "'outer: i == 2' checks loop outer only")
     p.add_argument("--history", type=common.positive_int, default=1000, metavar="N",
                    help="iterations kept in memory for stepping back (default 1000)")
     p.add_argument("--trace", metavar="FILE.ltrace",

@@ -25,7 +25,9 @@ def add_parser(sub) -> None:
     g = p.add_argument_group("breakpoints (run until the first stop and print the stop report)")
     g.add_argument("--break", dest="breaks", action="append", default=[], metavar="EXPR",
                    help="stop after the first iteration where EXPR holds, e.g. 'i == 3', "
-                        "'not cond', 'isnan(h).any()' (repeatable)")
+                        "'not cond', 'isnan(h).any()' (repeatable). i is the iteration of the "
+                        "loop being checked (a model value named i is t[\"i\"]); "
+                        "'outer: i == 2' checks loop outer only")
     g.add_argument("--loop", metavar="NAME", help="apply the breakpoints and watches to this loop only")
     g.add_argument("--watch", action="append", default=[], metavar="EXPR",
                    help="an expression to show in the stop report (repeatable)")
@@ -173,10 +175,13 @@ def run_to_stop(args, engine, inputs, source, budget) -> int:
 
     session = Session(engine, inputs, max_iterations=args.max_iterations, max_memory=budget,
                       on_nan=args.on_nan, source=source, history=args.history)
-    for text in args.breaks:
-        session.breakpoints.add(text, loop=args.loop)
-    for text in args.watch:
-        session.breakpoints.watch(text, loop=args.loop)
+    exprs = [session.breakpoints.add(text, loop=args.loop).condition for text in args.breaks]
+    exprs += [session.breakpoints.watch(text, loop=args.loop).expression for text in args.watch]
+    for expr in exprs:
+        for name, loops in session.breakpoints.shadowed(expr).items():
+            common.err(f"note: in '{common.safe(expr.text)}', {name} is the iteration of the "
+                       f"loop being checked; the model's own {name} (in "
+                       f"{common.safe(', '.join(loops))}) is t[\"{name}\"]")
     stop = session.continue_()
     if stop.kind == ERROR:
         raise stop.error

@@ -200,6 +200,22 @@ def _outer(text: str) -> tuple:
             from None
 
 
+def _loop_path(paths: list[str], name: str, file) -> str:
+    """The recorded loop ``name`` picks: its path, or its short name (as ``explain --loop``)."""
+    from loopdbg.engine.paths import matches_loop
+    from loopdbg.trace import TraceError
+
+    if name in paths:
+        return name
+    found = [p for p in paths if matches_loop(p, name)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise TraceError(f"several loops of {file} are called '{name}' ({', '.join(found)}); "
+                         f"give the full path.")
+    raise TraceError(f"{file} holds no loop '{name}'; it holds: {', '.join(paths) or 'none'}.")
+
+
 def run_show(args) -> int:
     import numpy as np
 
@@ -213,6 +229,8 @@ def run_show(args) -> int:
                 raise TraceError(f"{args.file} holds {len(paths)} loops; choose one with --loop: "
                                  + (", ".join(paths) or "none") + ".")
             path = paths[0]
+        else:
+            path = _loop_path(t.paths(), path, args.file)
         outer = _outer(args.outer)
         if not outer and t.index.row(path, ()) is None and t.executions(path):
             raise TraceError(f"loop '{path}' is nested; give the iterations of its enclosing "

@@ -40,8 +40,10 @@ def model_reads(model, inputs_file=None) -> list[tuple[str, str | None]]:
 def add_model_args(p, inputs: bool = True) -> None:
     p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it) or model.onnx")
     if inputs:
-        p.add_argument("inputs", nargs="?", help="inputs.npz (default: inputs.npz beside the model, "
-                                                 "else seeded random data)")
+        p.add_argument("inputs", nargs="?", help="inputs.npz, arrays named as the model's inputs "
+                                                 "or by position (0, 1, ... or numpy.savez's "
+                                                 "arr_0, arr_1, ...); default: inputs.npz beside "
+                                                 "the model, else seeded random data")
         p.add_argument("--seed", type=seed, default=0, help="seed for random inputs (default 0)")
 
 

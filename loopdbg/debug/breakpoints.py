@@ -6,6 +6,8 @@ every iteration it passes, and stepping commands only decide where a step ends.
 
 from __future__ import annotations
 
+import keyword
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -19,12 +21,13 @@ from loopdbg.engine.paths import matches_loop
 class EventLookup(Lookup):
     """Names of one iteration: the reserved ones, then body Parameters, Results and nodes."""
 
-    __slots__ = ("event", "_nodes", "_previous")
+    __slots__ = ("event", "_nodes", "_previous", "_extra")
 
-    def __init__(self, event=None, previous=None):
+    def __init__(self, event=None, previous=None, extra=None):
         self.event = event
         self._nodes = None
         self._previous = previous      # event -> the previous iteration of its loop execution
+        self._extra = extra            # names known besides the iteration's (a loop's outputs)
 
     def bind(self, event) -> "EventLookup":
         self.event = event
@@ -45,6 +48,11 @@ class EventLookup(Lookup):
             return -1 if e.trip_count is None else e.trip_count
         if name == "loop":
             return e.path
+        return self.value(name)
+
+    def value(self, name: str) -> Any:
+        """A value of the iteration (or a known output) by name; built-ins are not looked at."""
+        e = self.event
         try:
             return e.value(name)
         except KeyError:
@@ -55,7 +63,14 @@ class EventLookup(Lookup):
         try:
             return self._nodes[name]
         except KeyError:
-            raise ExprError(f"'{name}' is not a value of loop '{e.path}'.") from None
+            pass
+        if self._extra is not None and name in self._extra:
+            return self._extra[name]
+        outputs = [o.name for o in e.spec.outputs]
+        if name in outputs:
+            raise ExprError(f"'{name}' is an output of loop '{e.path}': it has a value once the "
+                            f"loop has ended.")
+        raise ExprError(f"'{name}' is not a value of loop '{e.path}'.")
 
 
 @dataclass
@@ -136,6 +151,9 @@ class Breakpoints:
     # -- defining -----------------------------------------------------------------------------
     def add(self, text: str, *, loop: str | None = None, temporary: bool = False,
             ignore: int = 0, enabled: bool = True) -> Breakpoint:
+        """A breakpoint on ``text``; ``loop: text`` (a loop's path or name, a colon, the
+        condition) scopes it to that loop as ``loop=`` does."""
+        loop, text = split_scope(text, loop)
         expr = self.compile(text, loop)
         bp = Breakpoint(self._next, expr, loop, enabled, temporary, ignore,
                         paths=self._paths(expr, loop))
@@ -144,6 +162,7 @@ class Breakpoints:
         return bp
 
     def watch(self, text: str, *, loop: str | None = None) -> Watch:
+        loop, text = split_scope(text, loop)
         w = Watch(self._next_watch, self.compile(text, loop), loop)
         self.watches[w.number] = w
         self._next_watch += 1
@@ -176,7 +195,7 @@ class Breakpoints:
         if self.known_names:
             scopes = self._scopes(loop)
             known = set().union(*scopes.values()) if scopes else set()
-            unknown = sorted(n for n in expr.names if n not in RESERVED and n not in known)
+            unknown = sorted(n for n in _model_names(expr) if n not in known)
             if unknown:
                 where = f"loop '{loop}'" if loop else "any loop of the model"
                 sample = ", ".join(sorted(known)[:12]) + (", ..." if len(known) > 12 else "")
@@ -184,12 +203,23 @@ class Breakpoints:
                                 f"{where}; names there: {sample}.")
         return expr
 
+    def shadowed(self, expr: Expression) -> dict[str, list[str]]:
+        """The built-in names ``expr`` reads (``i``, ``cond``, ...) that are also the name of a
+        model value, with the loops that have one: the built-in wins, the value is
+        ``t["name"]``."""
+        out: dict[str, list[str]] = {}
+        for name in sorted(n for n in getattr(expr, "bare", expr.names) if n in RESERVED):
+            loops = [p for p, names in self.known_names.items() if name in names]
+            if loops:
+                out[name] = loops
+        return out
+
     def _paths(self, expr: Expression, loop: str | None) -> frozenset[str] | None:
         """An unscoped condition applies to the loops that have every name it reads: one that
         names a value of the inner loop only is not an error in every outer iteration."""
         if loop is not None or not self.known_names:
             return None
-        wanted = {n for n in expr.names if n not in RESERVED}
+        wanted = _model_names(expr)
         return frozenset(p for p, names in self.known_names.items() if wanted <= names)
 
     def _scopes(self, loop: str | None) -> dict[str, set[str]]:
@@ -248,6 +278,30 @@ class Breakpoints:
             except Exception as exc:  # noqa: BLE001 - shown next to the watch
                 out.append((w, None, _error_text(exc)))
         return out
+
+
+def _model_names(expr: Expression) -> set[str]:
+    """The model values ``expr`` reads: bare names that are not built-ins, and every t["..."]."""
+    bare = getattr(expr, "bare", expr.names)
+    return {n for n in bare if n not in RESERVED} | getattr(expr, "quoted", set())
+
+
+_SCOPE = re.compile(r"\s*([A-Za-z_][\w./-]*)\s*:(?!=)\s*(\S.*)$", re.S)
+
+
+def split_scope(text: str, loop: str | None = None) -> tuple[str | None, str]:
+    """``("outer", "i == 2")`` from ``"outer: i == 2"``: a condition scoped to one loop.
+
+    A colon after a leading name cannot start a valid expression (slices are inside brackets),
+    so the form is unambiguous. An explicit ``loop`` and a prefix must agree.
+    """
+    m = _SCOPE.match(text)
+    if m is None or keyword.iskeyword(m.group(1)):        # lambda: ... is refused as it is
+        return loop, text
+    prefix, rest = m.group(1), m.group(2).strip()
+    if loop is not None and loop != prefix:
+        raise ExprError(f"'{text}' names loop '{prefix}' but the breakpoint is for loop '{loop}'.")
+    return prefix, rest
 
 
 def _error_text(exc: Exception) -> str:

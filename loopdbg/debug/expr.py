@@ -28,6 +28,7 @@ items, are refused when evaluated.
 from __future__ import annotations
 
 import ast
+import re
 import operator
 from typing import Any, Callable
 
@@ -133,6 +134,10 @@ class Lookup:
         """The names of the previous iteration of the same loop execution (for ``changed``)."""
         return None
 
+    def value(self, name: str) -> Any:
+        """A model value by name, never a built-in (``t["i"]``: the model's own ``i``)."""
+        return self.name(name)
+
 
 class Expression:
     """A compiled expression: ``expr.evaluate(lookup)``; ``expr.names`` lists the model names it reads."""
@@ -148,12 +153,18 @@ class Expression:
             tree = ast.parse(self.text, mode="eval")
         except SyntaxError as exc:
             where = f" at column {exc.offset}" if exc.offset else ""
-            raise ExprError(f"'{self.short}' is not a valid expression{where}: {exc.msg}.") from None
+            hint = ""
+            if re.search(r"(?<![=!<>])=(?!=)", self.text):
+                hint = " (to compare, write == : i == 3)"
+            raise ExprError(f"'{self.short}' is not a valid expression{where}: {exc.msg}"
+                            f"{hint}.") from None
         except (RecursionError, MemoryError):
             raise self._too_deep() from None
         if _depth(tree.body) > MAX_DEPTH:
             raise self._too_deep()
         self.names: set[str] = set()
+        self.quoted: set[str] = set()      # the names read as t["name"]: model values only
+        self.bare: set[str] = set()        # the names written plainly (a built-in wins)
         self._fn = self._compile(tree.body)
 
     @property
@@ -206,6 +217,7 @@ class Expression:
         if name == "t":
             raise self._refuse(node, "'t' on its own (write t[\"name\"])")
         self.names.add(name)
+        self.bare.add(name)
         return lambda env: env.name(name)
 
     def _c_Subscript(self, node):
@@ -215,7 +227,8 @@ class Expression:
                 raise self._refuse(node, "t[...] with anything but a string")
             name = key.value
             self.names.add(name)
-            return lambda env: env.name(name)
+            self.quoted.add(name)
+            return lambda env: env.value(name)
         value = self._compile(node.value)
         index = self._compile(node.slice)
         return lambda env: _subscript(value(env), index(env))
@@ -397,3 +410,15 @@ def _changed(arg: Callable) -> Callable:
             return False
         return not same_value(arg(prev), arg(env))
     return run
+
+
+def name_expression(name: str) -> str:
+    """The expression that reads the model value ``name``: the name itself when it is one, else
+    ``t["name"]`` (a name with spaces, slashes or brackets, or one a built-in would hide)."""
+    import json
+    import keyword
+
+    if name.isidentifier() and not keyword.iskeyword(name) and name not in RESERVED \
+            and not name.startswith("__") and name not in FUNCTIONS:
+        return name
+    return f"t[{json.dumps(name, ensure_ascii=False)}]"

@@ -37,6 +37,7 @@ __all__ = ["BREAKPOINT", "END", "ERROR", "HISTORY", "NAN", "NODE", "PAUSED", "ST
            "NodeStep", "Session", "Stop"]
 
 _FALSE = np.False_
+CANCELLED = "cancelled: the session is closing"
 _NO_HIT = object()
 
 
@@ -74,6 +75,7 @@ class Session:
         self.breakpoints = Breakpoints(known_names=self._names())
         self._lookup = EventLookup(previous=timeline.previous)
         self._pause = threading.Event()
+        self.cancelled = False
         self.restart()
 
     @classmethod
@@ -185,6 +187,16 @@ class Session:
         """Ask a running ``continue_`` (in another thread) to stop at the next iteration."""
         self._pause.set()
 
+    def request_cancel(self) -> None:
+        """Stop whatever runs (in another thread) between two iterations, and refuse to run
+        again: for a face that is closing. Every later move forward ends at once in a PAUSED
+        stop saying so; stepping back and jumping through what was recorded still work."""
+        self.cancelled = True             # before the event: _advance reads them in that order
+        self._pause.set()
+
+    def _cancelled_stop(self) -> Stop:
+        return self._make_stop(PAUSED, CANCELLED, self.current)
+
     # -- pulling from the engine ----------------------------------------------------------------
     def _pull(self) -> ev.IterationDone | None:
         """The next iteration from the engine, recording the other events on the way."""
@@ -252,6 +264,8 @@ class Session:
     def _advance(self, want: Callable[[ev.IterationDone], bool], reason: str) -> Stop:
         self._node = None
         self._pause.clear()
+        if self.cancelled:                # a cancel may have come just before the clear
+            return self._cancelled_stop()
         on_nan = self.on_nan
         breakpoints = self.breakpoints if self.breakpoints.items else None
         lookup = self._lookup
@@ -310,8 +324,7 @@ class Session:
                             return self._make_stop(STEP, reason, event)
                         count += 1
                         if not count & 63 and self._pause.is_set():
-                            self._pause.clear()
-                            return self._make_stop(PAUSED, "paused", event)
+                            return self._paused(event)
                         continue
                 hit = breakpoints.check(lookup)
                 if hit is not None:
@@ -320,8 +333,14 @@ class Session:
                 return self._make_stop(STEP, reason, event)
             count += 1
             if not count & 63 and self._pause.is_set():
-                self._pause.clear()
-                return self._make_stop(PAUSED, "paused", event)
+                return self._paused(event)
+
+    def _paused(self, event) -> Stop:
+        """The pause (or cancel) asked for from another thread, seen between two iterations."""
+        if self.cancelled:
+            return self._make_stop(PAUSED, CANCELLED, event)
+        self._pause.clear()
+        return self._make_stop(PAUSED, "paused", event)
 
     def _check(self, event: ev.IterationDone, lookup: EventLookup) -> Stop | None:
         if self.on_nan:
@@ -379,6 +398,8 @@ class Session:
 
     def step_node(self) -> Stop:
         """Execute the next body node of the coming iteration (of the current loop)."""
+        if self.cancelled:
+            return self._cancelled_stop()
         if self._node is None:
             cur = self.current
             target = self._peek()

@@ -88,17 +88,25 @@ def load_npz(path: str | Path, limit: int | None = None) -> dict[str, np.ndarray
 
 def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "inputs"
                  ) -> list[np.ndarray]:
-    """The arrays for the model's Parameters, in order; one clear error for any mismatch."""
+    """The arrays for the model's Parameters, in order; one clear error for any mismatch.
+
+    An input is found by its name (or another name of its tensor), else by its position: the
+    key ``"0"``, ``"1"``, ... or ``numpy.savez``'s ``"arr_0"``, ``"arr_1"``, ... for the first,
+    second, ... input. Converters name inputs ``x.1``, ``n.1``; positions spare the guessing.
+    """
     specs = input_specs(model)
     expected = "; the model expects " + ", ".join(s.describe() for s in specs) if specs else ""
     remaining = dict(given)
     values = []
-    for spec in specs:
+    for k, spec in enumerate(specs):
         key = next((k for k in (spec.name, *spec.names) if k in remaining), None)
         if key is None and spec.kind is not None and spec.kind.endswith(SEQUENCE):
             key = _gather_sequence(spec.name, remaining)      # npz: name[0], name[1], ...
         if key is None:
-            raise InputError(f"{source} has no input '{spec.name}'{expected}.")
+            key = next((p for p in (str(k), f"arr_{k}") if p in remaining), None)
+        if key is None:
+            raise InputError(f"{source} has no input '{spec.name}' (nor an array '{k}' or "
+                             f"'arr_{k}' for input number {k}){expected}.")
         raw = remaining.pop(key)
         values.append(_check_value(spec, raw, source))
     if remaining:

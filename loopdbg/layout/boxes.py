@@ -20,7 +20,8 @@ VALUE_WIDTH = 12          # room reserved in every box for the caller's value li
 class Box:
     """A node's box in cells: top-left ``(x, y)``, size ``w × h`` including the border.
 
-    ``id`` is the body layer id (the key of ``values`` when rendering), ``name`` its layer name.
+    ``id`` is the body layer id (the key of ``values`` when rendering), ``name`` its layer name,
+    ``title`` the text in its top border and ``lines`` the text inside (``box_text``).
     """
 
     id: int
@@ -33,6 +34,8 @@ class Box:
     roles: tuple[str, ...] = ()
     role_text: str = ""
     name: str = ""
+    title: str = ""
+    type: str = ""
 
     @property
     def right(self) -> int:
@@ -99,7 +102,24 @@ class Layout:
         return None
 
 
+def box_text(node: Node) -> tuple[str, tuple[str, ...]]:
+    """What a node's box shows: the title in its top border and the lines inside.
+
+    An operation's type goes in the border (``┌─ Add ──┐``) and its name inside, so that a box
+    is one row shorter than the label's lines; a Parameter's or Result's border says what it is
+    and its role in the loop (``param · merged``, ``result · last value``).
+    """
+    rest = tuple(node.lines[1:])
+    if node.kind == "parameter":
+        return (f"param · {node.role_text}" if node.role_text else "Parameter"), rest
+    if node.kind == "result":
+        return (f"result · {node.role_text}" if node.role_text else "Result"), rest
+    return (node.lines[0] if node.lines else node.type), rest
+
+
 def box_size(node: Node, value_width: int = VALUE_WIDTH) -> tuple[int, int]:
-    """``(w, h)`` in cells: the label lines, the value line, a blank each side, the border."""
-    inner = max([len(s) for s in node.lines] + [value_width, len(node.role_text) + 2])
-    return inner + 4, len(node.lines) + 1 + 2
+    """``(w, h)`` in cells: the inner lines, the value line, a blank each side, the border
+    (whose title needs room too)."""
+    title, lines = box_text(node)
+    inner = max([len(s) for s in lines] + [value_width, len(title) + 2])
+    return inner + 4, len(lines) + 1 + 2

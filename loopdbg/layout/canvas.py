@@ -5,8 +5,10 @@ copies it and writes the changing part: each box's value line and the highlight 
 current boxes. Style tags, one per cell (None for blank cells):
 
     "box"  "box:changed"  "box:current"     border and label text of a box
+    "box:selected"                           ... of the box the keyboard's cursor is on
     "value"  "value:changed"                 the value line inside a box
-    "role"                                   the role text in a Parameter's / Result's top border
+    "role"                                   the title of a Parameter's / Result's box (its role)
+    "title"                                  the title of an operation's box (its type)
     "edge"  "back"                           data edges, back edges (and their arrowheads)
 
 ``render_text`` gives the same picture as plain text (optionally pure ASCII) for tests, snapshots
@@ -34,7 +36,10 @@ _ASCII = str.maketrans({"┌": "+", "┐": "+", "└": "+", "┘": "+", "─": "
 
 @dataclass
 class Canvas:
-    """A rendered body: ``lines[y]`` is row ``y``; ``styles[y][x]`` the tag of that cell."""
+    """A rendered body: ``lines[y]`` is row ``y``; ``styles[y][x]`` the tag of that cell.
+
+    Rows of ``styles`` may be shared with the layout's cached picture: read them, never write.
+    """
 
     lines: list[str]
     styles: list[list[str | None]]
@@ -117,11 +122,12 @@ def _draw_box(chars, tags, b: Box) -> None:
             tags[y][x] = "box"
     for k, line in enumerate(b.lines):
         _put(chars, x0 + 2, y0 + 1 + k, line, b.inner_width)
-    if b.role_text:
-        text = f" {b.role_text} "[: b.w - 3]
+    if b.title:
+        text = f" {b.title} "[: b.w - 3]
         _put(chars, x0 + 2, y0, text, len(text))
+        tag = "role" if b.kind in ("parameter", "result") else "title"
         for x in range(x0 + 2, x0 + 2 + len(text)):
-            tags[y0][x] = "role"
+            tags[y0][x] = tag
 
 
 def _put(chars, x: int, y: int, text: str, width: int) -> None:
@@ -133,22 +139,39 @@ def _put(chars, x: int, y: int, text: str, width: int) -> None:
 
 
 def render(layout: Layout, values: Mapping[int, str] | None = None, *,
-           changed: Collection[int] = (), current: int | None = None) -> Canvas:
+           changed: Collection[int] = (), current: int | None = None,
+           selected: int | None = None) -> Canvas:
     """Draw ``layout`` with each box's value line (``values[node_id]``, truncated to fit).
 
-    Boxes in ``changed`` get the ``box:changed`` tag, the ``current`` box ``box:current``.
+    Boxes in ``changed`` get the ``box:changed`` tag, the ``current`` box ``box:current`` and
+    the ``selected`` one (the keyboard's cursor) ``box:selected``.
     """
     chars, tags = _static(layout)
+    base = layout.__dict__.get("_base_lines")
+    if base is None:
+        base = layout.__dict__["_base_lines"] = ["".join(r) for r in chars]
     values = values or {}
     changed = set(changed)
-    rows = [list(r) for r in chars]
-    styles = [list(r) for r in tags]
+    # Rows nobody writes to are shared with the cached picture (a large body has hundreds of
+    # rows and only its value lines change): copy a row only when it is written.
+    rows: dict[int, list[str]] = {}
+    styles = list(tags)
+    copied: set[int] = set()
+
+    def row_of(y: int) -> tuple[list[str], list]:
+        if y not in copied:
+            copied.add(y)
+            styles[y] = list(tags[y])
+            rows[y] = list(chars[y])
+        return rows[y], styles[y]
+
     for b in layout.boxes:
-        hl = b.id == current or b.id in changed
+        hl = b.id == current or b.id in changed or b.id == selected
         if hl:
-            tag = "box:current" if b.id == current else "box:changed"
+            tag = ("box:current" if b.id == current else "box:selected" if b.id == selected
+                   else "box:changed")
             for y in range(b.y, b.bottom + 1):
-                srow = styles[y]
+                _, srow = row_of(y)
                 for x in range(b.x, b.right + 1):
                     if srow[x] == "box":
                         srow[x] = tag
@@ -159,12 +182,15 @@ def render(layout: Layout, values: Mapping[int, str] | None = None, *,
             text = text.replace("\n", " ")
             if len(text) > width:
                 text = text[: width - 1] + "…"
-            row, srow = rows[y], styles[y]
+            row, srow = row_of(y)
             vtag = "value:changed" if b.id in changed else "value"
-            for k, ch in enumerate(text):
-                row[b.x + 2 + k] = ch
-                srow[b.x + 2 + k] = vtag
-    return Canvas(["".join(r) for r in rows], styles, layout.width, layout.height)
+            x0 = b.x + 2
+            row[x0:x0 + len(text)] = text
+            srow[x0:x0 + len(text)] = [vtag] * len(text)
+    lines = list(base)
+    for y, row in rows.items():
+        lines[y] = "".join(row)
+    return Canvas(lines, styles, layout.width, layout.height)
 
 
 def render_text(layout: Layout, values: Mapping[int, str] | None = None, *,

@@ -40,18 +40,21 @@ def clear_cache() -> None:
     """Forget every cached ``dot`` result and layout."""
     _DOT_CACHE.clear()
     _LAYOUT_CACHE.clear()
+    _GRAPHS.clear()
 
 
 def layout_body(body: Union["LoopSpec", BodyGraph], *, value_width: int = VALUE_WIDTH,
-                consts: str = "fold") -> Layout:
+                consts: str = "fold", cached_only: bool = False) -> Layout | None:
     """Lay out a loop body (a LoopSpec or a BodyGraph); cached, so ``dot`` runs once per body.
 
-    Raises LayoutUnavailable when Graphviz is not installed.
+    ``cached_only``: None instead of running ``dot`` when this layout is not cached yet (a UI
+    then lays it out in the background). Raises LayoutUnavailable when Graphviz is not
+    installed.
     """
-    bg = body if isinstance(body, BodyGraph) else body_graph(body, consts=consts)
+    bg = body if isinstance(body, BodyGraph) else _body_graph(body, consts)
     key = (bg.key(), value_width)
     hit = _LAYOUT_CACHE.get(key)
-    if hit is not None:
+    if hit is not None or cached_only:
         return hit
     sizes = {n.id: box_size(n, value_width) for n in bg.nodes}
     src = layout_dot_source(bg, sizes)
@@ -62,6 +65,19 @@ def layout_body(body: Union["LoopSpec", BodyGraph], *, value_width: int = VALUE_
     layout = build_layout(bg, sizes, result, value_width)
     _LAYOUT_CACHE[key] = layout
     return layout
+
+
+_GRAPHS: dict[tuple[int, str], tuple[object, BodyGraph]] = {}
+
+
+def _body_graph(spec, consts: str) -> BodyGraph:
+    """``body_graph(spec)``, kept per spec: asking for a layout again costs no graph building."""
+    hit = _GRAPHS.get((id(spec), consts))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    bg = body_graph(spec, consts=consts)
+    _GRAPHS[(id(spec), consts)] = (spec, bg)
+    return bg
 
 
 def dot_available() -> bool:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from loopdbg.layout.dot import node_ref, quote
 from loopdbg.layout.graph import body_graph
+from loopdbg.text import safe
 
 if TYPE_CHECKING:
     from loopdbg.engine.loopspec import LoopSpec
@@ -36,9 +37,8 @@ def graph_to_dot(spec: "LoopSpec", *, consts: str = "show") -> str:
     for m in sorted(spec.sub.inputs, key=lambda m: m.external_port_id):
         if m.external_port_id < 0:
             continue
-        label = f"input {m.external_port_id}"
-        if m.external_port_id in ext_names:
-            label += f"\n{ext_names[m.external_port_id]}"
+        name = ext_names.get(m.external_port_id)
+        label = f"{name}\n(input {m.external_port_id})" if name else f"input {m.external_port_id}"
         out.append(f"  {quote(f'in{m.external_port_id}')} [shape=cds, style=filled, "
                    f"fillcolor=\"#f3f4f6\", label={quote(label)}];")
     out.append('  subgraph "cluster_body" { label="body"; style="rounded,dashed"; '
@@ -79,8 +79,9 @@ def graph_to_dot(spec: "LoopSpec", *, consts: str = "show") -> str:
         label = f"output {form.index}\n{form.name}"
         out.append(f"  {quote(f'out{form.index}')} [shape=cds, style=filled, "
                    f"fillcolor=\"#f3f4f6\", label={quote(label)}];")
+        joined = "stack new axis=" if getattr(spec, "onnx", False) else "concat axis="
         how = ("last value" if form.kind != "concat" else
-               f"concat axis={form.axis}" + (f" stride={form.stride}" if form.stride != 1 else ""))
+               f"{joined}{form.axis}" + (f" stride={form.stride}" if form.stride != 1 else ""))
         out.append(f"  {node_ref(rid)} -> {quote(f'out{form.index}')} [style=bold, "
                    f"color=\"#2563eb\", label={quote(how)}];")
     if spec.cond_result is not None:
@@ -88,7 +89,7 @@ def graph_to_dot(spec: "LoopSpec", *, consts: str = "show") -> str:
         out.append('  "cond" [shape=diamond, style=filled, fillcolor="#fecaca", '
                    'label="continue?"];')
         out.append(f'  {node_ref(rid)} -> "cond" [style=bold, color="#dc2626", '
-                   f'label="execution condition"];')
+                   f'label="body condition"];')
     ext_in = [quote(f"in{m.external_port_id}") for m in spec.sub.inputs if m.external_port_id >= 0]
     if spec.current_iteration is not None:
         ext_in.append('"iter"')
@@ -115,7 +116,9 @@ def graph_to_dot(spec: "LoopSpec", *, consts: str = "show") -> str:
                 labels.append(f'taillabel="{e.src_port}"')
             if n_in.get(e.dst, 0) > 1 or e.dst_port:
                 labels.append(f'headlabel="{e.dst_port}"')
-            attrs = ", ".join(labels + ['labelfontcolor="#6b7280"'])
+            # port numbers beside the line, clear of the arrowhead
+            attrs = ", ".join(labels + ['labelfontcolor="#6b7280"', "labeldistance=2.2",
+                                        "labelangle=35"])
             out.append(f"  {node_ref(e.src)} -> {node_ref(e.dst)} [{attrs}];")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -131,8 +134,17 @@ def _n_outputs(spec: "LoopSpec", layer_id: int) -> int:
 
 
 def _loop_input_names(spec: "LoopSpec") -> dict[int, str]:
+    """For each input of the loop layer, the name of what feeds it (its tensor name, else the
+    producing layer's name, as the pseudo-code writes it)."""
     names = {}
+    graph = getattr(spec, "parent_graph", None)
     for k, port in enumerate(spec.layer.inputs):
-        if port.names:
+        src = graph.producer(spec.layer.id, k) if graph is not None else None
+        if src is not None and src[0] in graph.layers:
+            layer = graph.layers[src[0]]
+            out = layer.outputs[src[1]] if src[1] < len(layer.outputs) else None
+            names[k] = out.names[0] if out is not None and out.names else (
+                layer.name if src[1] == 0 else f"{layer.name}:{src[1]}")
+        elif port.names:
             names[k] = port.names[0]
-    return names
+    return {k: safe(v) for k, v in names.items()}

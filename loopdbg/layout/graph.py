@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from loopdbg.ir.model import Graph, Layer
+from loopdbg.text import safe
 
 if TYPE_CHECKING:
     from loopdbg.engine.loopspec import LoopSpec
@@ -38,13 +39,13 @@ _ROLE_TEXT = {
     INVARIANT: "invariant",
     CONCATENATED: "concat",
     LAST_VALUE: "last value",
-    EXECUTION_CONDITION: "exec condition",
+    EXECUTION_CONDITION: "body condition",
 }
 
 CONST_MODES = ("fold", "small", "show")
 _KINDS = {"Parameter": "parameter", "Result": "result", "Constant": "const"}
 SMALL_CONST = 4            # a Constant of at most this many elements is "small"
-MAX_LABEL = 24             # label lines longer than this are shortened with "…"
+MAX_LABEL = 28             # label lines longer than this are shortened with "…"
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,9 @@ def body_graph(spec: "LoopSpec", *, consts: str = "fold") -> BodyGraph:
     result_roles: dict[int, list[tuple[str, str]]] = {}
     for form in spec.outputs:
         if form.kind == "concat":
-            item = (CONCATENATED, f"concat axis {form.axis}" + (" rev" if form.stride < 0 else ""))
+            # ONNX stacks the pieces on a new axis; OpenVINO concatenates on an existing one.
+            how = "stack new axis" if getattr(spec, "onnx", False) else "concat axis"
+            item = (CONCATENATED, f"{how} {form.axis}" + (" rev" if form.stride < 0 else ""))
         else:
             item = (LAST_VALUE, _ROLE_TEXT[LAST_VALUE])
         result_roles.setdefault(body.result_ids[form.result_pos], []).append(item)
@@ -161,7 +164,9 @@ def graph_from_parts(graph: Graph,
         if lid in folded:
             continue
         kind = _KINDS.get(layer.type, "op")
-        lines = [_fit(layer.type), _fit(layer.name, keep_end=True)]
+        # an ONNX node by its ONNX type (Add, not onnx.Add), as the pseudo-code writes it
+        shown = layer.ir_type if layer.type.startswith("onnx.") and layer.ir_type else layer.type
+        lines = [_fit(safe(shown)), _fit(safe(layer.name), keep_end=True)]
         if kind == "const":
             lines.append(_fit(const_summary(layer)))
         cin = tuple(t for _, t in sorted(const_inputs.get(lid, ())))
@@ -171,7 +176,7 @@ def graph_from_parts(graph: Graph,
         role_tags = tuple(dict.fromkeys(t for t, _ in tags))
         role_text = " · ".join(dict.fromkeys(x for _, x in tags))
         nodes.append(Node(lid, kind, layer.type, layer.name, tuple(lines), role_tags,
-                          _fit(role_text, MAX_LABEL + 16), cin))
+                          _fit(safe(role_text), MAX_LABEL + 16), cin))
     visible = {n.id for n in nodes}
     edges = [BodyEdge(e.from_layer, e.to_layer, e.from_port, e.to_port)
              for e in graph.edges if e.from_layer in visible and e.to_layer in visible]

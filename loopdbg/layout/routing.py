@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 
-from loopdbg.layout.boxes import BOX_GAP, XS, Box, EdgePath, Layout
+from loopdbg.layout.boxes import BOX_GAP, XS, Box, EdgePath, Layout, box_text
 from loopdbg.layout.graph import BodyGraph
 
 
@@ -326,8 +326,9 @@ class _Builder:
         for nid in self.left:
             n = nodes[nid]
             w, h = self.sizes[nid]
-            boxes.append(Box(nid, self.left[nid], y_of[nid], w, h, n.lines, n.kind, n.roles,
-                             n.role_text, n.name))
+            title, lines = box_text(n)
+            boxes.append(Box(nid, self.left[nid], y_of[nid], w, h, lines, n.kind, n.roles,
+                             n.role_text, n.name, title, n.type))
         boxes.sort(key=lambda b: (b.y, b.x))
         return Layout(self.bg.name, right + 2, height, tuple(boxes), tuple(paths),
                       self.value_width)

@@ -164,7 +164,11 @@ def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | No
     names = spec.param_names
     lines: list[Line] = []
     for pos, ext in spec.invariant:
-        lines.append(Line("init", f"{names[pos]} = {outer_name(spec, ext)};  // invariant"))
+        outer = outer_name(spec, ext)
+        if outer == names[pos]:       # ONNX: the body reads the outer value by its own name
+            lines.append(Line("init", f"// {outer}: invariant, read from outside the loop"))
+        else:
+            lines.append(Line("init", f"{names[pos]} = {outer};  // invariant"))
     for pos, ext in spec.merged:
         carried = [back_edge_text(spec, p, r) for p, r in spec.back_edges if p == pos]
         note = f"  // merged: {carried[0]} after each iteration" if carried else "  // merged"
@@ -232,9 +236,24 @@ def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | No
             join = "stack" if getattr(spec, "onnx", False) else "concat"
             lines.append(Line("output", f"{o.name} = {join}({o.name}, axis={o.axis});"))
         else:
-            lines.append(Line("output", f"{o.name} = {result_source(spec, o.result_pos)};"
-                                        "  // its value in the last iteration"))
+            lines.append(Line("output", _last_value_text(spec, o)))
     return lines
+
+
+def _last_value_text(spec: LoopSpec, o) -> str:
+    """A last-value output as the code computes it, true for zero iterations too: one that a
+    back edge carries is read from the Parameter it is carried into (which holds the initial
+    value when no iteration ran); any other is the value of the last iteration."""
+    source = result_source(spec, o.result_pos)
+    names = spec.param_names
+    carried = [p for p, r in spec.back_edges if r == o.result_pos and p != spec.current_iteration]
+    if carried:
+        p = carried[0]
+        initial = next((outer_name(spec, ext) for pos, ext in spec.merged if pos == p), None)
+        start = f" ({initial} if none ran)" if initial is not None else ""
+        return (f"{o.name} = {names[p]};  // {source} of the last iteration, carried into "
+                f"{names[p]}{start}")
+    return f"{o.name} = {source};  // its value in the last iteration (undefined if none ran)"
 
 
 def _trip_text(spec: LoopSpec, mode) -> str | None:

@@ -1,39 +1,45 @@
 """The loopdbg terminal UI: a thin Textual face over a debugging Session.
 
-Every command (next, step, continue, ...) runs the session in a worker thread, so the screen never
-freezes and a running continue can be paused; the worker posts the resulting Stop back and every
-panel (``PANELS``) is shown it (``loopdbg.tui.panel``). The UI decides nothing about loop
-semantics: it shows what the session says.
+Every command (next, step, continue, ...) runs the session in a thread of its own
+(``loopdbg.tui.worker``), so the screen never freezes, a running continue can be paused and
+quitting never waits for the engine; the thread posts the resulting Stop back and every panel
+(``PANELS``) is shown it (``loopdbg.tui.panel``). The UI decides nothing about loop semantics: it
+shows what the session says.
 
-Keys are listed in BINDINGS (and in the footer and on the help screen, ``?``).
+Keys are listed in BINDINGS (and in the footer, on the help screen ``?`` and in the command
+palette ``ctrl+p``, ``loopdbg.tui.commands``). The layout follows the terminal's size: below 110
+columns or 32 rows the panes shrink (``narrow``, ``short``), and ``z`` maximises the focused one.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import os
+import sys
 from pathlib import Path
 
-from textual import on, work
+from rich.text import Text
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Header, RichLog, TabbedContent, TabPane
+from textual.widgets import Header, RichLog, TabbedContent, TabPane
 
-from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.debug.report import headline
-from loopdbg.debug.session import ERROR, Session, Stop
-from loopdbg.errors import LoopdbgError
-from loopdbg.tui.messages import (Busy, DeleteBreakpoint, DeleteWatch, EditBreakpoint, Stopped,
-                                  ToggleBreakpoint)
+from loopdbg.debug.session import Session, Stop
+from loopdbg.tui.commands import LoopdbgCommands
+from loopdbg.tui.messages import Busy, InspectValue, Stopped
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.screens.help import HelpScreen
-from loopdbg.tui.screens.prompt import Prompt
+from loopdbg.tui.prompts import PromptActions
+from loopdbg.tui.screens.help import HelpPanel
+from loopdbg.tui.screens.prompt import PromptBar
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable
 from loopdbg.tui.widgets.code import CodePanel
+from loopdbg.tui.widgets.footer import KeyFooter
 from loopdbg.tui.widgets.graph import GraphView
 from loopdbg.tui.widgets.inspector import Inspector
 from loopdbg.tui.widgets.state import LoopState
 from loopdbg.tui.widgets.tables import BackEdgeTable, ScanPanel
+from loopdbg.tui.worker import EngineThread
 
 # Every panel, in the order it appears in its area (Panel.AREA); the Log tab comes last.
 PANELS: tuple[type[Panel], ...] = (
@@ -41,38 +47,45 @@ PANELS: tuple[type[Panel], ...] = (
     BackEdgeTable, ScanPanel, Inspector, BreakpointTable, WatchTable,
 )
 
-COMMANDS = {
-    "next": "next", "back": "back", "step": "step", "finish": "finish", "continue": "continue_",
-    "restart": "restart", "first": "first", "last": "last", "reverse": "reverse_continue",
-}
+NARROW_WIDTH = 110          # below: the side column and the tabs give way to the graph
+SHORT_HEIGHT = 32           # below: the tabs shrink to a few rows
+TALL_HEIGHT = 56            # from here: the tabs grow with the terminal
+ZOOMS = ("zoom-graph", "zoom-side", "zoom-tabs")
 
 
-class LoopdbgApp(App):
+class LoopdbgApp(PromptActions, App):
     """loopdbg's UI.
 
     n next · N back · s step (into / node by node) · f finish · c continue · space pause ·
-    b breakpoint · w watch · i inspect · R reverse-continue · g/G first/last · r restart · q quit
+    b breakpoint · w watch · i inspect · / find · z maximise · [ ] tabs · R reverse-continue ·
+    g/G first/last · r restart · q quit
     """
 
     CSS_PATH = Path(__file__).with_name("app.tcss")   # absolute: subclasses elsewhere find it too
     TITLE = "loopdbg"
-    # In the order the footer shows them: the most needed first, so 80 columns keep help and quit.
+    COMMANDS = {LoopdbgCommands}
+    # In the order the footer shows them (it drops from the end what does not fit; ? stays).
     BINDINGS = [
         Binding("n", "command('next')", "next"),
-        Binding("N", "command('back')", "back"),
         Binding("s", "command('step_node')", "step"),
         Binding("c", "command('continue')", "continue"),
+        Binding("N", "command('back')", "back"),
         Binding("b", "add_breakpoint", "break"),
-        Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
+        Binding("question_mark", "help", "help"),
         Binding("f", "command('finish')", "finish"),
-        Binding("space", "pause", "pause"),
-        Binding("w", "add_watch", "watch"),
         Binding("i", "inspect", "inspect"),
+        Binding("w", "add_watch", "watch"),
+        Binding("z", "zoom", "max"),
+        Binding("right_square_bracket", "tab(1)", "tab"),
+        Binding("slash", "find", "find"),
+        Binding("space", "pause", "pause"),
         Binding("r", "command('restart')", "restart"),
+        Binding("left_square_bracket", "tab(-1)", "tab", show=False),
         Binding("R", "command('reverse')", "reverse-continue", show=False),
         Binding("g", "command('first')", "first", show=False),
         Binding("G", "command('last')", "last", show=False),
+        Binding("ctrl+c", "interrupt", "pause / quit", show=False, priority=True),
     ]
 
     def __init__(self, session: Session, *, title: str = "", autostart: bool = True):
@@ -85,6 +98,7 @@ class LoopdbgApp(App):
         self.last_stop: Stop = session.stop
         self.view = View(session.stop, session)
         self.panels: list[Panel] = []
+        self.engine = EngineThread(session, self._stopped_in_thread)
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -105,20 +119,51 @@ class LoopdbgApp(App):
                     yield panel
             with TabPane("Log", id="tab-log"):
                 yield RichLog(id="log", wrap=True, markup=False)
-        yield Footer()
+        yield HelpPanel(id="help")
+        yield PromptBar(id="prompt")
+        yield KeyFooter()
+
+    @property
+    def graph(self) -> GraphView:
+        return self.query_one(GraphView)
 
     def on_mount(self) -> None:
-        self.query_one("#graph").border_title = "body"
         self.query_one("#side").border_title = "loop"
         self.log_line("loopdbg: press n for the next iteration, s to step, c to continue, "
                       "b to add a breakpoint, ? for help")
         self.refresh_all(self.session.stop)
+        self.graph.focus()
         if self.autostart:
             self.action_command("step")
 
     def on_resize(self, event) -> None:
-        narrow = event.size.width < 110 or event.size.height < 32
-        self.screen.set_class(narrow, "narrow")
+        self.screen.set_class(event.size.width < NARROW_WIDTH, "narrow")
+        self.screen.set_class(event.size.height < SHORT_HEIGHT, "short")
+        self.screen.set_class(event.size.height >= TALL_HEIGHT, "tall")
+
+    def action_zoom(self) -> None:
+        """Maximise the pane that has the focus (the graph when none has); again to restore."""
+        screen = self.screen
+        if any(screen.has_class(z) for z in ZOOMS):
+            screen.remove_class(*ZOOMS)
+            return
+        focused = self.focused
+        area = "graph"
+        if focused is not None:
+            if focused is self.query_one("#side") or self.query_one("#side") in focused.ancestors:
+                area = "side"
+            elif self.query_one("#tabs") in focused.ancestors:
+                area = "tabs"
+        screen.add_class(f"zoom-{area}")
+
+    def action_tab(self, step: int) -> None:
+        tabs = self.query_one(TabbedContent)
+        ids = [pane.id for pane in tabs.query(TabPane)]
+        k = ids.index(tabs.active) if tabs.active in ids else 0
+        tabs.active = ids[(k + step) % len(ids)]
+
+    def action_graph_detail(self) -> None:
+        self.graph.action_detail()
 
     # -- running commands ---------------------------------------------------------------------
     def action_command(self, name: str) -> None:
@@ -127,18 +172,10 @@ class LoopdbgApp(App):
             return
         self.busy = True
         self.post_message(Busy(True, name))
-        self._work(name)
+        self.engine.start(name)
 
-    @work(thread=True, exclusive=True, group="engine")
-    def _work(self, name: str) -> None:
-        method = getattr(self.session, COMMANDS.get(name, name))
-        try:
-            stop = method()
-        except LoopdbgError as exc:
-            stop = Stop(kind=ERROR, reason=str(exc), event=self.session.current, error=exc)
-        except Exception as exc:  # noqa: BLE001 - a bug must show, not crash the UI
-            stop = Stop(kind=ERROR, reason=f"internal error: {type(exc).__name__}: {exc}",
-                        event=self.session.current)
+    def _stopped_in_thread(self, stop: Stop, name: str) -> None:
+        """Called in the engine thread: hand the stop to the UI (post_message is thread-safe)."""
         self.post_message(Stopped(stop, name))
 
     def action_step_node(self) -> None:
@@ -148,10 +185,18 @@ class LoopdbgApp(App):
         if self.busy:
             self.session.request_pause()
 
+    def action_interrupt(self) -> None:
+        """ctrl+c: pause a running command; with nothing running, say how to quit."""
+        if self.busy:
+            self.session.request_pause()
+        else:
+            self.notify("nothing is running; press q to quit", timeout=3)
+
     @on(Busy)
     def _on_busy(self, message: Busy) -> None:
+        # Only a command still running after 0.3 s says so in the header: changing the title
+        # lays the screen out again, which a quick step must not pay for.
         self._running = message.command
-        self._show_progress()
         self._progress_timer = self.set_interval(0.3, self._show_progress)
 
     def _show_progress(self) -> None:
@@ -168,12 +213,14 @@ class LoopdbgApp(App):
         if self._progress_timer is not None:
             self._progress_timer.stop()
             self._progress_timer = None
-        self.sub_title = self.model_title
+        if self.sub_title != self.model_title:
+            self.sub_title = self.model_title
         stop = message.stop
         self.refresh_all(stop)
         self.log_line(f"[{message.command}] {headline(stop)}")
         if stop.kind in ("breakpoint", "nan", "error"):
-            self.notify(headline(stop), severity="error" if stop.kind == "error" else "warning")
+            self.notify(headline(stop), severity="error" if stop.kind == "error" else "warning",
+                        markup=False)
         for n in self.session.notices[self._notices_shown:]:
             self.log_line(f"notice: {n.message}")
         self._notices_shown = len(self.session.notices)
@@ -181,6 +228,10 @@ class LoopdbgApp(App):
     _notices_shown = 0
     _progress_timer = None
     _running = ""
+
+    @on(InspectValue)
+    def _inspect_value(self, message: InspectValue) -> None:
+        self.show_value(message.name)
 
     # -- drawing ------------------------------------------------------------------------------
     def refresh_all(self, stop: Stop) -> None:
@@ -199,89 +250,66 @@ class LoopdbgApp(App):
         self.show_view(self.view.again(stop))
 
     def log_line(self, text: str) -> None:
-        self.query_one("#log", RichLog).write(text)
+        self.query_one("#log", RichLog).write(Text(text))
 
-    # -- breakpoints, watches, inspector ----------------------------------------------------------
-    def _check_expr(self, add) -> callable:
-        def check(text: str) -> str | None:
-            try:
-                add(text)
-            except LoopdbgError as exc:
-                return str(exc)
-            return None
-        return check
+    # -- leaving ------------------------------------------------------------------------------
+    STOP_TIMEOUT = 0.6       # seconds quitting waits for the engine thread to see the cancel
 
-    def action_add_breakpoint(self) -> None:
-        scope = self.last_stop.event.path if self.last_stop.event else None
+    def run(self, *args, **kwargs):
+        """Run until the user quits, then stop the engine thread. A thread still inside one
+        long kernel call after ``STOP_TIMEOUT`` is not waited for: the process ends here
+        (``end_process``), since that thread still uses the session (and its trace)."""
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            if not self.engine.stop(self.STOP_TIMEOUT):
+                if self.session.record is not None:
+                    print("loopdbg: quit in the middle of an iteration: the trace ends before it "
+                          "(`loopdbg trace info` reads what it holds)", file=sys.stderr)
+                end_process(0)
 
-        def add(text):
-            self.session.breakpoints.add(text)
-
-        def done(result):
-            if result:
-                self.show_again()
-                self.log_line(f"breakpoint added: {result}")
-        hint = "i == 7   ·   not cond   ·   isnan(h).any()"
-        title = "Break after an iteration where … " + (f"(loops: any; current: {scope})" if scope else "")
-        self.push_screen(Prompt(title, hint, self._check_expr(add)), done)
-
-    def action_add_watch(self) -> None:
-        def add(text):
-            self.session.breakpoints.watch(text)
-
-        def done(result):
-            if result:
-                stop = self.last_stop
-                if stop.event is not None:
-                    stop = replace(stop, watches=tuple(
-                        self.session.breakpoints.evaluate_watches(EventLookup(stop.event))))
-                self.show_again(stop)
-        self.push_screen(Prompt("Watch the expression …", "h.shape   ·   norm(h)   ·   changed(h)",
-                                self._check_expr(add)), done)
-
-    def action_inspect(self) -> None:
-        def done(result):
-            if result:
-                self.query_one(TabbedContent).active = "tab-inspect"
-                self.query_one(Inspector).inspect(result)
-        self.push_screen(Prompt("Inspect …", "h   ·   h[0, :4]   ·   t[\"name with spaces\"]",
-                                lambda text: None), done)
-
-    @on(ToggleBreakpoint)
-    def _toggle_breakpoint(self, message: ToggleBreakpoint) -> None:
-        bp = self.session.breakpoints.get(message.number)
-        bp.enabled = not bp.enabled
-        self.show_again()
-
-    @on(EditBreakpoint)
-    def _edit_breakpoint(self, message: EditBreakpoint) -> None:
-        number = message.number
-        bp = self.session.breakpoints.get(number)
-
-        def done(result):
-            if result:
-                self.show_again()
-        self.push_screen(Prompt(f"Edit breakpoint {number}", bp.text,
-                                self._check_expr(lambda t: self.session.breakpoints.edit(number, t)),
-                                value=bp.text), done)
-
-    @on(DeleteBreakpoint)
-    def _delete_breakpoint(self, message: DeleteBreakpoint) -> None:
-        self.session.breakpoints.delete(message.number)
-        self.show_again()
-
-    @on(DeleteWatch)
-    def _delete_watch(self, message: DeleteWatch) -> None:
-        self.session.breakpoints.delete_watch(message.number)
-        self.show_again()
+    def action_quit(self) -> None:
+        """Quit at once: a running command is cancelled between two iterations (``run_app``
+        waits for it, bounded)."""
+        self.session.request_cancel()
+        self.exit()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        """Show the help in place of the panes, or close it."""
+        panel = self.query_one(HelpPanel)
+        showing = not self.screen.has_class("show-help")
+        self.screen.set_class(showing, "show-help")
+        if showing:
+            self._before_help = self.focused
+            panel.focus()
+        else:
+            back = getattr(self, "_before_help", None)
+            if back is not None and back.is_attached and back.display:
+                back.focus()
+            else:
+                self.graph.focus()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """With the help shown, only closing it and quitting work (keys do not act unseen)."""
+        if self.screen.has_class("show-help") and action not in ("help", "quit", "interrupt"):
+            return False
+        return True
 
 
 def run_app(session: Session, title: str = "") -> int:
     LoopdbgApp(session, title=title).run()
     return 0
+
+
+def end_process(code: int = 0) -> None:
+    """End the process now, although a daemon thread is inside a kernel (nothing waits for it)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def model_title(path) -> str:

@@ -49,3 +49,12 @@ class DeleteBreakpoint(_Numbered):
 
 class DeleteWatch(_Numbered):
     """Delete the watch."""
+
+
+class InspectValue(Message):
+    """Show the full value of ``name`` (an expression: a value's name, or ``t["odd name"]``)
+    in the Inspector."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name

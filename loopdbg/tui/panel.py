@@ -65,6 +65,23 @@ class View:
         recent = [n for n in timeline.iterations(e.path, e.outer) if n <= pos][-HISTORY_LIMIT:]
         return [timeline.at(n) for n in recent]
 
+    @cached_property
+    def outputs(self) -> dict[str, Any]:
+        """Values known besides the iteration's: the shown loop's outputs when this stop is its
+        last iteration (or, with no iteration, of every loop that ran none), and the model's
+        outputs at the end of the run."""
+        stop, session = self.stop, self.session
+        out: dict[str, Any] = {}
+        if self.event is None:
+            for end in session.loop_ends.values():
+                if end.iterations == 0:
+                    out.update(end.outputs)
+        elif stop.loop_end is not None:
+            out.update(stop.loop_end.outputs)
+        if stop.finished is not None:
+            out.update(stop.finished.outputs)
+        return out
+
     @property
     def breakpoints(self):
         return self.session.breakpoints
@@ -72,6 +89,18 @@ class View:
     def values(self, event) -> dict[str, Any]:
         """Every value of an iteration by name (body Parameters, nodes, Results)."""
         return self.session.values(event)
+
+    def crumbs(self, path: str) -> str:
+        """A loop path as breadcrumbs, ``outer › inner``: split only where an enclosing loop's
+        path ends (a loop's own name may hold a "/")."""
+        loops = self.session.engine.loops
+        parts, start = [], 0
+        for k, ch in enumerate(path):
+            if ch == "/" and path[:k] in loops:
+                parts.append(path[start:k])
+                start = k + 1
+        parts.append(path[start:])
+        return " › ".join(parts)
 
     def again(self, stop: Stop | None = None) -> "View":
         """The same stop shown again (breakpoints or watches changed; ``stop`` with new watches).

@@ -27,7 +27,7 @@ async def settle(pilot) -> None:
     for _ in range(1000):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        if not pilot.app.busy:
+        if not pilot.app.busy and not pilot.app.query_one("#graph").laying_out:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the app is still busy")

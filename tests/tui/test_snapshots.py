@@ -49,7 +49,7 @@ def keys(*pressed: str, tab: str | None = None):
             for _ in range(1000):
                 await app.workers.wait_for_complete()
                 await pilot.pause()
-                if not app.busy:
+                if not app.busy and not app.query_one("#graph").laying_out:
                     return
                 await asyncio.sleep(0.01)
             raise AssertionError("the app is still busy")
@@ -102,3 +102,21 @@ def test_small_terminal_80x24(snap_compare):
     """The narrow layout at 80x24 after `n`."""
     app = make_app("loop_while_iter")
     assert snap_compare(app, terminal_size=(80, 24), run_before=keys("n"))
+
+
+def test_wide_terminal_200x60_boxes_fill_the_pane(snap_compare):
+    """At 200x60 the boxes widen to hold their values (issue 18, item 2)."""
+    app = make_app("ti_lstm_forward")
+    assert snap_compare(app, terminal_size=(200, 60), run_before=keys("n"))
+
+
+def test_zero_iterations(snap_compare):
+    """A loop that runs no iteration: its code, the notice and the reason (issue 18, item 6)."""
+    app = make_app("loop_zero_iter_cond_false")
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys())
+
+
+def test_graph_maximised_at_80x24(snap_compare):
+    """z at 80x24: the graph takes the screen (issue 18, item 3)."""
+    app = make_app("loop_while_iter")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=keys("n", "z"))

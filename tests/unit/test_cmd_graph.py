@@ -32,9 +32,10 @@ def test_rendered(tmp_path, suffix, magic):
 def test_choosing_a_loop(tmp_path, capsys):
     model = str(DEMOS / "nested_loop" / "model.xml")
     out = tmp_path / "g.dot"
-    assert main(["graph", model, "-o", str(out)]) == 2
-    assert "has 2 loops (rows_loop/cols_loop, rows_loop); choose one with --loop" in \
-        capsys.readouterr().err
+    assert main(["graph", model, "-o", str(out)]) == 0          # the outermost, by default
+    err = capsys.readouterr().err
+    assert "has 2 loops (rows_loop/cols_loop, rows_loop): drawing 'rows_loop'" in err
+    assert "--loop chooses another" in err and "table_row" in out.read_text()
     assert main(["graph", model, "--loop", "cols_loop", "-o", str(out)]) == 0
     assert "product" in out.read_text()
     assert main(["graph", model, "--loop", "rows_loop", "-o", str(out)]) == 0
@@ -51,3 +52,12 @@ def test_unknown_format_and_no_dot(tmp_path, capsys, monkeypatch):
     assert main(["graph", model, "-o", str(tmp_path / "g.svg")]) == 2
     assert "'dot' program was not found" in capsys.readouterr().err
     assert not (tmp_path / "g.svg").exists()
+
+
+def test_outer_inputs_are_named_and_port_numbers_stand_clear(tmp_path, capsys):
+    out = tmp_path / "v.dot"
+    assert main(["graph", str(DEMOS / "vandermonde" / "model.xml"), "-o", str(out)]) == 0
+    dot = out.read_text()
+    assert 'label="x\\n(input 2)"' in dot and 'label="ones\\n(input 3)"' in dot
+    assert "headlabel" in dot and "labeldistance=2.2" in dot
+    assert "body condition" in dot and "execution condition" not in dot

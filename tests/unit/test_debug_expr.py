@@ -463,3 +463,35 @@ def test_expressions_within_the_limits_still_work():
     assert Expression("2**64").evaluate(Env()) == 2 ** 64
     assert Expression("'ab' * 3").evaluate(Env()) == "ababab"
     assert Expression("+".join(["i"] * 30)).evaluate(Env(i=2)) == 60
+
+
+def test_a_loop_name_and_a_colon_scope_a_condition_and_shadowed_builtins_are_named():
+    """`rows_loop: i == 2` is `--loop rows_loop`; the built-in i wins over a model value named i,
+    which is t["i"] (nested_loop's outer loop counts rows in a Parameter named i)."""
+    from loopdbg.debug import Session
+
+    demo = Path(__file__).resolve().parents[2] / "demos" / "nested_loop"
+    s = Session.open(demo / "model.xml", demo / "inputs.npz")
+    bp = s.breakpoints.add("rows_loop: i == 2")
+    assert (bp.loop, bp.text) == ("rows_loop", "i == 2")
+    assert s.breakpoints.shadowed(bp.condition) == {"i": ["rows_loop"]}
+    stop = s.continue_()
+    assert (stop.event.path, stop.event.iteration) == ("rows_loop", 2)
+    s.restart()
+    s.breakpoints.delete(bp.number)
+    s.breakpoints.add('t["i"] == 1')                    # the model's own i: rows_loop only
+    stop = s.continue_()
+    assert (stop.kind, stop.event.path, stop.event.iteration) == ("breakpoint", "rows_loop", 1)
+    with pytest.raises(ExprError):
+        s.breakpoints.add("no_such_loop: i == 1")
+    with pytest.raises(ExprError):
+        s.breakpoints.add("x: i == 1", loop="rows_loop")
+
+
+def test_a_single_equals_sign_hints_at_the_comparison():
+    for text in ("i = 3", "i=3 and cond"):
+        with pytest.raises(ExprError, match="to compare, write =="):
+            Expression(text)
+    with pytest.raises(ExprError) as info:
+        Expression("i >= (3")
+    assert "to compare" not in str(info.value)

@@ -125,7 +125,7 @@ def test_sections_begin_with_type_and_name_then_mode():
 GOLDEN_WHILE_LOOP = """Loop 'doubling'
 mode: while
   trip count: -1 (negative: no limit)
-  execution condition: computed by 'x0_below_limit'
+  execution condition: computed by 'x0_below_limit', true with the given inputs
   body condition: computed by 'keep_going'
 
     lim = limit;  // invariant
@@ -139,7 +139,7 @@ mode: while
         cond = keep_going;  // false: this iteration still counts, then stop
         x <- x_next;
     }
-    x_final = x_next;  // its value in the last iteration
+    x_final = x;  // x_next of the last iteration, carried into x (x0 if none ran)
     x_trace = concat(x_trace, axis=0);
 
 inputs:
@@ -148,6 +148,8 @@ inputs:
 outputs:
   x_final  last value of x_next (fed back: the initial value if no iteration runs)
   x_trace  x_next of every iteration, concatenated on axis 0 (iteration order)
+with the given inputs:
+  7 iterations, stopped because the body condition became false
 pitfalls:
   none found
 """
@@ -167,8 +169,8 @@ mode: for
         acc_rows.append(acc_row);
         acc <- acc_next;
     }
-    acc_final = acc_next;  // its value in the last iteration
-    doubled_final = doubled;  // its value in the last iteration
+    acc_final = acc;  // acc_next of the last iteration, carried into acc (acc0 if none ran)
+    doubled_final = doubled;  // its value in the last iteration (undefined if none ran)
     acc_rows = concat(acc_rows, axis=0);
 
 inputs:
@@ -177,6 +179,8 @@ outputs:
   acc_final      last value of acc_next (fed back: the initial value if no iteration runs)
   doubled_final  last value of doubled (not fed back: undefined if no iteration runs)
   acc_rows       acc_row of every iteration, concatenated on axis 0 (iteration order)
+with the given inputs:
+  0 iterations, stopped because the trip count was 0, so the body never ran
 pitfalls:
   - output 'doubled_final' (the last value of doubled) is not fed by a back edge; the trip count is 0, so no iteration runs and its value is undefined by the specification (loopdbg gives zeros, OpenVINO's CPU plugin whatever is in memory).
 """
@@ -185,8 +189,11 @@ pitfalls:
 @pytest.mark.parametrize("name, golden", [("while_loop", GOLDEN_WHILE_LOOP),
                                           ("zero_trip", GOLDEN_ZERO_TRIP)])
 def test_golden_text(name, golden, capsys):
+    """Without INPUTS, explain reads the inputs.npz beside the model, as run does."""
     assert main(["explain", str(DEMOS / name / "model.xml")]) == 0
-    assert capsys.readouterr().out == golden
+    captured = capsys.readouterr()
+    assert captured.out == golden
+    assert f"inputs: {DEMOS / name / 'inputs.npz'}" in captured.err
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,3 +357,32 @@ def test_runs_with_inputs_are_summarised():
     if facts is not None:
         assert "run_error" in facts and "note: the run on the given inputs failed" in \
             format_text(facts)
+
+
+def test_after_the_loop_agrees_with_the_demo_lessons_and_with_zero_iterations(capsys):
+    """A last-value output carried by a back edge is read from the Parameter it is carried into:
+    what the zero_trip lesson writes (acc_final = acc;), true for zero iterations too."""
+    assert main(["explain", str(DEMOS / "zero_trip" / "model.xml")]) in (0, None)
+    text = capsys.readouterr().out
+    lesson = (DEMOS / "zero_trip" / "README.md").read_text()
+    assert "acc_final = acc;" in text and "acc_final = acc;" in lesson
+    assert "doubled_final = doubled;" in text and "undefined if none ran" in text
+    engine = Engine(read_model(DEMOS / "zero_trip" / "model.xml"))
+    out = engine.run_to_end(load_npz(DEMOS / "zero_trip" / "inputs.npz")).outputs
+    acc0 = load_npz(DEMOS / "zero_trip" / "inputs.npz")["acc0"]
+    np.testing.assert_array_equal(out["acc_final"], acc0)      # = acc, its initial value
+
+
+def test_onnx_invariant_read_by_its_own_name_is_not_assigned_to_itself(tmp_path, capsys):
+    import onnx
+
+    import _onnx_models as om
+
+    m, _, _ = om.nested_with_if_and_outer_values()
+    path = tmp_path / "nested.onnx"
+    onnx.save(m, str(path))
+    assert main(["explain", str(path)]) in (0, None)
+    text = capsys.readouterr().out
+    for line in text.splitlines():
+        left, _, right = line.strip().partition(" = ")
+        assert not (right and right.split(";")[0] == left), line

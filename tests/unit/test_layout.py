@@ -172,17 +172,24 @@ def test_roles_and_folded_constants():
 def test_values_and_highlights_are_rendered():
     (_, spec), = corpus_bodies("loop_while_iter")
     layout = layout_body(spec)
-    ids = {b.lines[1]: b.id for b in layout.boxes}
+    ids = {b.lines[0]: b.id for b in layout.boxes}       # the type is in the border now
     add, less = ids["Add_5526"], ids["Less_5527"]
+    assert layout.box(add).title == "Add" and layout.box(add).lines == ("Add_5526",)
+    params = [b for b in layout.boxes if b.kind == "parameter"]
+    assert {b.title for b in params} >= {"param · merged", "param · invariant"}
     canvas = render(layout, {add: "= 3.25", less: "x" * 100}, changed={add}, current=less)
     text = canvas.text()
-    assert "= 3.25" in text
+    assert "= 3.25" in text and "─ Add ─" in text
+    first = min(layout.boxes, key=lambda b: (b.y, b.x))
+    canvas = render(layout, selected=first.id)
+    assert canvas.styles[first.y][first.x] == "box:selected"
+    canvas = render(layout, {add: "= 3.25", less: "x" * 100}, changed={add}, current=less)
     box = layout.box(less)
     row = canvas.lines[box.y + 1 + len(box.lines)]
     assert row[box.x + 2:box.right - 1].rstrip().endswith("…")
     tags = {t for r in canvas.styles for t in r}
-    assert {"box", "box:changed", "box:current", "edge", "back", "role", "value:changed",
-            "value"} <= tags
+    assert {"box", "box:changed", "box:current", "edge", "back", "role", "title",
+            "value:changed", "value"} <= tags
     b = layout.box(add)
     assert canvas.styles[b.y][b.x] == "box:changed"
     assert canvas.styles[box.y][box.x] == "box:current"

@@ -102,18 +102,17 @@ def test_the_terminal_ui_opens_an_onnx_model_and_steps_through_it():
         sess = Session.open(ONNX, INPUTS)
         app = LoopdbgApp(sess, title="model.onnx")
         async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(3):
-                await app.workers.wait_for_complete()
-                await pilot.pause()
+            while app.busy or app.last_stop.event is None:      # the engine's own thread
+                await pilot.pause(0.01)
             assert sess.current.iteration == 0
             code = app.query_one(PseudoCode).render()
             assert "iteration_num" in getattr(code, "plain", str(code))
             table = app.query_one(BackEdgeTable)
             assert "b_in" in str(table.get_row_at(0)[0])
             await pilot.press("n")
-            for _ in range(3):
-                await app.workers.wait_for_complete()
-                await pilot.pause()
+            await pilot.pause()
+            while app.busy:
+                await pilot.pause(0.01)
             assert sess.current.iteration == 1
 
     asyncio.run(asyncio.wait_for(drive(), timeout=60))

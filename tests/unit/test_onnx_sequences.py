@@ -93,14 +93,14 @@ def test_fmt_value_of_sequences_and_empty_optionals():
 def test_the_ui_shows_a_sequences_length_and_its_tensors():
     pytest.importorskip("textual")
     from loopdbg.tui.app import LoopdbgApp
-    from loopdbg.tui.widgets.graph import short_value
+    from loopdbg.tui.widgets.valuetext import value_text
     from loopdbg.tui.widgets.inspector import describe
     from loopdbg.tui.widgets.tables import BackEdgeTable, stats
 
     text = describe([np.array([1.0, 2.0], np.float32), np.array([3.0], np.float32)]).plain
     assert text.startswith("sequence of 2 tensors") and "[1] dtype float32  shape (1,)" in text
     assert describe(None).plain.startswith("empty optional")
-    assert short_value([np.zeros(1)] * 3) == "seq[3]" and stats([np.zeros(1)]) == ("", "", "")
+    assert value_text([np.zeros(1)] * 3).startswith("seq[3]") and stats([np.zeros(1)]) == ("", "", "")
     m, feeds, _ = list_appending_loop()
 
     async def drive():

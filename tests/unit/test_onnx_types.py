@@ -151,14 +151,14 @@ def test_a_trace_keeps_bfloat16_values(tmp_path, capsys):
 def test_the_ui_and_the_report_show_ml_dtypes_values_and_strings():
     pytest.importorskip("textual")
     from loopdbg.debug.report import fmt_value
-    from loopdbg.tui.widgets.graph import short_value
+    from loopdbg.tui.widgets.valuetext import value_text
     from loopdbg.tui.widgets.inspector import describe
     from loopdbg.tui.widgets.tables import stats
 
     b = np.array([1.5, -2.0], BF16)
     assert describe(b).plain.startswith("dtype bfloat16  shape (2,)  size 2\nmin -2  max 1.5")
-    assert short_value(b) == "1.5,-2. bfloat16" and stats(b) == ("-2", "1.5", "-0.25")
+    assert value_text(b) == "[1.5 -2.] bfloat16" and stats(b) == ("-2", "1.5", "-0.25")
     assert fmt_value(np.array([3, -4], I4)) == "int4 (2,) [ 3, -4]"
     s = np.array(["ab", "c"])
-    assert short_value(s) == "(2) string" and stats(s) == ("", "", "")
+    assert value_text(s) == "(2) string" and stats(s) == ("", "", "")
     assert fmt_value(s) == "string (2,) ['ab', 'c']"

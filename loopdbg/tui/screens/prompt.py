@@ -1,42 +1,86 @@
-"""A one-line prompt (breakpoint, watch, run-to) that shows errors where the text was typed."""
+"""A one-line prompt (breakpoint, watch, inspect, find) that shows errors where the text was typed.
+
+A bar in the main screen, below the tabs, rather than a screen of its own: pushing a modal screen
+costs Textual a restyle and a repaint of everything behind it (a tenth of a second and more), and
+the bar leaves the graph and the code in view while the condition is typed.
+"""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+from loopdbg.tui.plain import plain
 
-class Prompt(ModalScreen[str | None]):
-    """Ask for one line; ``check(text)`` returns an error message (kept open) or None (accepted)."""
 
-    DEFAULT_CSS = """
-    Prompt { align: center middle; }
-    Prompt > Vertical { width: 80%; max-width: 100; height: auto; border: round $accent;
-                        background: $panel; padding: 1 2; }
-    Prompt #prompt-error { color: $error; height: auto; }
-    """
-    BINDINGS = [("escape", "cancel", "cancel")]
-
-    def __init__(self, title: str, hint: str, check: Callable[[str], str | None], value: str = ""):
-        super().__init__()
-        self.title_text, self.hint, self.check, self.value = title, hint, check, value
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(self.title_text)
-            yield Input(value=self.value, placeholder=self.hint, id="prompt-input")
-            yield Static("", id="prompt-error")
-
-    def on_input_submitted(self, message: Input.Submitted) -> None:
-        error = self.check(message.value)
-        if error:
-            self.query_one("#prompt-error", Static).update(error)
-            return
-        self.dismiss(message.value)
+class PromptInput(Input):
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.parent.cancel()
+
+
+class PromptBar(Vertical):
+    """Ask for one line: ``ask(title, hint, check, done, value)``; ``check(text)`` returns an
+    error message (the bar stays open) or None (``done(text)`` is called); escape calls
+    ``done(None)``."""
+
+    DEFAULT_CSS = """
+    PromptBar { display: none; height: auto; border: round $accent; background: $panel;
+                padding: 0 1; }
+    PromptBar #prompt-error { color: $error; height: auto; }
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._check: Callable[[str], str | None] = lambda text: None
+        self._done: Callable[[str | None], None] = lambda result: None
+        self._return_to = None
+
+    def compose(self) -> ComposeResult:
+        yield Label(id="prompt-title")
+        yield PromptInput(id="prompt-input")
+        yield Static("", id="prompt-error")
+
+    @property
+    def open(self) -> bool:
+        return bool(self.display)
+
+    def ask(self, title: str, hint: str, check: Callable[[str], str | None],
+            done: Callable[[str | None], None], value: str = "") -> None:
+        self._check, self._done = check, done
+        self._return_to = self.app.focused
+        self.query_one("#prompt-title", Label).update(plain(title))
+        entry = self.query_one(PromptInput)
+        entry.placeholder = hint
+        entry.value = value
+        entry.cursor_position = len(value)
+        self.query_one("#prompt-error", Static).update("")
+        self.display = True
+        self.screen.add_class("prompting")
+        entry.focus()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        message.stop()
+        error = self._check(message.value)
+        if error:
+            self.query_one("#prompt-error", Static).update(plain(error))
+            return
+        self._close(message.value)
+
+    def cancel(self) -> None:
+        self._close(None)
+
+    def _close(self, result: str | None) -> None:
+        self.display = False
+        self.screen.remove_class("prompting")
+        back = self._return_to
+        if back is not None and back.is_attached and back is not self.query_one(PromptInput):
+            back.focus()
+        else:
+            self.screen.set_focus(None)
+        self._done(result)

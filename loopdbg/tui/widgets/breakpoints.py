@@ -5,9 +5,10 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from loopdbg.debug.report import fmt_value
 from loopdbg.tui.messages import DeleteBreakpoint, DeleteWatch, EditBreakpoint, ToggleBreakpoint
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import plain
+from loopdbg.tui.widgets.valuetext import value_text
 
 
 class BreakpointTable(Panel, DataTable):
@@ -29,7 +30,8 @@ class BreakpointTable(Panel, DataTable):
     def show(self, view: View) -> None:
         self.clear()
         for bp in view.breakpoints.items.values():
-            self.add_row(str(bp.number), bp.text, bp.loop or "any", "yes" if bp.enabled else "no",
+            self.add_row(str(bp.number), plain(bp.text), plain(bp.loop or "any"),
+                         "yes" if bp.enabled else "no",
                          str(bp.hits), str(bp.ignore) + (" (temporary)" if bp.temporary else ""),
                          key=str(bp.number))
 
@@ -71,8 +73,8 @@ class WatchTable(Panel, DataTable):
         values = {w.number: (v, err) for w, v, err in (view.stop.watches or ())}
         for w in view.breakpoints.watches.values():
             value, err = values.get(w.number, (None, "not evaluated yet"))
-            self.add_row(str(w.number), w.text, err if err else fmt_value(value, width=80),
-                         key=str(w.number))
+            shown = plain(err, "red") if err else plain(value_text(value, 80))
+            self.add_row(str(w.number), plain(w.text), shown, key=str(w.number))
 
     def action_delete(self) -> None:
         if self.row_count == 0:

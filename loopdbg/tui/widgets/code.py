@@ -8,7 +8,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from loopdbg.teach.pseudocode import pseudocode
+from loopdbg.text import safe
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import update_text
 
 
 def phase_of(stop) -> str:
@@ -28,22 +30,54 @@ class PseudoCode(Static):
 
     DEFAULT_CSS = "PseudoCode { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }"
 
+    _shown = None             # what the text shows: (loop, mode, phase, node)
+
     def show(self, view: View) -> None:
         stop, e = view.stop, view.event
+        text = Text(no_wrap=True, overflow="ellipsis")
         if e is None:
-            self.update(Text("(no loop has started)", style="dim"))
+            self._shown = None
+            spec, phase = _loop_without_iteration(view)
+            if spec is None:
+                update_text(self, Text("(no loop has started)", style="dim"))
+                return
+            if phase == "init":
+                text.append(f"(no loop has started; loop {safe(spec.path)} will run:)\n",
+                            style="dim")
+            else:
+                text.append(f"(0 iterations of loop {safe(spec.path)}: only the lines after "
+                            f"the loop ran)\n", style="dim")
+            for line in pseudocode(spec, started=view.session.loop_started.get(spec.path),
+                                   detail=True, by_mode=True):
+                text.append(safe(line.render()) + "\n",
+                            style="reverse bold" if line.phase == phase == "output" else "")
+            update_text(self, text)
             return
         phase = phase_of(stop)
         node = stop.node.index if stop.node is not None else None
-        text = Text(no_wrap=True, overflow="ellipsis")
+        key = (id(e.spec), e.spec.path, view.mode, phase, node)
+        if key == self._shown:        # the same code, the same lines lit: nothing to redraw
+            return
+        self._shown = key
         body_line = -1
         for line in pseudocode(e.spec, started=view.started, detail=True, by_mode=True):
             if line.phase == "body":
                 body_line += 1          # detail mode: one body line per plan step, in order
             current = (body_line == node) if node is not None and line.phase == "body" else (
                 line.phase == phase and node is None)
-            text.append(line.render() + "\n", style="reverse bold" if current else "")
-        self.update(text)
+            text.append(safe(line.render()) + "\n", style="reverse bold" if current else "")
+        update_text(self, text)
+
+
+def _loop_without_iteration(view: View):
+    """With no iteration to show: the loop that ran none (its outputs are the point), else the
+    first loop of the model (before the run), else None."""
+    session = view.session
+    for end in session.loop_ends.values():
+        if end.iterations == 0 and end.path in session.engine.loops:
+            return session.engine.loops[end.path], "output"
+    loops = list(session.engine.loops.values())
+    return (loops[0], "init") if loops else (None, "")
 
 
 class CodePanel(Panel, VerticalScroll):

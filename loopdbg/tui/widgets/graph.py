@@ -1,98 +1,103 @@
 """The body graph: laid out by graphviz (loopdbg.layout), drawn with box-drawing characters.
 
 A ScrollView that renders one line at a time from a character canvas, so large bodies scroll and
-pan. Each box shows the node's current value briefly; values that changed since the previous stop
-stand out, and in node-stepping mode the node just executed is highlighted. Without graphviz the
-panel says how to install it and lists the nodes instead.
+pan. Each box shows the node's current value in the room it has; values that changed since the
+previous stop stand out, and in node-stepping mode the node just executed is highlighted.
+
+Keys (with the graph focused): the arrows move the cursor from box to box, ``enter`` shows the
+selected node's full value in the Inspector (or opens a nested loop's body, as a click does),
+``escape`` comes back from a nested body, ``v`` switches the boxes between fitting the pane,
+wide and compact. Without graphviz the panel says how to install it and lists the nodes.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from loopdbg.debug.values import is_sequence, numbers, same_value, type_text
+from loopdbg.debug.expr import name_expression
+from loopdbg.text import safe
+from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.widgets.graph_fit import (DETAIL_MODES, choose_layout, nearest_box,
+                                           nested_values, value_keys)
+from loopdbg.tui.widgets.valuetext import value_text
 
 STYLES = {
     None: Style(),
     "box": Style(color="bright_white"),
     "label": Style(color="bright_white", bold=True),
+    "title": Style(color="bright_white", bold=True),
     "value": Style(color="cyan"),
     "box:changed": Style(color="yellow", bold=True),
     "box:current": Style(color="black", bgcolor="green", bold=True),
+    "box:selected": Style(color="bright_cyan", bold=True, reverse=True),
     "value:changed": Style(color="yellow", bold=True),
     "edge": Style(color="grey62"),
     "back": Style(color="magenta"),
     "role": Style(color="green", italic=True),
     "note": Style(color="yellow"),
 }
-
-
-def short_value(value) -> str:
-    """A box's value line: the value itself when tiny, else shape and range (a sequence: its
-    length; an empty optional: ``empty``)."""
-    if value is None:
-        return "empty"
-    if is_sequence(value):
-        return f"seq[{len(value)}]"
-    a = np.asarray(value)
-    f = numbers(a)
-    if f is not None and f is not a:                    # bfloat16, float8, int4: widened
-        return f"{short_value(f)} {type_text(a)}"
-    if a.dtype.kind == "U":
-        return f"({','.join(map(str, a.shape))}) string"
-    if a.size <= 3 and a.dtype.kind in "biuf":
-        text = np.array2string(a.reshape(-1), precision=3, separator=",").strip("[]")
-        return ",".join(v.strip() for v in text.split(",")) or "[]"
-    shape = "(" + ",".join(map(str, a.shape)) + ")"
-    if a.size == 0 or a.dtype.kind not in "biuf":
-        return f"{shape} {a.dtype}"
-    finite = a[np.isfinite(a)] if a.dtype.kind == "f" else a
-    if finite.size == 0:
-        return f"{shape} no finite"
-    bad = " NaN!" if finite.size < a.size else ""
-    return f"{shape} {float(finite.min()):.2g}…{float(finite.max()):.2g}{bad}"
+NESTED = ("Loop", "TensorIterator")
 
 
 class GraphView(Panel, ScrollView, can_focus=True):
-    """Scrollable drawing of the current loop's body (arrow keys pan when focused)."""
+    """Scrollable drawing of the current loop's body, with a cursor on one box."""
 
     AREA = "main"
     ID = "graph"
     DEFAULT_CSS = "GraphView { scrollbar-size: 1 1; }"
 
-    BINDINGS = [Binding("escape", "close_nested", "back to the running loop", show=False)]
-    opened: str | None = None            # a nested loop's body opened by clicking its box
-    border_title_text = ""
+    BINDINGS = [
+        Binding("up", "move('up')", "box ↑", show=False),
+        Binding("down", "move('down')", "box ↓", show=False),
+        Binding("left", "move('left')", "box ←", show=False),
+        Binding("right", "move('right')", "box →", show=False),
+        Binding("enter", "select", "value"),
+        Binding("v", "detail", "box size"),
+        Binding("escape", "close_nested", "back to the running loop", show=False),
+    ]
 
     def __init__(self, **kw):
         super().__init__(**kw)
+        self.opened: str | None = None          # a nested loop's body opened from its box
+        self.detail = DETAIL_MODES[0]
+        self.selected: int | None = None        # the layer id of the box under the cursor
         self._layout = None
         self._spec = None
         self._view: View | None = None
+        self._values: dict[str, np.ndarray] = {}
+        self._changed: set[str] = set()
+        self._current: str | None = None
         self._lines: list[str] = []
         self._styles: list[list[str | None]] = []
         self._previous: dict[str, np.ndarray] = {}
         self._previous_key = None
-        self._focus_box = None
+        self._title = "body"
+        self._dx = 0                            # columns the picture is moved right to centre it
+        self._layout_lock = threading.Lock()
+        self._layout_busy = False
+        self._wanted = None
+        self._unavailable: str | None = None    # why dot cannot lay bodies out (not installed)
+        self._show_first = False
 
+    # -- what to show ---------------------------------------------------------------------------
     def show(self, view: View) -> None:
-        self._draw_view(view)
-        self.border_title = self.border_title_text or "body"
-
-    def _draw_view(self, view: View) -> None:
         self._view = view
         stop, session, event = view.stop, view.session, view.event
         opened = session.engine.loops.get(self.opened) if self.opened else None
         if opened is not None and (event is None or event.spec is not opened):
-            self.border_title_text = " › ".join(opened.path.split("/")) + "  (opened; Esc returns)"
-            self._draw_spec(opened, {}, set(), None)
+            self._title = view.crumbs(opened.path) + "  (opened; Esc returns)"
+            self._set_spec(opened, nested_values(view, opened), set(), None)
             return
         self.opened = None
         if event is None:
@@ -100,12 +105,17 @@ class GraphView(Panel, ScrollView, can_focus=True):
             if not specs:
                 self._set_text(["this model has no Loop or TensorIterator"])
                 return
-            spec, values = specs[0], {}
+            ended = [e.path for e in session.loop_ends.values() if e.iterations == 0]
+            spec = next((s for s in specs if s.path in ended), specs[0])
+            values = {}
         else:
             spec = event.spec
-            values = self._values(event, view)
+            values = self._event_values(event, view)
         key = (spec.path, event.outer if event is not None else ())
-        self.border_title_text = " › ".join(spec.path.split("/"))
+        self._title = view.crumbs(spec.path)
+        if event is None:
+            self._title += ("  (ran no iteration: no values)" if spec.path in ended else
+                            "  (not started)")
         changed = set()
         if key == self._previous_key:
             for name, v in values.items():
@@ -114,22 +124,9 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     changed.add(name)
         self._previous, self._previous_key = values, key
         current = stop.node.layer.name if stop.node is not None else None
-        self._draw_spec(spec, values, changed, current)
+        self._set_spec(spec, values, changed, current)
 
-    def _draw_spec(self, spec, values, changed, current) -> None:
-        texts = {name: short_value(v) for name, v in values.items()}
-        self._spec = spec
-        self._focus_box = None
-        lines, styles = self._draw(spec, texts, changed, current)
-        self._lines, self._styles = lines, styles
-        self.virtual_size = Size(max((len(s) for s in lines), default=0), len(lines))
-        self.refresh()
-        box = self._focus_box
-        if box is not None:               # node stepping: keep the node just executed in view
-            self.call_after_refresh(self.scroll_to_region, Region(box.x, box.y, box.w, box.h),
-                                    animate=False)
-
-    def _values(self, event, view: View) -> dict:
+    def _event_values(self, event, view: View) -> dict:
         if view.stop.node is not None:
             return dict(view.stop.node.values)
         try:
@@ -137,51 +134,120 @@ class GraphView(Panel, ScrollView, can_focus=True):
         except Exception:  # noqa: BLE001 - values are decoration; the graph still draws
             return dict(event.inputs) | dict(event.outputs)
 
-    def _draw(self, spec, texts, changed, current):
-        from loopdbg.layout import LayoutUnavailable, layout_body, render
+    def _set_spec(self, spec, values, changed, current) -> None:
+        if spec is not self._spec:
+            self.selected = None
+            self._show_first = True               # a wide body: its first box in view
+        self._spec, self._values, self._changed, self._current = spec, values, changed, current
+        self._redraw(follow=current)
 
-        ids = {layer.name: lid for lid, layer in spec.body.graph.layers.items()}
+    # -- drawing ------------------------------------------------------------------------------
+    def _redraw(self, follow: str | None = None) -> None:
+        from loopdbg.layout import LayoutUnavailable, render
+
+        spec = self._spec
+        if spec is None:
+            return
+        self.border_title = Text(self._title)       # a Text: names are never read as markup
+        keys = value_keys(spec)
         try:
-            layout = layout_body(spec)
+            if self._unavailable is not None:
+                raise LayoutUnavailable(self._unavailable)
+            layout = choose_layout(spec, self.detail, self.size.width or 120, cached_only=True)
         except LayoutUnavailable as exc:
-            lines = [str(exc), ""] + _listing(spec, texts)
-            return lines, [["note"] * len(lines[0])] + [[None] * len(s) for s in lines[1:]]
-        values = {ids[n]: f"= {t}" for n, t in texts.items() if n in ids}
+            self._layout = None
+            texts = {name: value_text(v, 40) for name, v in self._values.items()}
+            self._set_text([str(exc), ""] + _listing(spec, texts), note=True)
+            return
+        if layout is None:                  # dot has not run for this body and width yet
+            self._lay_out(spec, self.detail, self.size.width or 120)
+            layout = self._layout if self._layout is not None and self._layout.name == \
+                spec.path else None
+            if layout is None:
+                self._set_text([f"laying out the body of {spec.path} "
+                                f"({len(spec.body.steps)} nodes)…"])
+                return
         self._layout = layout
-        current_id = ids.get(current)
-        canvas = render(layout, values, changed={ids[n] for n in changed if n in ids},
-                        current=current_id)
-        self._focus_box = next((b for b in layout.boxes if b.id == current_id), None)
-        return canvas.lines, canvas.styles
+        ids = {b.id for b in layout.boxes}
+        if self.selected not in ids:
+            self.selected = None
+        texts, changed, current = {}, set(), None
+        for box in layout.boxes:
+            names = keys.get(box.id, ())
+            name = next((n for n in names if n in self._values), None)
+            if name is not None:
+                texts[box.id] = "= " + value_text(self._values[name], box.inner_width - 2)
+                if name in self._changed:
+                    changed.add(box.id)
+            if self._current is not None and self._current in names[:1]:
+                current = box.id
+        canvas = render(layout, texts, changed=changed, current=current, selected=self.selected)
+        # a picture narrower than the pane stands in its middle
+        self._dx = dx = max((self.size.width - 1 - canvas.width) // 2, 0)
+        self._lines = [" " * dx + line for line in canvas.lines] if dx else canvas.lines
+        self._styles = [[None] * dx + tags for tags in canvas.styles] if dx else canvas.styles
+        self.virtual_size = Size(canvas.width + dx, canvas.height)
+        self.refresh()
+        target = current if follow is not None else None
+        if target is not None:                 # node stepping: keep the node just run in view
+            self._scroll_to_box(layout.box(target))
+        elif self._show_first and layout.boxes:
+            self._scroll_to_box(min(layout.boxes, key=lambda b: (b.y, b.x)))
+        self._show_first = False
 
-    def on_click(self, event) -> None:
-        """Clicking a nested Loop/TensorIterator's box opens its body (Esc comes back)."""
-        if self._layout is None or self._spec is None or self._view is None:
-            return
-        x, y = event.x + int(self.scroll_offset.x), event.y + int(self.scroll_offset.y)
-        box = self._layout.box_at(x, y)
-        if box is None:
-            return
-        layer = self._spec.body.graph.layers.get(box.id)
-        if layer is not None and layer.type in ("Loop", "TensorIterator"):
-            path = f"{self._spec.path}/{layer.name}"
-            if path in self._view.session.engine.loops:
-                self.opened = path
-                self._draw_view(self._view)
-                self._announce()
+    @property
+    def laying_out(self) -> bool:
+        """Whether ``dot`` is running for this panel (the picture follows when it is done)."""
+        return self._layout_busy
 
-    def action_close_nested(self) -> None:
-        if self.opened is not None:
-            self.opened = None
-            self._draw_view(self._view)
-            self._announce()
+    def _lay_out(self, spec, detail: str, width: int) -> None:
+        """Run ``dot`` in a thread (it takes up to a second on a body of 100 nodes), then draw
+        again; asked again meanwhile, the thread lays out the latest request too."""
+        with self._layout_lock:
+            self._wanted = (spec, detail, width)
+            if self._layout_busy:
+                return
+            self._layout_busy = True
+        threading.Thread(target=self._layout_work, daemon=True, name="loopdbg-layout").start()
 
-    def _announce(self) -> None:
-        self.border_title = self.border_title_text
+    def _layout_work(self) -> None:
+        from loopdbg.layout import LayoutUnavailable
 
-    def _set_text(self, lines: list[str]) -> None:
-        self._lines, self._styles = lines, [[None] * len(s) for s in lines]
-        self.virtual_size = Size(max(len(s) for s in lines), len(lines))
+        while True:
+            with self._layout_lock:
+                wanted = self._wanted
+                if wanted is None:
+                    self._layout_busy = False
+                    return
+                self._wanted = None
+            try:
+                choose_layout(*wanted)
+            except LayoutUnavailable as exc:
+                self._unavailable = str(exc)
+            except Exception as exc:  # noqa: BLE001 - shown, never a crash
+                self._unavailable = f"the body could not be laid out: {exc}"
+            try:                       # the redraw may ask for another width: the loop goes on
+                self.app.call_from_thread(self._redraw)
+            except Exception:  # noqa: BLE001 - the app is closing
+                with self._layout_lock:
+                    self._layout_busy = False
+                return
+
+    def _scroll_to_box(self, box) -> None:
+        self.call_after_refresh(self.scroll_to_region,
+                                Region(box.x + self._dx, box.y, box.w, box.h), animate=False)
+
+    def on_resize(self, event) -> None:
+        if self._spec is not None and self.detail == "fit":
+            self._redraw()
+
+    def _set_text(self, lines: list[str], note: bool = False) -> None:
+        self._dx = 0
+        self._lines = [safe(line) for line in lines]
+        self._styles = [[("note" if note and k == 0 else None)] * len(s)
+                        for k, s in enumerate(lines)]
+        self.virtual_size = Size(max((len(s) for s in lines), default=0), len(lines))
+        self.border_title = Text(self._title)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -190,14 +256,110 @@ class GraphView(Panel, ScrollView, can_focus=True):
         width = self.size.width
         if row >= len(self._lines):
             return Strip.blank(width)
-        text, tags = self._lines[row], self._styles[row]
+        # only the columns in view: a large body's rows are hundreds of cells wide
+        text = self._lines[row][scroll_x:scroll_x + width]
+        tags = self._styles[row][scroll_x:scroll_x + width]
         segments = []
         start = 0
         for k in range(1, len(text) + 1):
             if k == len(text) or tags[k] != tags[start]:
                 segments.append(Segment(text[start:k], STYLES.get(tags[start], Style())))
                 start = k
-        return Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width)
+        return Strip(segments).extend_cell_length(width)
+
+    # -- the cursor, and what it opens --------------------------------------------------------
+    @property
+    def selected_name(self) -> str | None:
+        """The value name of the box under the cursor (what the Inspector can show)."""
+        if self.selected is None or self._spec is None:
+            return None
+        names = value_keys(self._spec).get(self.selected, ())
+        return names[0] if names else None
+
+    @property
+    def selected_expression(self) -> str | None:
+        """The expression reading the selected box's value (``t["l0/x_W"]`` for odd names)."""
+        name = self.selected_name
+        return name_expression(name) if name is not None else None
+
+    def action_move(self, direction: str) -> None:
+        layout = self._layout
+        if layout is None or not layout.boxes:
+            return
+        here = layout.box(self.selected) if self.selected is not None else None
+        box = nearest_box(layout, here, direction, self._visible_region())
+        if box is not None:
+            self.select(box.id)
+
+    def _visible_region(self) -> Region:
+        return Region(int(self.scroll_offset.x) - self._dx, int(self.scroll_offset.y),
+                      self.size.width, self.size.height)
+
+    def select(self, node_id: int) -> None:
+        self.selected = node_id
+        self._redraw()
+        if self._layout is not None:
+            self._scroll_to_box(self._layout.box(node_id))
+
+    def find(self, text: str) -> str | None:
+        """Move the cursor to the next box whose name (or type) contains ``text``; its name."""
+        layout = self._layout
+        needle = text.strip().lower()
+        if layout is None or not needle:
+            return None
+        boxes = list(layout.boxes)
+        start = next((k for k, b in enumerate(boxes) if b.id == self.selected), -1)
+        order = boxes[start + 1:] + boxes[:start + 1]
+        for match in (lambda b: needle in b.name.lower(), lambda b: needle in b.type.lower()):
+            for b in order:
+                if match(b):
+                    self.select(b.id)
+                    return b.name
+        return None
+
+    def action_select(self) -> None:
+        """Enter: open a nested loop's body, else show the node's full value in the Inspector."""
+        if self.selected is None:
+            self.action_move("down")
+            return
+        if not self._open_nested(self.selected):
+            expression = self.selected_expression
+            if expression is not None:
+                self.post_message(InspectValue(expression))
+
+    def action_detail(self) -> None:
+        k = DETAIL_MODES.index(self.detail)
+        self.detail = DETAIL_MODES[(k + 1) % len(DETAIL_MODES)]
+        self._redraw()
+        self.notify(f"boxes: {self.detail}", timeout=1.5)
+
+    def on_click(self, event) -> None:
+        """Clicking a box selects it; a nested Loop/TensorIterator's box opens its body."""
+        if self._layout is None or self._spec is None:
+            return
+        x, y = event.x + int(self.scroll_offset.x), event.y + int(self.scroll_offset.y)
+        box = self._layout.box_at(x - self._dx, y)
+        if box is None:
+            return
+        self.selected = box.id
+        if not self._open_nested(box.id):
+            self._redraw()
+
+    def _open_nested(self, node_id: int) -> bool:
+        layer = self._spec.body.graph.layers.get(node_id)
+        if layer is None or layer.type not in NESTED or self._view is None:
+            return False
+        path = f"{self._spec.path}/{layer.name}"
+        if path not in self._view.session.engine.loops:
+            return False
+        self.opened = path
+        self.show(self._view)
+        return True
+
+    def action_close_nested(self) -> None:
+        if self.opened is not None and self._view is not None:
+            self.opened = None
+            self.show(self._view)
 
 
 def _listing(spec, texts) -> list[str]:

@@ -1,16 +1,31 @@
-"""The loop-state panel: path, type, trip count, current_iteration, condition, why it stopped."""
+"""The loop-state panel: path, type, trip count, current_iteration, condition, why it stopped.
+
+One row per fact, its label in a column of its own: a value too long for the line wraps under
+itself (a hanging indent), never under the label; a narrow panel uses shorter labels
+(``iteration`` for ``current_iteration``). A loop that ran no iteration says so with the
+notices about it (what its outputs hold), since there is no iteration to show.
+"""
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.text import Text
 from textual.widgets import Static
 
 from loopdbg.debug.report import ends_because, headline
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import plain, update_text
+
+LABEL = 18                 # the label column ("current_iteration" and a blank)
+NARROW = 48                # below this width: short labels in a narrower column
+SHORT_LABELS = {"current_iteration": "iteration", "outer iterations": "outer",
+                "trip_count": "trip count", "loop ended": "ended"}
+SHORT_LABEL = 11
+_CONSOLE = Console(width=400, color_system=None, legacy_windows=False)
 
 
 class LoopState(Panel, Static):
-    """Shows where the session stands; updated from each Stop."""
+    """Shows where the session stands; updated from each Stop (and laid out again on resize)."""
 
     AREA = "side"
     ID = "state"
@@ -18,43 +33,54 @@ class LoopState(Panel, Static):
     LoopState { height: auto; padding: 0 1; }
     """
 
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._view: View | None = None
+
     def show(self, view: View) -> None:
-        stop, session, mode = view.stop, view.session, view.mode
-        t = Text()
+        self._view = view
+        update_text(self, self._text(view, self._width()))
+
+    def on_resize(self, event) -> None:
+        if self._view is not None:
+            update_text(self, self._text(self._view, self._width()))
+
+    def _width(self) -> int:
+        return max((self.size.width or 60) - 2, 24)
+
+    def _text(self, view: View, width: int) -> Text:
+        stop, session = view.stop, view.session
         kind_style = {"breakpoint": "bold red", "nan": "bold red", "error": "bold red",
                       "end": "bold green"}.get(stop.kind, "bold cyan")
-        t.append(headline(stop) + "\n", style=kind_style)
-        e = stop.event if stop.node is None else stop.node.event
+        t = _wrapped(plain(headline(stop), kind_style), width, 2)
+        rows: list[tuple[str, Text]] = []
+        e = stop.node.event if stop.node is not None else view.event    # the one being run
         if e is None:
             ended = [end for end in session.loop_ends.values() if end.iterations == 0]
-            if ended:
-                for end in ended:
-                    t.append(f"loop {end.path} ran 0 iterations: ", style="bold")
-                    t.append(f"{end.reason_text}\n", style="magenta")
-            else:
+            for end in ended:
+                t += _wrapped(Text.assemble(plain(f"loop {end.path} ran 0 iterations: ", "bold"),
+                                            plain(end.reason_text, "magenta")), width, 2)
+            for n in session.notices:
+                if any(n.path == end.path for end in ended):
+                    t += _wrapped(plain(f"notice: {n.message}", "yellow"), width, 2)
+            if not ended:
                 t.append("no iteration has run yet\n", style="dim")
-            self.update(t)
-            return
-        spec = e.spec
-        crumbs = " › ".join(e.path.split("/"))
-        t.append("loop              ", style="dim")
-        t.append(f"{crumbs}", style="bold")
-        shown = f", {mode}" if mode and spec.kind == "Loop" else ""
-        t.append(f"  ({spec.kind}{shown})\n")
+            return t
+        spec, mode = e.spec, view.mode
+        shown = f", {mode}" if mode and spec.kind == "Loop" and width >= NARROW else ""
+        rows.append(("loop", Text.assemble(plain(view.crumbs(e.path), "bold"),
+                                           f"  ({spec.kind}{shown})")))
         if e.outer:
-            t.append("outer iterations  ", style="dim")
-            t.append(f"{list(e.outer)}\n")
+            rows.append(("outer iterations", Text(str(list(e.outer)))))
         trip = "no limit" if e.trip_count is None else str(e.trip_count)
-        t.append("trip_count        ", style="dim")
-        t.append(f"{trip}\n")
-        t.append("current_iteration ", style="dim")
-        t.append(f"{e.iteration}", style="bold yellow")
+        rows.append(("trip_count", Text(trip)))
+        it = Text(str(e.iteration), style="bold yellow")
         if stop.node is not None:
-            t.append(f"  (running node by node: {stop.node.index + 1} of {stop.node.total})\n",
-                     style="green")
-            self.update(t)
-            return
-        t.append("\n")
+            it.append(f"  (running node by node: {stop.node.index + 1} of {stop.node.total})",
+                      style="green")
+            rows.append(("current_iteration", it))
+            return t + _rows(rows, width)
+        rows.append(("current_iteration", it))
         if stop.kind == "error":
             nxt = f"iteration {e.iteration + 1} failed (see the log)"
         elif e.continues:
@@ -62,14 +88,51 @@ class LoopState(Panel, Static):
         else:
             nxt = "the loop ends: " + ends_because(e)
         if spec.kind == "Loop":
-            t.append("condition         ", style="dim")
-            t.append("true" if e.cond else "false", style="bold green" if e.cond else "bold red")
-            t.append(f"  → {nxt}\n")
+            cond = Text("true" if e.cond else "false",
+                        style="bold green" if e.cond else "bold red")
+            rows.append(("condition", cond + plain(f"  → {nxt}")))
         else:
-            t.append("next              ", style="dim")
-            t.append(f"{nxt}\n")
+            rows.append(("next", plain(nxt)))
         if stop.loop_end is not None:
-            t.append("loop ended        ", style="dim")
-            t.append(f"{stop.loop_end.iterations} iterations: {stop.loop_end.reason_text}\n",
-                     style="magenta")
-        self.update(t)
+            rows.append(("loop ended", plain(f"{stop.loop_end.iterations} iterations: "
+                                             f"{stop.loop_end.reason_text}", "magenta")))
+        return t + _rows(rows, width)
+
+
+def _rows(rows: list[tuple[str, Text]], width: int) -> Text:
+    """``label  value`` lines, each value wrapped under itself."""
+    out = Text()
+    short = width < NARROW
+    column = SHORT_LABEL if short else LABEL
+    room = max(width - column, 12)
+    for label, value in rows:
+        if short:
+            label = SHORT_LABELS.get(label, label)
+        lines = value.wrap(_CONSOLE, room) if value.cell_len > room else [value]
+        for k, line in enumerate(lines):
+            out.append(f"{label:<{column}}" if k == 0 else " " * column, style="dim")
+            line.rstrip()
+            out.append_text(line)
+            out.append("\n")
+    return out
+
+
+def _wrapped(text: Text, width: int, indent: int) -> Text:
+    """``text`` wrapped at ``width``, its later lines indented by ``indent``."""
+    out = Text()
+    first = True
+    while text.cell_len > (width if first else width - indent):
+        room = width if first else width - indent
+        line = text.wrap(_CONSOLE, room)[0]
+        cut = len(line.plain.rstrip())
+        line = text[:cut]
+        text = text[cut:]
+        text = text[len(text.plain) - len(text.plain.lstrip()):]
+        out.append(" " * (0 if first else indent))
+        out.append_text(line)
+        out.append("\n")
+        first = False
+    out.append(" " * (0 if first else indent))
+    out.append_text(text)
+    out.append("\n")
+    return out

@@ -11,6 +11,7 @@ from loopdbg.debug.report import fmt_value
 from loopdbg.debug.values import is_sequence, mean_of, numbers, shape_text, type_text
 from loopdbg.teach.pseudocode import result_source
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import plain, update_text
 from loopdbg.tui.widgets.heatmap import heatmap
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -60,7 +61,7 @@ class BackEdgeTable(Panel, DataTable):
             past = [mean_of(h.body_out[r]) for h in history]
             lo, hi, mean = stats(value)
             arrow = f"{p} ← {result_source(spec, r)}"
-            self.add_row(arrow, shape_text(value), type_text(value), lo, hi, mean,
+            self.add_row(plain(arrow), shape_text(value), type_text(value), lo, hi, mean,
                          sparkline(past), key=p)
 
 
@@ -80,19 +81,35 @@ class ScanTable(DataTable):
             so_far = e.partial(o.name)
             direction = " (reversed)" if o.stride < 0 else ""
             how = f"new axis {o.axis} (stacked)" if e.spec.onnx else f"{o.axis}"
-            self.add_row(o.name, f"{how}{direction}", shape_text(so_far),
-                         fmt_value(e.scan_slices[o.name], width=50), key=o.name)
+            self.add_row(plain(o.name), f"{how}{direction}", shape_text(so_far),
+                         plain(fmt_value(e.scan_slices[o.name], width=50)), key=o.name)
 
 
 class ScanPanel(Panel, Horizontal):
-    """The scan outputs tab: the table, and a heat map of the first concatenated output."""
+    """The scan outputs tab: the table, and a heat map of the first concatenated output (or,
+    without one, of the largest state carried by a back edge)."""
 
-    TAB, TAB_ID = "Scan outputs", "tab-scan"
+    TAB, TAB_ID = "Scan & heat map", "tab-scan"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._view: View | None = None
 
     def compose(self) -> ComposeResult:
         yield ScanTable(id="scan")
         yield Static(id="heat")
 
     def show(self, view: View) -> None:
+        self._view = view
         self.query_one(ScanTable).show(view)
-        self.query_one("#heat", Static).update(heatmap(view.stop))
+        self._draw_heat()
+
+    def on_resize(self, event) -> None:
+        if self._view is not None:
+            self._draw_heat()
+
+    def _draw_heat(self) -> None:
+        heat = self.query_one("#heat", Static)
+        width = heat.size.width - 2 if heat.size.width > 4 else 60
+        height = self.size.height if self.size.height > 3 else 10
+        update_text(heat, heatmap(self._view, width, height))

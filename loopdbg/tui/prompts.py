@@ -1,0 +1,133 @@
+"""The app's prompts: breakpoints, watches, the inspector and the node search (a mixin of
+``LoopdbgApp``, kept apart so that the app holds the layout and the commands).
+
+Every error is shown in the prompt where it was typed; nothing typed is read as markup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.widgets import TabbedContent
+
+from loopdbg.debug.breakpoints import EventLookup
+from loopdbg.errors import LoopdbgError
+from loopdbg.tui.messages import DeleteBreakpoint, DeleteWatch, EditBreakpoint, ToggleBreakpoint
+from loopdbg.tui.screens.prompt import PromptBar
+from loopdbg.tui.widgets.inspector import Inspector
+
+
+def _check_expr(add):
+    def check(text: str) -> str | None:
+        try:
+            add(text)
+        except LoopdbgError as exc:
+            return str(exc)
+        return None
+    return check
+
+
+class PromptActions:
+    """Actions b, w, i, / and the breakpoint table's messages (mixed into the app; the handlers
+    go by their names, ``on_toggle_breakpoint``, since ``@on`` is not seen in a mixin)."""
+
+    def ask(self, title, hint, check, done, value: str = "") -> None:
+        """Ask for one line in the prompt bar (``loopdbg.tui.screens.prompt``)."""
+        self.query_one(PromptBar).ask(title, hint, check, done, value)
+
+    def action_add_breakpoint(self) -> None:
+        scope = self.last_stop.event.path if self.last_stop.event else None
+
+        def add(text):
+            bp = self.session.breakpoints.add(text)
+            self._shadow_note(bp.condition)
+
+        def done(result):
+            if result:
+                self.show_again()
+                self.log_line(f"breakpoint added: {result}")
+        hint = "i == 7   ·   not cond   ·   isnan(h).any()   ·   outer: i == 2"
+        title = "Break after an iteration where … " + (f"(current loop: {scope})" if scope else "")
+        self.ask(title, hint, _check_expr(add), done)
+
+    def _shadow_note(self, expr) -> None:
+        """Say when a built-in name hides a model value of the same name (``i`` vs t["i"])."""
+        for name, loops in self.session.breakpoints.shadowed(expr).items():
+            self.notify(f"'{name}' is the built-in (the iteration of the loop being checked); "
+                        f"the model's own {name} (loop {', '.join(loops)}) is t[\"{name}\"]",
+                        severity="warning", markup=False, timeout=8)
+
+    def action_add_watch(self) -> None:
+        def add(text):
+            w = self.session.breakpoints.watch(text)
+            self._shadow_note(w.expression)
+
+        def done(result):
+            if result:
+                stop = self.last_stop
+                if stop.event is not None:
+                    stop = replace(stop, watches=tuple(
+                        self.session.breakpoints.evaluate_watches(EventLookup(stop.event))))
+                self.show_again(stop)
+        self.ask("Watch the expression …", "h.shape   ·   norm(h)   ·   changed(h)",
+                 _check_expr(add), done)
+
+    def action_inspect(self) -> None:
+        def done(result):
+            if result:
+                self.show_value(result)
+        start = self.graph.selected_expression or ""
+        self.ask("Inspect …", "h   ·   h[0, :4]   ·   t[\"name with spaces\"]",
+                 lambda text: None, done, value=start)
+
+    def show_value(self, text: str) -> None:
+        """Show ``text`` (a name or an expression) in the Inspector tab."""
+        self.query_one(TabbedContent).active = "tab-inspect"
+        self.query_one(Inspector).inspect(text)
+
+    def action_find(self) -> None:
+        def check(text: str) -> str | None:
+            if self.graph.find(text) is None:
+                return f"no node of this body is named like {text!r}"
+            return None
+
+        def done(result):
+            if result:
+                self._last_find = result
+                self.graph.focus()
+        self.ask("Find a node by name (or type) …", "cell   ·   Add   ·   h_next", check, done,
+                 value=getattr(self, "_last_find", ""))
+
+    def find_node(self, name: str) -> None:
+        self.graph.find(name)
+        self.graph.focus()
+
+    def open_nested(self, path: str) -> None:
+        self.graph.opened = path
+        self.graph.show(self.view)
+        self.graph.focus()
+
+    def on_toggle_breakpoint(self, message: ToggleBreakpoint) -> None:
+        bp = self.session.breakpoints.get(message.number)
+        bp.enabled = not bp.enabled
+        self.show_again()
+
+    def on_edit_breakpoint(self, message: EditBreakpoint) -> None:
+        number = message.number
+        bp = self.session.breakpoints.get(number)
+
+        def done(result):
+            if result:
+                self.show_again()
+        self.ask(f"Edit breakpoint {number}", bp.text,
+                 _check_expr(lambda t: self.session.breakpoints.edit(number, t)), done,
+                 value=bp.text)
+
+    def on_delete_breakpoint(self, message: DeleteBreakpoint) -> None:
+        self.session.breakpoints.delete(message.number)
+        self.show_again()
+
+    def on_delete_watch(self, message: DeleteWatch) -> None:
+        self.session.breakpoints.delete_watch(message.number)
+        self.show_again()
+

@@ -1,0 +1,86 @@
+"""A footer that shows the keys that fit, most needed first, instead of cutting the last one.
+
+Textual's footer lays every shown binding in a row and clips what does not fit ("f fini"). This
+one keeps the order of importance — the app's first three keys, the focused widget's own (the
+breakpoint table's ``t e d``, the graph's ``enter``), then the app's others in the order of its
+BINDINGS — and drops
+whole keys from the end, always keeping ``q quit`` and ``? help`` (which lists the rest). It turns compact
+below 120 columns, and lays itself out again when the terminal is resized.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+ALWAYS = ("help", "quit")   # actions never dropped
+PALETTE_WIDTH = 13          # "^p palette" with its separator
+APP_FIRST = 3               # the app's keys shown before the focused widget's (n, s, c)
+
+
+class KeyFooter(Footer):
+    """The app's footer (see the module docstring)."""
+
+    def on_resize(self, event) -> None:
+        compact = event.size.width < 120
+        if compact != self.compact:
+            self.compact = compact
+        self.call_after_refresh(self.recompose)
+
+    def compose(self):
+        if not self._bindings_ready:
+            return
+        app = self.app
+        width = self.size.width or app.size.width
+        shown = []
+        for node, binding, enabled, tooltip in self.screen.active_bindings.values():
+            if binding.show:
+                own = node is not app and node is not self.screen
+                shown.append((own, binding, enabled, tooltip))
+        # the app's first keys, then the focused widget's, then the app's others
+        apps = [item for item in shown if not item[0]]
+        owns = [item for item in shown if item[0]]
+        shown = apps[:APP_FIRST] + owns + apps[APP_FIRST:]
+        seen_actions = set()
+        items = []
+        for _, binding, enabled, tooltip in shown:
+            if binding.action in seen_actions:
+                continue
+            seen_actions.add(binding.action)
+            items.append((binding, enabled, tooltip, app.get_key_display(binding)))
+        room = width - (PALETTE_WIDTH if self.show_command_palette else 0)
+        keep = _fit(items, room, self.compact)
+        for binding, enabled, tooltip, key in keep:
+            yield FooterKey(binding.key, key, binding.description, binding.action,
+                            disabled=not enabled, tooltip=tooltip).data_bind(
+                                compact=Footer.compact)
+        if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
+            try:
+                _, binding, enabled, tooltip = self.screen.active_bindings[
+                    app.COMMAND_PALETTE_BINDING]
+            except KeyError:
+                return
+            yield FooterKey(binding.key, app.get_key_display(binding), binding.description,
+                            binding.action, classes="-command-palette", disabled=not enabled,
+                            tooltip=binding.tooltip or binding.description)
+
+
+def _cost(key: str, description: str, compact: bool) -> int:
+    """Columns a FooterKey takes: key, description, padding and margin (Footer's CSS)."""
+    return len(key) + len(description) + (2 if compact else 3)
+
+
+def _fit(items, room: int, compact: bool) -> list:
+    """The items that fit in ``room`` columns, in order, keeping those in ``ALWAYS``."""
+    must = sum(_cost(k, b.description, compact) for b, _, _, k in items if b.action in ALWAYS)
+    used, out = must, []
+    for item in items:
+        binding, _, _, key = item
+        if binding.action in ALWAYS:
+            out.append(item)
+            continue
+        cost = _cost(key, binding.description, compact)
+        if used + cost <= room:
+            out.append(item)
+            used += cost
+    return out

@@ -1,0 +1,75 @@
+"""A converter-style loop body of about 100 nodes: stacked LSTM cells written out as ops.
+
+Keras LSTMs exported through ONNX to OpenVINO arrive as a Loop whose body spells every gate out
+(MatMul, Add, Split, Sigmoid, Tanh, Multiply) instead of one LSTMCell; such bodies have 30-200
+nodes. This one stacks ``layers`` cells (15 nodes each) around a counter, for the UI's tests and
+benchmark (what the graph, its layout and its navigation must stay usable on).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def big_body_model(folder: Path, layers: int = 6, hidden: int = 8, steps: int = 6,
+                   name: str = "model") -> tuple[Path, Path]:
+    from loopdbg.builder import GraphBuilder
+    from loopdbg.ir.xml_writer import write_ir
+
+    rng = np.random.default_rng(7)
+    b = GraphBuilder("stacked_lstm_as_ops")
+    seq = b.parameter("x", "f32", [steps, 1, hidden])
+    loop = b.loop("lstm_stack", trip=steps, cond=True)
+    x_t = loop.sliced_input(seq, "x_t", axis=0)
+    states = []
+    for k in range(layers):
+        h0 = b.parameter(f"h0_{k}", "f32", [1, hidden])
+        c0 = b.parameter(f"c0_{k}", "f32", [1, hidden])
+        states.append((loop.merged_input(h0, f"h_{k}"), loop.merged_input(c0, f"c_{k}")))
+    body = loop.body
+    inp = body.op("Squeeze", [x_t, np.array([0], np.int64)], name="x_row")
+    outs = []
+    for k, (h, c) in enumerate(states):
+        w = rng.standard_normal((hidden, 4 * hidden)).astype(np.float32) * 0.3
+        r = rng.standard_normal((hidden, 4 * hidden)).astype(np.float32) * 0.3
+        bias = np.zeros((1, 4 * hidden), np.float32)
+        xw = body.op("MatMul", [inp, w], name=f"l{k}/x_W")
+        hr = body.op("MatMul", [h, r], name=f"l{k}/h_R")
+        s = body.op("Add", [xw, hr], name=f"l{k}/xW_plus_hR")
+        gates = body.op("Add", [s, bias], name=f"l{k}/gates")
+        i, f, g, o = body.op("Split", [gates, np.array(1, np.int64)], name=f"l{k}/split",
+                             num_splits=4, outputs=4)
+        i = body.op("Sigmoid", [i], name=f"l{k}/input_gate")
+        f = body.op("Sigmoid", [f], name=f"l{k}/forget_gate")
+        g = body.op("Tanh", [g], name=f"l{k}/cell_candidate")
+        o = body.op("Sigmoid", [o], name=f"l{k}/output_gate")
+        fc = body.op("Multiply", [f, c], name=f"l{k}/f_times_c")
+        ig = body.op("Multiply", [i, g], name=f"l{k}/i_times_g")
+        c_new = body.op("Add", [fc, ig], name=f"l{k}/c_next")
+        tc = body.op("Tanh", [c_new], name=f"l{k}/tanh_c")
+        h_new = body.op("Multiply", [o, tc], name=f"l{k}/h_next")
+        loop.back_edge(h_new, h)
+        loop.back_edge(c_new, c)
+        inp = h_new
+        outs.append(h_new)
+    b.result(loop.output_last(outs[-1], name="h_last"))
+    b.result(loop.output_concat(body.op("Unsqueeze", [outs[-1], np.array([0], np.int64)],
+                                        name="h_row"), axis=0, name="h_seq"))
+    folder.mkdir(parents=True, exist_ok=True)
+    xml, _ = write_ir(b.build(), folder / f"{name}.xml")
+    inputs = {"x": rng.standard_normal((steps, 1, hidden)).astype(np.float32)}
+    for k in range(layers):
+        inputs[f"h0_{k}"] = np.zeros((1, hidden), np.float32)
+        inputs[f"c0_{k}"] = np.zeros((1, hidden), np.float32)
+    npz = folder / "inputs.npz"
+    np.savez(npz, **inputs)
+    return Path(xml), npz
+
+
+if __name__ == "__main__":
+    import sys
+
+    xml, npz = big_body_model(Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/bigbody"))
+    print(xml, npz)

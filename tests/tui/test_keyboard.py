@@ -1,0 +1,212 @@
+"""Issue 18 items 3 and 5: small terminals and a UI that the keyboard alone can drive.
+
+Footer that keeps what fits, z to maximise a pane, [ ] for the tabs, enter to open a nested
+loop's body, Tab into the Inspector and escape out of it, / to find a node, loopdbg's commands in
+the command palette, and a help screen that opens at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from textual.widgets import Input, TabbedContent  # noqa: E402
+from textual.widgets._footer import FooterKey  # noqa: E402
+
+from loopdbg.debug.session import Session  # noqa: E402
+from loopdbg.tui.app import LoopdbgApp  # noqa: E402
+from loopdbg.tui.widgets.footer import KeyFooter  # noqa: E402
+from loopdbg.tui.widgets.graph import GraphView  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def session(demo: str) -> Session:
+    base = ROOT / "demos" / demo
+    return Session.open(base / "model.xml", base / "inputs.npz")
+
+
+async def settle(pilot) -> None:
+    app = pilot.app
+    for _ in range(2000):
+        await pilot.pause()
+        if not app.busy and not app.query_one(GraphView).laying_out:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the app is still busy")
+
+
+async def press(pilot, *keys: str) -> None:
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+
+
+def footer_keys(app) -> list[tuple[str, str]]:
+    return [(k.key_display, k.description) for k in app.query_one(KeyFooter).query(FooterKey)]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 60)])
+async def test_the_footer_shows_whole_keys_that_fit_and_always_quit_and_help(size):
+    app = LoopdbgApp(session("for_loop"), title="m")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.2)
+        keys = footer_keys(app)
+        shown = {d for _, d in keys}
+        assert {"next", "step", "continue", "quit", "help"} <= shown, keys
+        footer = app.query_one(KeyFooter)
+        right = max(k.region.right for k in footer.query(FooterKey))
+        assert right <= size[0], "a key is cut at the right edge"
+        if size[0] >= 200:
+            assert {"finish", "inspect", "watch", "max", "find", "pause"} <= shown
+
+
+async def test_z_maximises_the_focused_pane_and_restores():
+    app = LoopdbgApp(session("for_loop"), title="m")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        graph = app.query_one(GraphView)
+        small = graph.region
+        graph.focus()
+        await press(pilot, "z")
+        assert app.screen.has_class("zoom-graph")
+        assert not app.query_one("#side").display and not app.query_one("#tabs").display
+        assert graph.region.width > small.width and graph.region.height > small.height
+        await press(pilot, "z")
+        assert not app.screen.has_class("zoom-graph") and app.query_one("#side").display
+        app.query_one("#code-scroll").focus()
+        await press(pilot, "z")
+        assert app.screen.has_class("zoom-side") and not graph.display
+        await press(pilot, "z")
+
+
+async def test_brackets_switch_the_bottom_tabs():
+    app = LoopdbgApp(session("for_loop"), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        tabs = app.query_one(TabbedContent)
+        assert tabs.active == "tab-back"
+        await press(pilot, "right_square_bracket")
+        assert tabs.active == "tab-scan"
+        await press(pilot, "left_square_bracket", "left_square_bracket")
+        assert tabs.active == "tab-log"
+
+
+async def test_enter_opens_a_nested_loop_s_body_and_escape_returns():
+    sess = session("nested_loop")
+    app = LoopdbgApp(sess, title="m")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await press(pilot, "f", "n")                 # the outer loop's first iteration
+        assert sess.current.path == "rows_loop"
+        graph = app.query_one(GraphView)
+        graph.focus()
+        assert graph.find("cols_loop") == "cols_loop"  # the cursor on the Loop box
+        await press(pilot, "enter")
+        assert graph.opened == "rows_loop/cols_loop"
+        assert "rows_loop › cols_loop" in str(graph.border_title)
+        # the nested body shows the values of its last iteration within this outer iteration
+        assert any("= [3]" in line for line in graph._lines), "\n".join(graph._lines)
+        await press(pilot, "escape")
+        assert graph.opened is None and str(graph.border_title) == "rows_loop"
+
+
+async def test_arrows_move_the_cursor_and_enter_shows_the_full_value():
+    app = LoopdbgApp(session("prefix_sum"), title="m")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        graph = app.query_one(GraphView)
+        graph.focus()
+        await press(pilot, "down")
+        first = graph.selected
+        assert first is not None
+        await press(pilot, "down")
+        assert graph.selected != first
+        below = graph._layout.box(graph.selected)
+        assert below.y > graph._layout.box(first).y
+        name = graph.selected_name
+        await press(pilot, "enter")
+        assert app.query_one(TabbedContent).active == "tab-inspect"
+        assert app.query_one("#inspect-input", Input).value == graph.selected_expression
+        view = app.query_one("#inspect-view").content
+        assert "dtype" in getattr(view, "plain", str(view)), name
+
+
+async def test_tab_into_the_inspector_and_escape_gives_the_keys_back():
+    sess = session("for_loop")
+    app = LoopdbgApp(sess, title="m")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.query_one(TabbedContent).active = "tab-inspect"
+        await pilot.pause()
+        entry = app.query_one("#inspect-input", Input)
+        for _ in range(8):                           # Tab walks the focus to the input
+            if app.focused is entry:
+                break
+            await pilot.press("tab")
+            await pilot.pause()
+        assert app.focused is entry
+        await pilot.pause(0.2)
+        assert ("esc", "leave the input") in footer_keys(app)
+        await pilot.press("n")                       # typed, not a command
+        assert entry.value == "n" and sess.current.iteration == 0
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is not entry
+        await press(pilot, "n")                      # a command again
+        assert sess.current.iteration == 1
+
+
+async def test_slash_finds_a_node_by_name():
+    app = LoopdbgApp(session("vandermonde"), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"next_col", "enter")
+        await pilot.pause()
+        graph = app.query_one(GraphView)
+        assert graph.selected_name == "next_column" and app.focused is graph
+
+
+async def test_the_palette_holds_loopdbg_s_commands_and_runs_them():
+    sess = session("for_loop")
+    app = LoopdbgApp(sess, title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"next iteration")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            options = app.screen.query("CommandList")
+            if options and options.first().option_count:
+                break
+        texts = [str(options.first().get_option_at_index(k).prompt)
+                 for k in range(options.first().option_count)]
+        assert any("next iteration" in t for t in texts), texts
+        await pilot.press("enter")
+        await settle(pilot)
+        assert sess.current.iteration == 1
+
+
+async def test_help_opens_fast_and_lists_the_new_keys():
+    app = LoopdbgApp(session("for_loop"), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        t0 = time.perf_counter()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        elapsed = time.perf_counter() - t0
+        assert app.screen.has_class("show-help")
+        from loopdbg.tui.screens.help import help_text
+        text = help_text().plain
+        for key in ("z", "[ / ]", "/", "enter", "ctrl+p", "t[\"i\"]"):
+            assert key in text, key
+        assert elapsed < 1.0, f"the help took {elapsed:.2f} s"     # 0.4 s before, in Markdown

@@ -1,0 +1,71 @@
+"""The command line's papercuts of issue 18 (item 7), each as a user met it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from loopdbg.cli import main
+from loopdbg.engine import Engine
+from loopdbg.engine.inputs import load_npz
+from loopdbg.ir.load import read_model
+from loopdbg.trace import record
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMOS = ROOT / "demos"
+
+
+def test_options_may_come_between_the_positionals(capsys):
+    demo = DEMOS / "for_loop"
+    assert main(["run", str(demo / "model.xml"), "--max-iterations", "2",
+                 str(demo / "inputs.npz")]) == 0
+    captured = capsys.readouterr()
+    assert "2 iterations" in captured.out and "iteration cap" in captured.out
+    assert f"inputs: {demo / 'inputs.npz'}" not in captured.err     # the file given was used
+
+
+def test_trace_show_takes_a_loop_s_short_name(tmp_path, capsys):
+    demo = DEMOS / "nested_loop"
+    model = read_model(demo / "model.xml")
+    inputs = load_npz(demo / "inputs.npz")
+    trace = tmp_path / "n.ltrace"
+    record(Engine(model).run(inputs), trace, model=model, inputs=inputs)
+    assert main(["trace", "show", str(trace), "--loop", "cols_loop", "--outer", "1",
+                 "-i", "2"]) == 0
+    assert "loop 'rows_loop/cols_loop' (outer iterations 1), iteration 2" in \
+        capsys.readouterr().out
+    assert main(["trace", "show", str(trace), "--loop", "nope", "-i", "0"]) == 2
+    assert "no loop 'nope'; it holds: " in capsys.readouterr().err
+
+
+def test_the_builtin_i_is_the_checked_loop_s_and_the_note_says_so(capsys):
+    demo = DEMOS / "nested_loop"
+    assert main(["run", str(demo / "model.xml"), "--break", "i == 2"]) == 0
+    captured = capsys.readouterr()
+    assert "the model's own i (in rows_loop) is t[\"i\"]" in captured.err
+    assert "in loop rows_loop/cols_loop at iteration 2" in captured.out
+    assert main(["run", str(demo / "model.xml"), "--break", "rows_loop: i == 2"]) == 0
+    assert "in loop rows_loop at iteration 2" in capsys.readouterr().out
+    assert main(["run", str(demo / "model.xml"), "--break", 't["i"] == 1']) == 0
+    captured = capsys.readouterr()
+    assert "in loop rows_loop at iteration 1" in captured.out and "note:" not in captured.err
+
+
+def test_inputs_by_position(tmp_path, capsys):
+    """Converters name inputs x.1, n.1: the first input is also "0" (or numpy's "arr_0")."""
+    demo = DEMOS / "fibonacci"
+    given = load_npz(demo / "inputs.npz")
+    names = list(given)
+    by_number = tmp_path / "by_number.npz"
+    np.savez(by_number, **{str(k): given[n] for k, n in enumerate(names)})
+    by_savez = tmp_path / "by_savez.npz"
+    np.savez(by_savez, *[given[n] for n in names])
+    outputs = []
+    for path in (demo / "inputs.npz", by_number, by_savez):
+        assert main(["run", str(demo / "model.xml"), str(path)]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] == outputs[2]
+    np.savez(tmp_path / "short.npz", given[names[0]])
+    assert main(["run", str(demo / "model.xml"), str(tmp_path / "short.npz")]) == 2
+    assert "nor an array '1' or 'arr_1' for input number 1" in capsys.readouterr().err

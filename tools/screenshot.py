@@ -1,0 +1,46 @@
+"""Make demos/screenshot.svg, the README's picture of the debugger.
+
+    python tools/screenshot.py [OUT.svg]
+
+The TensorIterator LSTM demo stopped at the breakpoint ``i == 3`` in a 160x48 terminal, the
+graph's cursor on the LSTMCell node and the heat map tab open: made with Textual's headless
+driver and ``save_screenshot``, so it shows exactly what the UI draws.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+async def make(out: Path) -> None:
+    from loopdbg.debug import Session
+    from loopdbg.tui.app import LoopdbgApp
+
+    demo = ROOT / "demos" / "ti_lstm"
+    session = Session.open(demo / "model.xml", demo / "inputs.npz")
+    session.breakpoints.add("i == 3")
+    app = LoopdbgApp(session, title="demos/ti_lstm/model.xml")
+    async with app.run_test(size=(160, 48)) as pilot:
+        async def settle():
+            for _ in range(3000):
+                await pilot.pause(0.01)
+                if not app.busy and not app.graph.laying_out:
+                    return
+        await settle()
+        await pilot.press("c")
+        await settle()
+        app.graph.find("cell")
+        app.query_one("#tabs").active = "tab-scan"
+        await pilot.pause(0.5)
+        app.save_screenshot(filename=out.name, path=str(out.parent))
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "demos" / "screenshot.svg"
+    asyncio.run(make(target.resolve()))
+    print(target)
