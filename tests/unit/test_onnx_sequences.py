@@ -152,7 +152,7 @@ def test_sequence_inputs_and_outputs_in_npz_files(tmp_path):
         engine.run_to_end(load_npz(tmp_path / "empty.npz"))
     with pytest.raises(InputError, match="expects a sequence: give a list of arrays"):
         engine.run_to_end({"s": s[0]})
-    with pytest.raises(InputError, match=r"has no input 's'; the model expects s sequence of "
+    with pytest.raises(InputError, match=r"has no input 's' .*; the model expects s sequence of "
                                          r"float32 any shape tensors"):
         engine.run_to_end({})
 
