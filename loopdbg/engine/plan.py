@@ -114,6 +114,9 @@ class GraphPlan:
     def _build(self, nested_factory) -> None:
         g = self.graph
         local: dict[tuple[int, int], str] = {}
+        incoming: dict[int, list] = {}             # layer id -> the edges that end there
+        for e in g.edges:
+            incoming.setdefault(e.to_layer, []).append(e)
         for k, pid in enumerate(self.param_ids):
             local[(pid, 0)] = f"p{k}"
         for lid in topological_order(g, self.where):
@@ -129,7 +132,7 @@ class GraphPlan:
                 self.consts[name] = value
                 local[(lid, 0)] = name
                 continue
-            ins = self._input_names(layer, local)
+            ins = self._input_names(layer, local, incoming.get(lid, ()))
             if layer.type in CONTROL_FLOW:
                 if nested_factory is None:
                     raise ModelError(f"{self.where}{layer.describe()} cannot be nested here.")
@@ -137,7 +140,8 @@ class GraphPlan:
                 n_out = len(layer.outputs)
                 nested = True
             else:
-                fn, n_out = make_kernel(layer, self.where)
+                consts = tuple(self.consts.get(a) if a is not None else None for a in ins)
+                fn, n_out = make_kernel(layer, self.where, consts)
                 nested = False
                 said = getattr(fn, "notice", None)
                 if said:                    # e.g. a random op: how loopdbg seeds it
@@ -155,17 +159,15 @@ class GraphPlan:
                 raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
             self.result_locals.append(local[src])
 
-    def _input_names(self, layer: Layer, local) -> tuple[str | None, ...]:
-        g = self.graph
+    def _input_names(self, layer: Layer, local, edges) -> tuple[str | None, ...]:
         connected = {}
-        for e in g.edges:
-            if e.to_layer == layer.id:
-                connected[e.to_port] = local.get((e.from_layer, e.from_port))
-                if connected[e.to_port] is None:
-                    src = g.layers.get(e.from_layer)
-                    what = src.describe() if src else f"layer {e.from_layer}"
-                    raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
-                                     f"of {what}, which does not exist.")
+        for e in edges:
+            connected[e.to_port] = local.get((e.from_layer, e.from_port))
+            if connected[e.to_port] is None:
+                src = self.graph.layers.get(e.from_layer)
+                what = src.describe() if src else f"layer {e.from_layer}"
+                raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
+                                 f"of {what}, which does not exist.")
         n = max(connected, default=-1) + 1
         return tuple(connected.get(i) for i in range(n))
 

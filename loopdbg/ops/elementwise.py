@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import choice, flag, float_attr, int_attr
+from loopdbg.ops.args import choice, const_input, flag, float_attr, int_attr
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, broadcast, same
 
@@ -368,8 +368,8 @@ def _matmul_shape(layer: Layer, ins, consts) -> TensorInfo:
     return TensorInfo(ins[0].type, tuple(out))
 
 
-@op("MatMul", shape=_matmul_shape)
-def _matmul(layer: Layer):
+@op("MatMul", shape=_matmul_shape, constants=True)
+def _matmul(layer: Layer, consts=None):
     ta, tb = flag(layer, "transpose_a"), flag(layer, "transpose_b")
     if not (ta or tb):
         return np.matmul
@@ -381,6 +381,12 @@ def _matmul(layer: Layer):
             b = np.swapaxes(b, -1, -2)
         return np.matmul(a, b)
 
+    # A transposed constant (converters write weights so) is transposed once, into C order.
+    b_c = const_input(consts, 1)
+    if not ta and tb and b_c is not None and b_c.ndim > 1:
+        b_t = np.ascontiguousarray(np.swapaxes(b_c, -1, -2))
+        b_t.flags.writeable = False
+        return lambda a, b: np.matmul(a, b_t)
     return matmul
 
 
