@@ -189,7 +189,14 @@ def _int_identity(fn: Callable) -> Callable:
     return lambda x: x if x.dtype.kind in "iub" else fn(x)
 
 
+# The largest argument (a little under it) for which exp stays finite, per float type.
+_EXP_MAX = {np.dtype(np.float16): 11.0, np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0}
+
+
 def _sigmoid(x):
+    limit = _EXP_MAX.get(x.dtype)
+    if limit is not None:               # 1/(1+e^-x) is exact to rounding; the clamp only keeps
+        return 1 / (1 + np.exp(np.minimum(-x, limit)))   # exp finite below about -88 (f32)
     e = np.exp(-np.abs(x))
     s = e / (1 + e)
     return np.where(x >= 0, 1 - s, s)

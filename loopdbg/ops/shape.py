@@ -82,8 +82,16 @@ def _reshape(layer: Layer, consts=None):
             raise ValueError(f"cannot reshape {in_shape} into {ints(shape)}")
         return target
 
-    def reshape(x, shape):
-        return x.reshape(target_of(x.shape, shape))
+    memo: dict = {}
+
+    def reshape(x, shape):                   # a target computed each iteration (from ShapeOf)
+        key = (x.shape, tuple(ints(shape)))
+        out = memo.get(key)
+        if out is None:
+            out = tuple(target_of(key[0], shape))
+            if len(memo) < 64:
+                memo[key] = out
+        return x.reshape(out)
 
     target = const_input(consts, 1)
     if target is None:

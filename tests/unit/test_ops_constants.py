@@ -55,6 +55,8 @@ def check(type_, version, args, const_at, n_out=1, **data):
     return got
 
 
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")   # the general kernels on wild values
+
 X = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
 V = np.arange(5, dtype=np.int64)
 i64 = np.int64
@@ -138,3 +140,84 @@ def test_matmul_constant_weights(ta, tb):
               rng.standard_normal((2, 6, 6)).astype(np.float32),
               rng.standard_normal(6).astype(np.float32)):
         check("MatMul", "opset1", (a, b), {1}, transpose_a=ta, transpose_b=tb)
+
+
+# ---- Split, VariadicSplit --------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3, 3])
+@pytest.mark.parametrize("n", [1, 2, 4, 5])
+def test_split(axis, n):
+    check("Split", "opset1", (X, np.array(axis, np.int64)), {1}, n_out=n, num_splits=str(n))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, 2, 5])
+@pytest.mark.parametrize("lengths", [[1, 3], [2, -1], [-1, 2, 2], [4], [1, 1, 1, 1], [5, 0, -1],
+                                     [2, 2], [-1, -1], [3, -2]])
+def test_variadic_split(axis, lengths):
+    check("VariadicSplit", "opset1", (X, np.array(axis, np.int64), np.array(lengths, np.int64)),
+          {1, 2}, n_out=len(lengths))
+    check("VariadicSplit", "opset1", (X, np.array(axis, np.int64), np.array(lengths, np.int64)),
+          {2}, n_out=len(lengths))
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+REDUCTIONS = ["ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1",
+              "ReduceL2"]
+
+
+@pytest.mark.parametrize("type_", REDUCTIONS)
+@pytest.mark.parametrize("axes", [[0], [-1], [0, 2], [1, 1], [], [0, 1, 2], [3], [-4]])
+@pytest.mark.parametrize("keep", ["true", "false"])
+def test_reductions(type_, axes, keep):
+    version = "opset4" if type_ in ("ReduceL1", "ReduceL2") else "opset1"
+    for data in (X, X.astype(np.int32) - 20, X.astype(np.float16), np.array(3.0, np.float32),
+                 np.zeros((0, 3), np.float32)):
+        check(type_, version, (data, np.array(axes, np.int64)), {1}, keep_dims=keep)
+
+
+def test_logical_reductions():
+    data = X > 20
+    for type_ in ("ReduceLogicalAnd", "ReduceLogicalOr"):
+        check(type_, "opset1", (data, np.array([1], np.int64)), {1}, keep_dims="false")
+
+
+# ---- Convert and Sigmoid: decided per input dtype ---------------------------------------------
+
+DTYPES = ["f16", "f32", "f64", "i8", "u8", "i32", "i64", "u64", "boolean", "bf16"]
+
+
+@pytest.mark.parametrize("target", DTYPES)
+def test_convert_matches_the_general_rules(target):
+    from loopdbg.ir import elements
+    from loopdbg.ops.convert import convert
+
+    values = np.array([0, 1, -1, 2.5, -2.7, 300.0, 3e9, 7e4, np.nan, np.inf, -np.inf], np.float64)
+    layer = _layer("Convert", "opset1", 1, destination_type=target)
+    kernel, _ = make_kernel(layer)
+    dtype = elements.numpy_dtype(target)
+    for src in (np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64,
+                np.uint64, np.bool_):
+        with np.errstate(all="ignore"):
+            x = values[np.isfinite(values)].astype(src) if np.dtype(src).kind in "iub" \
+                else values.astype(src)
+        for arg in (x, x[2], x[:1].reshape(())):
+            with np.errstate(all="ignore"):
+                want = convert(arg, dtype, target == "bf16")
+            got = kernel(arg)
+            assert np.asarray(got).dtype == want.dtype and np.shape(got) == want.shape
+            np.testing.assert_array_equal(got, want)
+
+
+def test_sigmoid_is_exact_to_rounding():
+    layer = _layer("Sigmoid", "opset1", 1)
+    kernel, _ = make_kernel(layer)
+    for dtype, rtol in ((np.float32, 3e-7), (np.float64, 1e-15), (np.float16, 2e-3)):
+        x = np.linspace(-80 if dtype != np.float16 else -9, 80, 20001).astype(dtype)
+        want = 1 / (1 + np.exp(-x.astype(np.longdouble)))
+        got = kernel(x)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got.astype(np.longdouble), want, rtol=rtol, atol=0)
+    far = kernel(np.array([-1e4, -100, 100, 1e4], np.float32))
+    assert far[0] < 1e-37 and far[1] < 1e-37 and far[2] == 1 and far[3] == 1
+    assert not np.isnan(far).any()
