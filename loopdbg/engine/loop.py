@@ -74,6 +74,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     nodes = None
     cond = True
     n_slices = min((len(pieces) for _, pieces in sliced), default=sys.maxsize)
+    new, done = tuple.__new__, ev.IterationDone            # ev.make_iteration, inlined
     limit = min(trip if trip is not None else sys.maxsize, cap if cap is not None else sys.maxsize)
     i = 0
     try:
@@ -144,8 +145,8 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 stop = ev.STOP_TRIP_COUNT if is_loop else ev.STOP_SLICES
             else:
                 stop = ev.STOP_CAP
-            yield ev.IterationDone(path, i - 1, trip, cond, stop is None, spec, body_in, outs,
-                                   collected, outer, nodes, stop)
+            yield new(done, (path, i - 1, trip, cond, stop is None, spec, body_in, outs,
+                             collected, outer, nodes, stop))
             if stop is not None:
                 break
             for p, r, dt in back_edges:                       # rule 5: all at once
