@@ -6,8 +6,8 @@ After the first iteration of an execution (written by the general code, with the
 ``plan`` generates straight-line code for the next ones: it checks that the event is the next
 iteration of this execution with tensors of the same dtypes and shapes, then encodes the frame
 with one join and one checksum (*single* mode). Once an execution has run ``PROMOTE`` iterations
-that way and its frames are small, ``promote`` switches it to *batch* mode (``batch.FixedLayout``),
-which only keeps the tensors' bytes per iteration. Code objects are cached per loop and tensor
+that way and its frames are small, ``promote`` switches it to *batch* mode (``batch.BatchLayout``),
+which only keeps the tensors' bytes and a flag byte per iteration, written as BATCH frames. Code objects are cached per loop and tensor
 signature, so the many short executions of a nested loop compile nothing.
 
 Each mode gives two functions: ``fast(e) -> bool`` (False: not mine, nothing written) and
@@ -24,7 +24,7 @@ import numpy as np
 
 from loopdbg.engine import events as ev
 from loopdbg.trace import format as F
-from loopdbg.trace.batch import FixedLayout
+from loopdbg.trace.batch import BatchLayout
 
 PROMOTE = 128               # single-mode iterations before an execution may switch to batches
 MAX_PLANS = 8               # per execution: tensors whose shapes keep changing stay general
@@ -85,7 +85,7 @@ def plan(writer, ex: Execution, e) -> None:
     _, sig, prefixes, lead, total, base = cached
     post = ex.tail + F.COUNT.pack(len(ex.slots))
     ex.static = (sig, prefixes, lead, post, total, e.trip_count)
-    ex.promotable = FixedLayout.fits(total)
+    ex.promotable = BatchLayout.fits(total)
     ns = dict(base)
     ns.update(OUTER=ex.outer, POST=post, OFFS=ex.offs)
     writer._tick_every = max(1, min(128, writer._batch // total))
@@ -105,10 +105,14 @@ def demote(ex: Execution) -> None:
 def promote(writer, ex: Execution) -> None:
     """Switch a long-running execution with small frames to batch mode."""
     sig, prefixes, lead, post, total, trip = ex.static
-    layout = FixedLayout(writer, lead, trip, post, prefixes, len(ex.offs), ex.offs)
+    slots = [(group, name, dtype, shape)
+             for (_, _, group, name), (dtype, shape) in zip(ex.slots, sig)]
+    layout = BatchLayout(writer, ex.path, ex.outer, trip, slots, len(ex.offs), ex.offs)
     ns = _namespace(writer, ex, sig, prefixes)
-    ns.update(OUTER=ex.outer, TRIP=trip, B=layout, data_append=layout.data.append,
-              flags_append=layout.flags.append, batch_check=writer._batch_check)
+    ns.update(OUTER=ex.outer, TRIP=trip, B=layout, flags_append=layout.flags.append,
+              batch_check=writer._batch_check)
+    for k, rows in enumerate(layout.data):
+        ns[f"data{k}_append"] = rows.append
     ex.layout = layout
     ex.fast, ex.write = _functions(ex, "batch", ns)
     ex.promotable = False
@@ -151,9 +155,8 @@ def _compile(ex: Execution, mode: str, fallback: str):
                 f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
                 f"        {fallback}"]
     if mode == "batch":
-        src += [f"    data_append(v{k}.tobytes())" for k in range(n)]
-        src += ["    flags_append(e.cond)",
-                "    flags_append(e.continues)",
+        src += [f"    data{k}_append(v{k}.tobytes())" for k in range(n)]
+        src += ["    flags_append(bool(e.cond) + 2 * bool(e.continues))",
                 "    B.next += 1",
                 "    m = B.n + 1",
                 "    B.n = m",
