@@ -186,15 +186,9 @@ class GraphPlan:
         params = "".join(f", p{k}" for k in range(len(self.param_ids)))
         lines = [f"def {kind}(ctx{extra}{params}):", *before]
         line_to_step: dict[int, int] = {}
-        for k, step in enumerate(self.steps):
-            args = ", ".join(a if a is not None else "None" for a in step.ins)
-            if step.nested:
-                target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
-            else:
-                target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
-                call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
+        for line, k in self.step_lines(indent):
             line_to_step[len(lines) + 1] = k
-            lines.append(f"{indent}{target} = {call}")
+            lines.append(line)
         if not self.steps:
             lines.append(f"{indent}pass")
         values = [f"p{k}" for k in range(len(self.param_ids))]
@@ -203,6 +197,32 @@ class GraphPlan:
                 "values": "".join(f"{v}, " for v in values)}
         lines += [line.format(**fill) for line in after]
         return "\n".join(lines) + "\n", line_to_step
+
+    def step_lines(self, indent: str) -> list[tuple[str, int]]:
+        """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
+        body's lines into the code of its loop; the names are this plan's)."""
+        out = []
+        for k, step in enumerate(self.steps):
+            args = ", ".join(a if a is not None else "None" for a in step.ins)
+            if step.nested:
+                target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
+            else:
+                target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
+                call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
+            out.append((f"{indent}{target} = {call}", k))
+        return out
+
+    def compile_with(self, source: str, line_map: dict[int, int], names: dict,
+                     function: str) -> Callable:
+        """Compile ``source`` (which uses this plan's names: its steps' lines) in this plan's
+        namespace plus ``names``, under a file name of its own whose lines map to steps as
+        ``line_map`` says (so ``locate`` finds a failing layer there too); return ``function``."""
+        filename = f"<loopdbg plan {next(_counter)}>"
+        ns = dict(self._ns)
+        ns.update(names)
+        self._line_maps[filename] = line_map
+        exec(compile(source, filename, "exec"), ns)  # noqa: S102 - names by position
+        return ns[function]
 
     def _compile(self, kinds: tuple[str, ...]) -> list[Callable]:
         """Compile the functions ``kinds`` into one code object with its own file name."""

@@ -20,7 +20,7 @@ from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.if_op import IfSpec
 from loopdbg.engine.inputs import match_inputs, output_names
-from loopdbg.engine.loop import run_loop
+from loopdbg.engine.loopcode import runner
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.engine.paths import loop_path
 from loopdbg.engine.plan import GraphPlan
@@ -63,11 +63,7 @@ class Engine:
         spec = LoopSpec(layer, path, plan, f"{self.file}: ")
         spec.parent_graph = graph
         self.loops[path] = spec
-
-        def run(ctx, *args):
-            return run_loop(spec, ctx, args)
-
-        return run
+        return runner(spec)
 
     def run(self, inputs: Mapping[str, np.ndarray], *, max_iterations: int | None = None,
             max_memory: int | None = None, record_nodes: bool = False,

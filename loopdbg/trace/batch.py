@@ -9,9 +9,9 @@ each tensor is one array whose rows are the iterations. A batch stands for exact
 frames its iterations would have had (``format.batch_iterations`` rebuilds them byte for byte),
 so readers, ``diff`` and ``export`` see iterations, never batches.
 
-A batch ends when it holds ``BATCH`` iterations or ``batch_bytes`` bytes, or when the writer
-flushes (at least every ``flush_interval``): a recording cut anywhere keeps every batch written
-before the cut.
+A batch ends when it holds ``BATCH`` iterations or ``batch_bytes`` bytes of memory, or when the
+writer flushes (at least every ``flush_interval``): a recording cut anywhere keeps every batch
+written before the cut.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class BatchLayout:
         self.row_bytes = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                              for _, _, dtype, shape in slots)
         self.size = self.row_bytes + 1      # bytes per iteration in the file (plus the batch's)
-        self.capacity = max(64, min(BATCH, writer._batch // max(self.size, 1)))
+        held = self.size + 48 * len(slots)  # ... and in memory while waiting (bytes objects)
+        self.capacity = max(64, min(BATCH, writer._batch // held))
         self.step = min(256, self.capacity)
         self.check_at = self.step
 
