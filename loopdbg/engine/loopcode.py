@@ -33,6 +33,7 @@ import numpy as np
 
 from loopdbg.engine import events as ev
 from loopdbg.engine import loop as L
+from loopdbg.engine.interp import COMPILE_LIMIT
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.errors import LoopdbgError
 
@@ -143,8 +144,10 @@ def compile_loop(spec: LoopSpec) -> Callable:
 def runner(spec: LoopSpec) -> Callable:
     """``run(ctx, *args)``: an execution of the loop, by its compiled code unless every node is
     recorded (then by ``loop.run_loop``)."""
-    compiled = compile_loop(spec)
     general = L.run_loop
+    if len(spec.body.steps) > COMPILE_LIMIT:        # a big body is interpreted (interp)
+        return lambda ctx, *args: general(spec, ctx, args)
+    compiled = compile_loop(spec)
 
     def run(ctx, *args):
         if ctx.record_nodes:

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of
 from loopdbg.errors import LoopdbgError, ModelError, RunError
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.registry import make_kernel
@@ -107,8 +108,7 @@ class GraphPlan:
         self._ns["LoopdbgError"] = LoopdbgError
         for k, step in enumerate(self.steps):
             self._ns[f"k{k}"] = step.fn
-        self._run_events = None
-        self.run, self.run_all = self._compile(("run", "run_all"))
+        self._functions: dict[str, Callable] = {}
 
     # -- building -----------------------------------------------------------------------------
     def _build(self, nested_factory) -> None:
@@ -173,12 +173,30 @@ class GraphPlan:
 
     # -- compiling ----------------------------------------------------------------------------
     @property
+    def run(self) -> Callable:
+        """``run(ctx, *parameter_values)``: the Result values (see the class docstring)."""
+        return self._functions.get("run") or self._make("run")
+
+    @property
+    def run_all(self) -> Callable:
+        """``run_all(ctx, *parameter_values)``: (Result values, every value)."""
+        return self._functions.get("run_all") or self._make("run_all")
+
+    @property
     def run_events(self) -> Callable:
         """``run_events(ctx, finish, fail, *parameter_values)``: the event stream of a run of
-        this graph as the top one (compiled on first use: only the top graph needs it)."""
-        if self._run_events is None:
-            self._run_events, = self._compile(("run_events",))
-        return self._run_events
+        this graph as the top one."""
+        return self._functions.get("run_events") or self._make("run_events")
+
+    def _make(self, kind: str) -> Callable:
+        """Compile ``kind`` on first use (a loop's body is inlined into its loop's code, the top
+        graph needs only run_events); a big graph is interpreted (``interp``)."""
+        if len(self.steps) > COMPILE_LIMIT:
+            fn = interpreted(self, kind)
+        else:
+            fn, = self._compile((kind,))
+        self._functions[kind] = fn
+        return fn
 
     def source(self, kind: str) -> tuple[str, dict[int, int]]:
         """The generated source of ``kind`` (run, run_all, run_events) and its lines' steps."""
@@ -254,10 +272,9 @@ class GraphPlan:
         found = None
         while tb is not None:
             lines = self._line_maps.get(tb.tb_frame.f_code.co_filename)
-            if lines is not None:
-                k = lines.get(tb.tb_lineno)
-                if k is not None:
-                    found = self.steps[k].layer
+            k = lines.get(tb.tb_lineno) if lines is not None else step_of(self, tb.tb_frame)
+            if k is not None:
+                found = self.steps[k].layer
             tb = tb.tb_next
         return found
 

@@ -35,6 +35,7 @@ _LAYER_CONTAINERS = ("layers", "operations")
 _LAYER_TAGS = ("layer", "operation")
 _FROM_LAYER = ("from-layer", "from-operation")
 _TO_LAYER = ("to-layer", "to-operation")
+_LAYER_PARTS = ("data", "input", "output")
 _INTERNAL_ID = ("internal_layer_id", "internal_operation_id")
 
 _LOOP_TYPES = ("Loop", "TensorIterator")
@@ -264,26 +265,42 @@ def _read_edges(el, layers: dict[int, Layer], ctx: _Context) -> tuple[Edge, ...]
     if container is None:
         return ()
     edges = []
-    fed: dict[tuple[int, int], int] = {}
+    fed: dict[tuple[int, int], object] = {}     # -> the first edge element into it
     for edge_el in _children(container, ("edge",)):
         edge = _read_edge(edge_el, layers, ctx)
         key = (edge.to_layer, edge.to_port)
         if key in fed:
             raise ctx.fail(layers[edge.to_layer].describe(),
-                           f"has two edges into input port {edge.to_port} (lines {fed[key]} "
-                           f"and {edge_el.sourceline})")
-        fed[key] = edge_el.sourceline
+                           f"has two edges into input port {edge.to_port} (lines "
+                           f"{fed[key].sourceline} and {edge_el.sourceline})")
+        fed[key] = edge_el
         edges.append(edge)
     return tuple(edges)
 
 
+class _LazyFail:
+    """``ctx.failer`` for an edge, its subject (with the line) made only when it fails."""
+
+    __slots__ = ("ctx", "el")
+
+    def __init__(self, ctx: _Context, el):
+        self.ctx, self.el = ctx, el
+
+    def __call__(self, problem: str) -> ModelError:
+        return self.ctx.fail(f"the edge at line {self.el.sourceline}", problem)
+
+
 def _read_edge(edge_el, layers: dict[int, Layer], ctx: _Context) -> Edge:
     """Resolve an edge's port ids to port indices by lookup (GenericLayerParams)."""
-    fail = ctx.failer(f"the edge at line {edge_el.sourceline}")
-    from_id = _int(_attr(edge_el, _FROM_LAYER), "from-layer", fail)
-    from_port_id = _int(edge_el.get("from-port"), "from-port", fail)
-    to_id = _int(_attr(edge_el, _TO_LAYER), "to-layer", fail)
-    to_port_id = _int(edge_el.get("to-port"), "to-port", fail)
+    texts = (_attr(edge_el, _FROM_LAYER), edge_el.get("from-port"), _attr(edge_el, _TO_LAYER),
+             edge_el.get("to-port"))
+    fail = _LazyFail(ctx, edge_el)
+    try:
+        from_id, from_port_id, to_id, to_port_id = (int(t) for t in texts)
+    except (TypeError, ValueError):        # the checked path, failing with the attribute's name
+        from_id, from_port_id, to_id, to_port_id = (
+            _int(t, attr, fail) for t, attr in zip(texts, ("from-layer", "from-port",
+                                                          "to-layer", "to-port")))
     src, dst = layers.get(from_id), layers.get(to_id)
     if src is None:
         raise fail(f"starts at layer {from_id}, which does not exist")
@@ -346,10 +363,15 @@ def _read_layer(el, ctx: _Context) -> Layer:
         raise ctx.fail(_label(layer_id, name, "?"), "has no type")
     type_ = CANONICAL_TYPES.get(ir_type, ir_type)
     label = _label(layer_id, name, type_)
-    data_el = _child(el, "data")
+    parts = {}                              # the first <data>, <input>, <output> (one pass)
+    for child in el:
+        tag = child.tag
+        if tag in _LAYER_PARTS and tag not in parts:
+            parts[tag] = child
+    data_el = parts.get("data")
     data = dict(data_el.attrib) if data_el is not None else {}
-    inputs = _read_ports(_child(el, "input"), label, ctx)
-    outputs = _read_ports(_child(el, "output"), label, ctx)
+    inputs = _read_ports(parts.get("input"), label, ctx)
+    outputs = _read_ports(parts.get("output"), label, ctx)
     _check_unique_port_ids(inputs, outputs, label, ctx)
     layer = Layer(id=layer_id, name=name, type=type_, version=el.get("version", ""),
                   data=data, inputs=inputs, outputs=outputs, ir_type=ir_type,
@@ -359,21 +381,38 @@ def _read_layer(el, ctx: _Context) -> Layer:
 
 
 def _layer_id(el, name: str, ir_type: str | None, ctx: _Context) -> int:
-    fail = ctx.failer(f"the <{el.tag}> '{name}' ({ir_type or '?'}) at line {el.sourceline}")
-    return _int(el.get("id"), "id", fail)
+    text = el.get("id")
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        fail = ctx.failer(f"the <{el.tag}> '{name}' ({ir_type or '?'}) at line {el.sourceline}")
+        return _int(text, "id", fail)
 
 
 def _read_ports(el, label: str, ctx: _Context) -> tuple[Port, ...]:
     if el is None:
         return ()
     ports = []
-    for index, port_el in enumerate(_children(el, ("port",))):
-        fail = ctx.part_failer(label, f"its port at line {port_el.sourceline}")
-        port_id = _int(port_el.get("id"), "id", fail)
-        dims = tuple(_dim(d.text, fail) for d in _children(port_el, ("dim",)))
+    for index, port_el in enumerate(el.iterchildren("port")):
+        # the usual case first (a plain integer id and dims); anything else takes the checked
+        # path, which fails naming the port
+        text = port_el.get("id")
+        try:
+            port_id = int(text)
+        except (TypeError, ValueError):
+            port_id = _int(text, "id", _port_failer(port_el, label, ctx))
+        dims = []
+        for d in port_el.iterchildren("dim"):
+            text = d.text
+            dims.append(int(text) if text is not None and text.isdigit() else
+                        _dim(text, _port_failer(port_el, label, ctx)))
         ports.append(Port(id=port_id, index=index, precision=port_el.get("precision"),
-                          dims=dims, names=_split_names(port_el.get("names"))))
+                          dims=tuple(dims), names=_split_names(port_el.get("names"))))
     return tuple(ports)
+
+
+def _port_failer(port_el, label: str, ctx: _Context) -> Callable[[str], ModelError]:
+    return ctx.part_failer(label, f"its port at line {port_el.sourceline}")
 
 
 def _dim(text: str | None, fail: Callable[[str], ModelError]) -> int:
@@ -451,7 +490,9 @@ def _read_const(el, layer: Layer, ctx: _Context) -> Layer:
     raw = _const_bytes(layer, offset, size, elements.byte_size(et, shape), ctx)
     value = elements.decode(raw, et, shape)
     value.flags.writeable = False
-    return replace(layer, value=value)
+    return Layer(id=layer.id, name=layer.name, type=layer.type, version=layer.version,
+                 data=layer.data, inputs=layer.inputs, outputs=layer.outputs,
+                 subgraphs=layer.subgraphs, value=value, ir_type=layer.ir_type, line=layer.line)
 
 
 def _const_bytes(layer: Layer, offset: int, size: int, expected: int, ctx: _Context

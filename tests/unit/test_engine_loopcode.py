@@ -133,3 +133,26 @@ def test_the_converter_style_body(monkeypatch):
 
     model, inputs, _ = benchmark_converter.build(steps=25)
     compare(model, inputs, monkeypatch)
+
+
+@pytest.mark.parametrize("case", MODELS[:8] + MODELS[-5:], ids=lambda p: p.name)
+def test_interpreted_plans_match_compiled_ones(case, monkeypatch):
+    """Graphs over interp.COMPILE_LIMIT steps are interpreted: the same events, the same errors
+    (a failing kernel still named)."""
+    from loopdbg.engine import loopcode, plan
+
+    model, inputs = read_model(case / "model.xml"), load_npz(case / "inputs.npz")
+    options = {"max_iterations": 500} if case.name == "endless_loop" else {}
+    want, want_error = _events(model, inputs, False, monkeypatch, **options)
+    with monkeypatch.context() as m:
+        m.setattr(plan, "COMPILE_LIMIT", 0)
+        m.setattr(loopcode, "COMPILE_LIMIT", 0)
+        got, got_error = _events(model, inputs, False, monkeypatch, **options)
+    assert got_error == want_error
+    assert [type(e).__name__ for e in got] == [type(e).__name__ for e in want]
+    for a, b in zip(got, want):
+        if type(a).__name__ == "IterationDone":
+            _same(a.body_in, b.body_in)
+            _same(a.body_out, b.body_out)
+        elif type(a).__name__ in ("LoopFinished", "RunFinished"):
+            _same(a.outputs, b.outputs)
