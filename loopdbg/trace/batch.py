@@ -2,8 +2,8 @@
 
 When the tensors of a loop execution keep their dtypes and shapes (the usual case) and are small,
 the writer stops writing one ITERATION frame per iteration (~150 bytes of framing, names and .npy
-header around a few bytes of data) and keeps, per iteration, only the tensors' bytes and one flag
-byte. ``materialize`` then writes them as one BATCH frame: its meta names the execution and the
+header around a few bytes of data) and keeps, per iteration, only the tensors (references: the
+engine never writes an array again once an event holds it) and one flag byte. ``materialize`` then writes them as one BATCH frame: its meta names the execution and the
 first iteration, with one flag byte per iteration (bit 0: the condition, bit 1: continues), and
 each tensor is one array whose rows are the iterations. A batch stands for exactly the ITERATION
 frames its iterations would have had (``format.batch_iterations`` rebuilds them byte for byte),
@@ -37,13 +37,14 @@ class BatchLayout:
         self.next = next_iteration
         self.path, self.outer, self.trip = path, outer, trip
         self.slots = slots
-        self.data: list[list[bytes]] = [[] for _ in slots]    # each tensor's rows, as bytes
+        self.data: list[list] = [[] for _ in slots]    # each tensor's rows: the arrays (the
+        #                                                engine never writes them again)
         self.flags = bytearray()             # cond | continues << 1, per iteration
         self.n = 0
         self.row_bytes = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                              for _, _, dtype, shape in slots)
         self.size = self.row_bytes + 1      # bytes per iteration in the file (plus the batch's)
-        held = self.size + 48 * len(slots)  # ... and in memory while waiting (bytes objects)
+        held = self.size + 120 * len(slots)  # ... and in memory while waiting (array objects)
         self.capacity = max(64, min(BATCH, writer._batch // held))
         self.step = min(256, self.capacity)
         self.check_at = self.step
@@ -63,7 +64,10 @@ class BatchLayout:
         for (group, name, dtype, shape), rows in zip(self.slots, self.data):
             nb = name.encode()
             hdr = F.npy_header(dtype, (n,) + tuple(shape))
-            data = b"".join(rows)
+            try:
+                data = b"".join(rows)
+            except TypeError:               # a strided view: copy each row in C order
+                data = b"".join(np.ascontiguousarray(r) for r in rows)
             parts += [F.ENTRY.pack(group, len(nb), len(hdr) + len(data)), nb, hdr, data]
         body = b"".join(parts)
         head = F.HEAD.pack(F.SYNC, F.BATCH, 0, 0, len(body))

@@ -142,31 +142,37 @@ def _functions(ex: Execution, mode: str, ns: dict):
 
 def _compile(ex: Execution, mode: str, fallback: str):
     n = len(ex.slots)
-    cond = ("type(e) is not IterationDone or e.spec is not SPEC or e.outer is not OUTER"
-            " or e.nodes is not None")
-    if mode == "batch":
-        cond += " or e.iteration != B.next or e.trip_count != TRIP"
-    src = ["def f(e):", f"    if {cond}:", f"        {fallback}",
-           "    o = e.body_out", "    i = e.body_in"]
+    # IterationDone is a tuple: one unpacking reads every field (engine.events._FIELDS)
+    src = ["def f(e):",
+           "    if type(e) is not IterationDone:",
+           f"        {fallback}",
+           "    _, it, trip, cond, cont, spec, i, o, _, outer, nodes, _ = e",
+           "    if spec is not SPEC or outer is not OUTER or nodes is not None"
+           + (" or it != B.next or trip != TRIP:" if mode == "batch" else ":"),
+           f"        {fallback}"]
+    seen: dict = {}
     for k, (is_out, idx, _, _) in enumerate(ex.slots):
+        if (is_out, idx) in seen:            # the same value in two groups (a back edge that is
+            src.append(f"    v{k} = v{seen[is_out, idx]}")     # also a scan slice): checked once
+            continue
+        seen[is_out, idx] = k
         src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
                 f"    if type(v{k}) is not ndarray:",
                 f"        v{k} = asarray(v{k})",
                 f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
                 f"        {fallback}"]
-    if mode == "batch":
-        src += [f"    data{k}_append(v{k}.tobytes())" for k in range(n)]
-        src += ["    flags_append(bool(e.cond) + 2 * bool(e.continues))",
-                "    B.next += 1",
+    if mode == "batch":                 # the arrays themselves: batch.materialize joins them
+        src += [f"    data{k}_append(v{k})" for k in range(n)]
+        src += ["    flags_append((3 if cont else 1) if cond else (2 if cont else 0))",
+                "    B.next = it + 1",
                 "    m = B.n + 1",
                 "    B.n = m",
                 "    if m >= B.check_at:",
                 "        batch_check()"]
     else:
         parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))
-        src += ["    t = e.trip_count",
-                "    append_frame(join((LEAD, pack_iter(e.iteration, -1 if t is None else t, "
-                f"bool(e.cond), bool(e.continues)), POST{parts})), OFFS)"]
+        src += ["    append_frame(join((LEAD, pack_iter(it, -1 if trip is None else trip, "
+                f"bool(cond), bool(cont)), POST{parts})), OFFS)"]
     src.append("    return True")
     module = compile("\n".join(src) + "\n", f"<loopdbg trace writer, {mode} mode>", "exec")
     return next(c for c in module.co_consts if isinstance(c, types.CodeType))
