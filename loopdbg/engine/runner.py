@@ -25,6 +25,7 @@ from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.engine.paths import loop_path
 from loopdbg.engine.plan import GraphPlan
 from loopdbg.errors import ModelError
+from loopdbg.ir.bulk import paused
 from loopdbg.ir.model import Layer, Model
 from loopdbg.ops.registry import check_supported
 
@@ -39,7 +40,8 @@ class Engine:
         self.ifs: dict[int, IfSpec] = {}
         check_supported(model.graph, self.file)       # every missing op in one sentence
         self.plans: list[GraphPlan] = []              # every graph's plan, nested ones first
-        self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
+        with paused():                          # many objects, no garbage (ir.bulk)
+            self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
         self.plans.append(self.plan)
         self.output_names = output_names(model)
 
