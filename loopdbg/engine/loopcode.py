@@ -106,13 +106,13 @@ def compile_loop(spec: LoopSpec) -> Callable:
                 f"{ind}except ValueError:",
                 f"{ind}    raise _L_bad_condition(_L_SPEC, {c}, _L_i) from None"]
     src += [f"{ind}_L_i += 1",
-            f"{ind}if _L_cond and _L_i < _L_limit:",
-            f"{ind}    _L_stop = None",
+            f"{ind}if _L_cond and _L_i < _L_limit:      # the usual case: another one follows",
+            f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, True, "
+            f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, None))",
             f"{ind}else:",
             f"{ind}    _L_stop = _L_stop_reason(_L_cond, _L_trip, _L_i, _L_IS_LOOP)",
-            f"{ind}yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, _L_stop is None, "
+            f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, False, "
             f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, _L_stop))",
-            f"{ind}if _L_stop is not None:",
             f"{ind}    break"]
     for m, (p, r) in enumerate(spec.back_edges):
         v = results[r]
