@@ -170,6 +170,10 @@ def _unsqueeze(layer: Layer, consts=None):
     axes = const_input(consts, 1)
     if axes is None:
         return lambda x, axes: np.asarray(x).reshape(_unsqueezed(np.shape(x), axes))
+    listed = sorted(set(ints(axes)))
+    if listed and listed == list(range(len(listed))):
+        lead = (None,) * len(listed)            # new leading axes, whatever the rank: x[None]
+        return lambda x, axes: np.asarray(x)[lead] if type(x) is not np.ndarray else x[lead]
     return reshaper(lambda shape: _unsqueezed(shape, axes))
 
 
