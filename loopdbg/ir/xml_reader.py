@@ -12,6 +12,7 @@ touches the network, and any DOCTYPE is refused outright.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -372,7 +373,12 @@ def _read_layer(el, ctx: _Context) -> Layer:
     data = dict(data_el.attrib) if data_el is not None else {}
     inputs = _read_ports(parts.get("input"), label, ctx)
     outputs = _read_ports(parts.get("output"), label, ctx)
-    _check_unique_port_ids(inputs, outputs, label, ctx)
+    if len(inputs) > 1 or len(outputs) > 1:
+        _check_unique_port_ids(inputs, outputs, label, ctx)
+    if type_ == "Constant":                 # made once, with its value
+        return Layer(id=layer_id, name=name, type=type_, version=el.get("version", ""),
+                     data=data, inputs=inputs, outputs=outputs, ir_type=ir_type,
+                     line=el.sourceline, value=_const_value(label, data, ctx))
     layer = Layer(id=layer_id, name=name, type=type_, version=el.get("version", ""),
                   data=data, inputs=inputs, outputs=outputs, ir_type=ir_type,
                   line=el.sourceline)
@@ -396,7 +402,8 @@ def _read_ports(el, label: str, ctx: _Context) -> tuple[Port, ...]:
     for index, port_el in enumerate(el.iterchildren("port")):
         # the usual case first (a plain integer id and dims); anything else takes the checked
         # path, which fails naming the port
-        text = port_el.get("id")
+        get = port_el.get
+        text = get("id")
         try:
             port_id = int(text)
         except (TypeError, ValueError):
@@ -406,8 +413,9 @@ def _read_ports(el, label: str, ctx: _Context) -> tuple[Port, ...]:
             text = d.text
             dims.append(int(text) if text is not None and text.isdigit() else
                         _dim(text, _port_failer(port_el, label, ctx)))
-        ports.append(Port(id=port_id, index=index, precision=port_el.get("precision"),
-                          dims=tuple(dims), names=_split_names(port_el.get("names"))))
+        names = get("names")
+        ports.append(Port(port_id, index, get("precision"), tuple(dims),
+                          _split_names(names) if names else ()))
     return tuple(ports)
 
 
@@ -465,12 +473,19 @@ def _shape_of(layer: Layer, ctx: _Context) -> tuple[int, ...] | None:
 
 def _read_const(el, layer: Layer, ctx: _Context) -> Layer:
     """Decode the Const's bytes (with DESER on_adapter's checks) into a read-only ``value``."""
-    label = layer.describe()
+    value = _const_value(layer.describe(), layer.data, ctx)
+    return Layer(id=layer.id, name=layer.name, type=layer.type, version=layer.version,
+                 data=layer.data, inputs=layer.inputs, outputs=layer.outputs,
+                 subgraphs=layer.subgraphs, value=value, ir_type=layer.ir_type, line=layer.line)
+
+
+def _const_value(label: str, data: dict, ctx: _Context):
+    """A Const's value from its ``<data>`` and the .bin, checked as DESER's on_adapter does."""
     fail = ctx.failer(label)
     for attr in ("element_type", "shape", "offset", "size"):
-        if attr not in layer.data:
+        if attr not in data:
             raise fail(f"has no '{attr}' in its <data>")
-    et = layer.data["element_type"]
+    et = data["element_type"]
     if elements.onnx_only(et):
         raise fail(f"cannot be decoded: element type '{et}' is not supported by loopdbg in IR "
                    f"files")
@@ -480,33 +495,34 @@ def _read_const(el, layer: Layer, ctx: _Context) -> Layer:
         raise fail(f"cannot be decoded: {err}") from None
     if bits == 0:
         raise fail(f"has element type '{et}', which has no values")
-    shape = _shape_of(layer, ctx)
+    text = data["shape"]
+    try:
+        shape = parse_shape(text)
+    except ValueError as err:
+        raise ctx.fail(label, f"has a bad shape '{text}' ({err})") from None
     if shape is None or any(d < 0 for d in shape):
-        raise fail(f"has a non-static shape '{layer.data['shape']}'")
-    offset = _int(layer.data["offset"], "offset", fail)
-    size = _int(layer.data["size"], "size", fail)
+        raise fail(f"has a non-static shape '{text}'")
+    offset = _int(data["offset"], "offset", fail)
+    size = _int(data["size"], "size", fail)
     if offset < 0 or size < 0:
         raise fail(f"has a negative offset or size ({offset}, {size})")
-    raw = _const_bytes(layer, offset, size, elements.byte_size(et, shape), ctx)
+    raw = _const_bytes(label, offset, size, (math.prod(shape) * bits + 7) // 8, ctx)
     value = elements.decode(raw, et, shape)
     value.flags.writeable = False
-    return Layer(id=layer.id, name=layer.name, type=layer.type, version=layer.version,
-                 data=layer.data, inputs=layer.inputs, outputs=layer.outputs,
-                 subgraphs=layer.subgraphs, value=value, ir_type=layer.ir_type, line=layer.line)
+    return value
 
 
-def _const_bytes(layer: Layer, offset: int, size: int, expected: int, ctx: _Context
+def _const_bytes(label: str, offset: int, size: int, expected: int, ctx: _Context
                  ) -> memoryview | bytes:
-    fail = ctx.failer(layer.describe())
     if expected == 0:          # no elements: OpenVINO's own writer gives such a Const size="1"
         return b""
-    data = ctx.weights.get(layer.describe() + ctx.scope, ctx.file)
+    data = ctx.weights.get(label + ctx.scope, ctx.file)
     if offset + size > len(data):
-        raise fail(f"reads bytes {offset}..{offset + size} but {ctx.weights.path} has only "
-                   f"{len(data)} bytes")
+        raise ctx.fail(label, f"reads bytes {offset}..{offset + size} but {ctx.weights.path} "
+                              f"has only {len(data)} bytes")
     if size != expected:
-        raise fail(f"has size {size}, which does not match shape × element type "
-                   f"({expected} bytes)")
+        raise ctx.fail(label, f"has size {size}, which does not match shape × element type "
+                              f"({expected} bytes)")
     return memoryview(data)[offset:offset + size]
 
 
