@@ -184,7 +184,8 @@ def main(argv=None) -> int:
         if wanted is None or name in wanted:
             model, inputs, weights, floor = benchmark_cases.load(name, scale)
             traces[name] = engine_case(name, case.title, model, inputs,
-                                       lambda: floor(inputs, weights), rows, repeat, tmp)
+                                       lambda f=floor, i=inputs, w=weights: f(i, w), rows,
+                                       repeat, tmp)
     if wanted is None or "converted_gru" in wanted:
         steps = max(int(benchmark_converter.STEPS * scale), 2)
         model, inputs, weights = benchmark_converter.build(steps)

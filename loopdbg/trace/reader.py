@@ -54,7 +54,7 @@ class TraceReader(TraceFile):
             raise F.TraceError(f"{self.path}: loop '{path}'{_at(outer)} has {n} recorded "
                                f"iteration{'s' if n != 1 else ''} ({rng}); there is no iteration "
                                f"{iteration}.")
-        off, first = ix.locate(row, iteration)
+        off, _ = ix.locate(row, iteration)
         what = f"the frame of loop '{path}'{_at(outer)} iteration {iteration}"
         if off == 0:
             raise F.TraceError(f"{self.path}: {what} is missing (it was damaged).")
