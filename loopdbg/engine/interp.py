@@ -18,8 +18,8 @@ COMPILE_LIMIT = 2000        # steps: bigger graphs are interpreted
 
 
 def _tables(plan):
-    """(environment template, steps as (kernel, input slots, output slots, nested), result
-    slots, value slots): the plan's local names turned into list positions."""
+    """(environment template, steps as (kernel, input slots, output slots, nested, with
+    context), result slots, value slots): the plan's local names turned into list positions."""
     slot: dict[str | None, int] = {}
     template: list = []
     for k in range(len(plan.param_ids)):
@@ -35,9 +35,9 @@ def _tables(plan):
             template.append(None)
     slot[None] = len(template)                   # an unconnected optional input: None
     template.append(None)
-    for step in plan.steps:
+    for step in plan.steps:                 # with_ctx: a kernel of run state, fn(ctx, *ins)
         steps.append((step.fn, tuple(slot[a] for a in step.ins),
-                      tuple(slot[o] for o in step.outs), step.nested))
+                      tuple(slot[o] for o in step.outs), step.nested, step.with_ctx))
     results = tuple(slot[r] for r in plan.result_locals)
     values = tuple(range(len(plan.param_ids))) + tuple(slot[o] for s in plan.steps
                                                        for o in s.outs)
@@ -52,8 +52,8 @@ def interpreted(plan, kind: str) -> Callable:
     def execute(ctx, params):
         env = template.copy()
         env[:n_params] = params
-        for k, (fn, ins, outs, nested) in enumerate(steps):     # noqa: B007 - k: step_of
-            r = fn(*[env[i] for i in ins])
+        for k, (fn, ins, outs, _, with_ctx) in enumerate(steps):   # k: read by step_of
+            r = fn(ctx, *[env[i] for i in ins]) if with_ctx else fn(*[env[i] for i in ins])
             if len(outs) == 1:
                 env[outs[0]] = r
             else:
@@ -64,14 +64,14 @@ def interpreted(plan, kind: str) -> Callable:
     def execute_nested(ctx, params):
         env = template.copy()
         env[:n_params] = params
-        for k, (fn, ins, outs, nested) in enumerate(steps):     # noqa: B007 - k: step_of
+        for k, (fn, ins, outs, nested, with_ctx) in enumerate(steps):   # k: read by step_of
             args = [env[i] for i in ins]
             if nested:
                 r = yield from fn(ctx, *args)
                 for o, v in zip(outs, r):
                     env[o] = v
                 continue
-            r = fn(*args)
+            r = fn(ctx, *args) if with_ctx else fn(*args)
             if len(outs) == 1:
                 env[outs[0]] = r
             else:

@@ -92,8 +92,12 @@ def compile_loop(spec: LoopSpec) -> Callable:
         src.append(f"{ind}ctx.outer.pop()")
     src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
     for k, o in enumerate(spec.concats):
-        piece = results[o.result_pos]
-        src += [f"{ind}if {piece}.shape != _L_first{k}:",
+        value = results[o.result_pos]
+        piece = f"_L_piece{k}"
+        src += [f"{ind}{piece} = {value}",
+                f"{ind}if type({piece}) is not _L_ndarray:    # a numpy scalar, a sequence ...",
+                f"{ind}    {piece} = _L_tensor_piece(_L_SPEC, {k}, {piece}, _L_i)",
+                f"{ind}if {piece}.shape != _L_first{k}:",
                 f"{ind}    _L_first{k} = _L_piece_shape(_L_SPEC, {k}, {piece}.shape, "
                 f"_L_first{k}, _L_i)",
                 f"{ind}_L_append{k}({piece})",
@@ -115,9 +119,12 @@ def compile_loop(spec: LoopSpec) -> Callable:
             f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, _L_stop))",
             f"{ind}    break"]
     for m, (p, r) in enumerate(spec.back_edges):
-        v = results[r]
-        src += [f"{ind}if {v}.dtype is not _L_dt{m} and _L_dt{m} is not None and "
-                f"{v}.dtype != _L_dt{m}:",
+        v = results[r]                      # (no dtype: an ONNX sequence or optional)
+        src += [f"{ind}try:",
+                f"{ind}    _L_vd = {v}.dtype",
+                f"{ind}except AttributeError:",
+                f"{ind}    _L_vd = None",
+                f"{ind}if _L_vd is not _L_dt{m} and _L_dt{m} is not None and _L_vd != _L_dt{m}:",
                 f"{ind}    raise _L_dtype_changed(_L_SPEC, {p}, {r}, _L_dt{m}, {v}, _L_i - 1)"]
     if spec.back_edges:                      # rule 5: all at once (a Result may be a Parameter)
         src.append(ind + "".join(f"p{p}, " for p, _ in spec.back_edges) + "= "
@@ -136,7 +143,8 @@ def compile_loop(spec: LoopSpec) -> Callable:
              "_L_count_bytes": L.count_bytes, "_L_bad_condition": L.bad_condition,
              "_L_stop_reason": L.stop_reason, "_L_dtype_changed": L.dtype_changed,
              "_L_counter_block": L._counter_block, "_L_new": tuple.__new__,
-             "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
+             "_L_done": ev.IterationDone, "_L_asarray": np.asarray, "_L_ndarray": np.ndarray,
+             "_L_tensor_piece": L._tensor_piece,
              "LoopdbgError": LoopdbgError}
     return body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 
