@@ -107,7 +107,7 @@ _REGISTRY: dict[str, dict[int, KernelSpec]] = {}
 _DEFAULTS: dict[str, int] = {}           # builder default versions that are not the newest
 _REFUSED: dict[tuple[str, int], str] = {}  # (type, version) -> why loopdbg does not run it
 _LOADED = False
-_FOUND: dict[tuple[str, str], "KernelSpec | None"] = {}   # lookup's answers, for every layer
+_OPSETS: dict[str, int] = {}             # opset_number's answers (a model asks once per layer)
 
 # Versions that are not "opsetN": where OpenVINO takes such ops from (DESER create_node).
 _SPECIAL_VERSIONS = {"experimental": 6, "extension": 6, "ie_internal_opset": 1000}
@@ -144,7 +144,6 @@ def op(type_: str, *, versions: Sequence[int] = (1,), outputs: int | Callable[[L
             if v in table:
                 raise ValueError(f"{type_} version {v} is registered twice")
             table[v] = KernelSpec(type_, v, factory, outputs, shape, no_shape, notes, constants)
-        _FOUND.clear()
         if default_version is not None:
             if _DEFAULTS.setdefault(type_, default_version) != default_version:
                 raise ValueError(f"{type_} has two builder default versions")
@@ -170,6 +169,15 @@ def refused() -> dict[tuple[str, int], str]:
 
 
 def opset_number(version: str) -> int:
+    n = _OPSETS.get(version)
+    if n is None:
+        n = _opset_number(version)
+        if len(_OPSETS) < 1024:
+            _OPSETS[version] = n
+    return n
+
+
+def _opset_number(version: str) -> int:
     m = re.fullmatch(r"opset(\d+)", version or "")
     if m:
         return int(m.group(1))
@@ -192,16 +200,6 @@ def _load_all() -> None:
 
 def lookup(type_: str, version: str) -> KernelSpec | None:
     """The kernel serving ``type_`` in ``version``, or None."""
-    key = (type_, version)
-    if key in _FOUND:
-        return _FOUND[key]
-    found = _lookup(type_, version)
-    if len(_FOUND) < 4096:
-        _FOUND[key] = found
-    return found
-
-
-def _lookup(type_: str, version: str) -> KernelSpec | None:
     _load_all()
     versions = _REGISTRY.get(type_)
     if not versions:
