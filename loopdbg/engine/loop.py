@@ -22,12 +22,21 @@ from loopdbg.ir import model as irm
 _BLOCK = 4096
 
 
-def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event, None, tuple]:
-    """Run one execution of a Loop/TensorIterator; yields events, returns the output tuple."""
-    outer = tuple(ctx.outer)
+class Start:
+    """What the setup of one loop execution (``begin``) hands to the iteration code."""
+
+    __slots__ = ("outer", "trip", "params", "sliced", "n_slices", "limit", "cap", "held",
+                 "back_edges", "collected", "outputs")
+
+
+def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
+    """Set an execution up: feeds, trip count and condition, LoopStarted and the notices. A loop
+    that runs no iteration is finished here (``outputs`` set); otherwise the body Parameters'
+    first values are ready in ``params``."""
+    st = Start()
+    st.outer = outer = tuple(ctx.outer)
     path = spec.path
     is_loop = spec.kind == "Loop"
-    here = f"loop '{path}'"
     params: list = [None] * len(spec.param_names)
     for pos, ext in spec.merged + spec.invariant:
         params[pos] = _external(spec, args, ext)
@@ -40,7 +49,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     yield ev.LoopStarted(path, spec.layer.id, spec.layer.name, spec.kind, trip, exec_cond,
                          outer, spec)
     yield from _setup_notices(spec, ctx, args)
-
+    st.outputs = None
     if trip == 0 or not exec_cond:
         reason = (ev.STOP_NOT_STARTED if not exec_cond else
                   ev.STOP_ZERO_TRIP if is_loop else ev.STOP_SLICES)
@@ -48,42 +57,89 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
         finished = ev.LoopFinished(path, 0, reason, _named(spec, outputs), outer)
         ctx.loops.append(finished)
         yield finished
-        return outputs
+        st.outputs = outputs
+        return st
 
     cur = spec.current_iteration
     if cur is not None and spec.cur_fed_back:      # REF: zero first, then the back edge's value
         params[cur] = _counter_block(spec, 0)[0]
     if spec.condition_param is not None:
         params[spec.condition_param] = np.asarray(exec_cond)
+    st.trip, st.params, st.sliced = trip, params, sliced
+    st.n_slices = min((len(pieces) for _, pieces in sliced), default=sys.maxsize)
+    st.cap = cap = ctx.max_iterations
+    st.limit = min(trip if trip is not None else sys.maxsize,
+                   cap if cap is not None else sys.maxsize)
+    st.held = ctx.scan_bytes       # pieces the enclosing loop executions are collecting
+    st.back_edges = [(p, r, params[p].dtype if isinstance(params[p], np.ndarray) else None)
+                     for p, r in spec.back_edges]       # ONNX sequences and optionals: no dtype
+    st.collected = tuple([] for _ in spec.concats)
+    return st
+
+
+def end(spec: LoopSpec, ctx: RunContext, st: Start, i: int, stop: str, outs: tuple):
+    """Finish an execution that ran ``i`` iterations: the outputs, LoopFinished."""
+    path = spec.path
+    if stop == ev.STOP_CAP:
+        yield from _notice(ctx, path, f"loop '{path}' stopped after {i} iterations at the "
+                                      f"iteration cap (--max-iterations {st.cap}); its outputs "
+                                      f"are what those produced.", 9)
+    ctx.scan_bytes = st.held       # this execution's pieces end here, joined into its outputs
+    outputs = tuple(outs[o.result_pos] if o.kind == irm.LAST_VALUE
+                    else spec.join_concat(o.concat_k, st.collected[o.concat_k])
+                    for o in spec.outputs)
+    finished = ev.LoopFinished(path, i, stop, _named(spec, outputs), st.outer)
+    ctx.loops.append(finished)
+    yield finished
+    return outputs
+
+
+def fail(spec: LoopSpec, ctx: RunContext, st: Start, i: int, exc: Exception):
+    """The error that stopped iteration ``i``: a LoopdbgError as it is, a kernel's exception as
+    a RunError naming the loop, the iteration and the layer; LoopFinished(error) is yielded."""
+    if not isinstance(exc, LoopdbgError):
+        exc = spec.body.failure(exc, f"loop '{spec.path}', iteration {i}: ", "the body",
+                                loop_path=spec.path, iteration=i)
+    yield from _fail(spec, ctx, i, st.outer, exc)
+    return exc
+
+
+def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event, None, tuple]:
+    """Run one execution of a Loop/TensorIterator; yields events, returns the output tuple.
+
+    The general code: ``loopcode`` compiles the same iteration, specialised to one loop, for
+    runs that do not record every node."""
+    st = yield from begin(spec, ctx, args)
+    if st.outputs is not None:
+        return st.outputs
+    outer = st.outer
+    path = spec.path
+    is_loop = spec.kind == "Loop"
+    here = f"loop '{path}'"
+    params, sliced, trip, limit = st.params, st.sliced, st.trip, st.limit
+    cur = spec.current_iteration
     body = spec.body
     run = body.run_all if ctx.record_nodes else body.run
     is_gen = body.is_generator
     cond_pos = spec.cond_result
     concat_pos = [(o.concat_k, o.result_pos) for o in spec.concats]
-    collected: tuple[list, ...] = tuple([] for _ in spec.concats)
+    collected = st.collected
     first_shapes: list = [None] * len(collected)
-    back_edges = [(p, r, params[p].dtype if isinstance(params[p], np.ndarray) else None)
-                  for p, r in spec.back_edges]       # ONNX sequences and optionals: no dtype
+    back_edges = st.back_edges
     record = ctx.record_nodes
     cond_param = spec.condition_param
-    cap = ctx.max_iterations
     budget = ctx.max_memory
-    held = ctx.scan_bytes          # pieces the enclosing loop executions are collecting
     feed_counter = cur is not None and not spec.cur_fed_back
     block_base, block = 0, (_counter_block(spec, 0) if feed_counter else None)
     nodes = None
     cond = True
-    n_slices = min((len(pieces) for _, pieces in sliced), default=sys.maxsize)
-    limit = min(trip if trip is not None else sys.maxsize, cap if cap is not None else sys.maxsize)
+    n_slices = st.n_slices
+    new, done = tuple.__new__, ev.IterationDone            # ev.make_iteration, inlined
     i = 0
     try:
         while True:
             if i >= n_slices:                                 # rule 8 / rule 10
-                pos, pieces = min(sliced, key=lambda sp: len(sp[1]))
-                raise RunError(
-                    f"{here} needs a slice for iteration {i} of sliced input "
-                    f"'{spec.param_names[pos]}', but it has only {len(pieces)} slices.",
-                    loop_path=path, iteration=i)
+                raise no_slice(spec, sliced, i)
             for pos, pieces in sliced:
                 params[pos] = pieces[i]
             if feed_counter:                                  # rule 4
@@ -107,78 +163,94 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 if not isinstance(piece, np.ndarray):
                     piece = _tensor_piece(spec, k, piece, i)
                 shape = piece.shape
-                if shape == first_shapes[k]:                  # the usual case: one comparison
-                    pass
-                elif first_shapes[k] is None:
-                    first_shapes[k] = shape
-                elif (spec.onnx or not _agree_off_axis(
-                        shape, first_shapes[k], spec.concats[k].axis)):
-                    raise RunError(
-                        f"{here}: iteration {i} produced a value of shape {shape} for concatenated "
-                        f"output '{spec.concats[k].name}', but iteration 0 produced "
-                        f"{first_shapes[k]}; " + ("ONNX stacks scan outputs, so every iteration "
-                        "must give the same shape." if spec.onnx else "the pieces of a "
-                        "concatenation must agree in every dimension but the axis."),
-                        loop_path=path, iteration=i)
+                if shape != first_shapes[k]:
+                    first_shapes[k] = piece_shape(spec, k, shape, first_shapes[k], i)
                 collected[k].append(piece)
                 if budget is not None:
-                    ctx.scan_bytes += np.asarray(piece).nbytes
-                    if ctx.scan_bytes > budget:
-                        raise ResourceLimitError(
-                            f"{here}: at iteration {i} the concatenated outputs hold "
-                            f"{_size(ctx.scan_bytes)}, past the memory budget of "
-                            f"{_size(budget)} (--max-memory).", loop_path=path, iteration=i)
+                    count_bytes(spec, ctx, piece, budget, i)
             if cond_pos is not None:                          # rule 3: this iteration still counts
                 try:
                     cond = bool(outs[cond_pos])
                 except ValueError:
-                    raise RunError(f"{here}: iteration {i} produced a body condition of shape "
-                                   f"{np.shape(outs[cond_pos])}; it must hold one element.",
-                                   loop_path=path, iteration=i) from None
+                    raise bad_condition(spec, outs[cond_pos], i) from None
             i += 1
             if cond and i < limit:                            # the usual case: one comparison
                 stop = None
-            elif not cond:
-                stop = ev.STOP_CONDITION
-            elif trip is not None and i >= trip:
-                stop = ev.STOP_TRIP_COUNT if is_loop else ev.STOP_SLICES
             else:
-                stop = ev.STOP_CAP
-            yield ev.IterationDone(path, i - 1, trip, cond, stop is None, spec, body_in, outs,
-                                   collected, outer, nodes, stop)
+                stop = stop_reason(cond, trip, i, is_loop)
+            yield new(done, (path, i - 1, trip, cond, stop is None, spec, body_in, outs,
+                             collected, outer, nodes, stop))
             if stop is not None:
                 break
             for p, r, dt in back_edges:                       # rule 5: all at once
                 v = outs[r]
                 if dt is not None and (vd := getattr(v, "dtype", None)) is not dt and vd != dt:
-                    raise RunError(
-                        f"{here}: the back edge from Result '{spec.result_names[r]}' to Parameter "
-                        f"'{spec.param_names[p]}' changed dtype from {dt} to "
-                        f"{getattr(v, 'dtype', _what(v))} at "
-                        f"iteration {i - 1}.", loop_path=path, iteration=i - 1)
+                    raise dtype_changed(spec, p, r, dt, v, i - 1)
                 params[p] = v
             if cond_param is not None:
                 params[cond_param] = np.asarray(cond)
-    except LoopdbgError as exc:
-        yield from _fail(spec, ctx, i, outer, exc)
-        raise
     except Exception as exc:  # a kernel failed: name the loop, the iteration and the layer
-        err = body.failure(exc, f"{here}, iteration {i}: ", "the body", loop_path=path,
-                           iteration=i)
-        yield from _fail(spec, ctx, i, outer, err)
+        err = yield from fail(spec, ctx, st, i, exc)
+        if err is exc:
+            raise
         raise err from None
+    return (yield from end(spec, ctx, st, i, stop, outs))
 
-    if stop == ev.STOP_CAP:
-        yield from _notice(ctx, path, f"{here} stopped after {i} iterations at the iteration cap "
-                                 f"(--max-iterations {cap}); its outputs are what those produced.", 9)
-    ctx.scan_bytes = held          # this execution's pieces end here, joined into its outputs
-    outputs = tuple(outs[o.result_pos] if o.kind == irm.LAST_VALUE
-                    else spec.join_concat(o.concat_k, collected[o.concat_k])
-                    for o in spec.outputs)
-    finished = ev.LoopFinished(path, i, stop, _named(spec, outputs), outer)
-    ctx.loops.append(finished)
-    yield finished
-    return outputs
+
+# -- the per-iteration checks, shared with loopcode ------------------------------------------
+def no_slice(spec: LoopSpec, sliced, i: int) -> RunError:
+    """Rules 8 and 10: a sliced input ran out of slices before the loop ended."""
+    pos, pieces = min(sliced, key=lambda sp: len(sp[1]))
+    return RunError(f"loop '{spec.path}' needs a slice for iteration {i} of sliced input "
+                    f"'{spec.param_names[pos]}', but it has only {len(pieces)} slices.",
+                    loop_path=spec.path, iteration=i)
+
+
+def piece_shape(spec: LoopSpec, k: int, shape: tuple, first, i: int):
+    """Rule 7: the shape of concatenated output ``k``'s pieces (set by the first; a later one
+    that does not fit raises)."""
+    if first is None:
+        return shape
+    if spec.onnx or not _agree_off_axis(shape, first, spec.concats[k].axis):
+        raise RunError(
+            f"loop '{spec.path}': iteration {i} produced a value of shape {shape} for "
+            f"concatenated output '{spec.concats[k].name}', but iteration 0 produced {first}; "
+            + ("ONNX stacks scan outputs, so every iteration must give the same shape."
+               if spec.onnx else "the pieces of a concatenation must agree in every dimension "
+               "but the axis."), loop_path=spec.path, iteration=i)
+    return first
+
+
+def count_bytes(spec: LoopSpec, ctx: RunContext, piece, budget: int, i: int) -> None:
+    """--max-memory: the concatenated pieces held so far must stay within the budget."""
+    ctx.scan_bytes += np.asarray(piece).nbytes
+    if ctx.scan_bytes > budget:
+        raise ResourceLimitError(
+            f"loop '{spec.path}': at iteration {i} the concatenated outputs hold "
+            f"{_size(ctx.scan_bytes)}, past the memory budget of {_size(budget)} "
+            f"(--max-memory).", loop_path=spec.path, iteration=i)
+
+
+def bad_condition(spec: LoopSpec, value, i: int) -> RunError:
+    return RunError(f"loop '{spec.path}': iteration {i} produced a body condition of shape "
+                    f"{np.shape(value)}; it must hold one element.", loop_path=spec.path,
+                    iteration=i)
+
+
+def stop_reason(cond, trip, i: int, is_loop: bool) -> str:
+    """Why the loop stops after ``i`` iterations, when it does (rule 3, trip count, the cap)."""
+    if not cond:
+        return ev.STOP_CONDITION
+    if trip is not None and i >= trip:
+        return ev.STOP_TRIP_COUNT if is_loop else ev.STOP_SLICES
+    return ev.STOP_CAP
+
+
+def dtype_changed(spec: LoopSpec, p: int, r: int, dt, v, i: int) -> RunError:
+    return RunError(f"loop '{spec.path}': the back edge from Result '{spec.result_names[r]}' to "
+                    f"Parameter '{spec.param_names[p]}' changed dtype from {dt} to "
+                    f"{getattr(v, 'dtype', _what(v))} at iteration {i}.", loop_path=spec.path,
+                    iteration=i)
 
 
 # -- setting up -------------------------------------------------------------------------------

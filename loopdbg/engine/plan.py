@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of
 from loopdbg.errors import LoopdbgError, ModelError, RunError
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.registry import make_kernel
@@ -107,13 +108,15 @@ class GraphPlan:
         self._ns["LoopdbgError"] = LoopdbgError
         for k, step in enumerate(self.steps):
             self._ns[f"k{k}"] = step.fn
-        self._run_events = None
-        self.run, self.run_all = self._compile(("run", "run_all"))
+        self._functions: dict[str, Callable] = {}
 
     # -- building -----------------------------------------------------------------------------
     def _build(self, nested_factory) -> None:
         g = self.graph
         local: dict[tuple[int, int], str] = {}
+        incoming: dict[int, list] = {}             # layer id -> the edges that end there
+        for e in g.edges:
+            incoming.setdefault(e.to_layer, []).append(e)
         for k, pid in enumerate(self.param_ids):
             local[(pid, 0)] = f"p{k}"
         for lid in topological_order(g, self.where):
@@ -129,7 +132,7 @@ class GraphPlan:
                 self.consts[name] = value
                 local[(lid, 0)] = name
                 continue
-            ins = self._input_names(layer, local)
+            ins = self._input_names(layer, local, incoming.get(lid, ()))
             if layer.type in CONTROL_FLOW:
                 if nested_factory is None:
                     raise ModelError(f"{self.where}{layer.describe()} cannot be nested here.")
@@ -137,7 +140,8 @@ class GraphPlan:
                 n_out = len(layer.outputs)
                 nested = True
             else:
-                fn, n_out = make_kernel(layer, self.where)
+                consts = tuple(self.consts.get(a) if a is not None else None for a in ins)
+                fn, n_out = make_kernel(layer, self.where, consts)
                 nested = False
                 said = getattr(fn, "notice", None)
                 if said:                    # e.g. a random op: how loopdbg seeds it
@@ -155,28 +159,44 @@ class GraphPlan:
                 raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
             self.result_locals.append(local[src])
 
-    def _input_names(self, layer: Layer, local) -> tuple[str | None, ...]:
-        g = self.graph
+    def _input_names(self, layer: Layer, local, edges) -> tuple[str | None, ...]:
         connected = {}
-        for e in g.edges:
-            if e.to_layer == layer.id:
-                connected[e.to_port] = local.get((e.from_layer, e.from_port))
-                if connected[e.to_port] is None:
-                    src = g.layers.get(e.from_layer)
-                    what = src.describe() if src else f"layer {e.from_layer}"
-                    raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
-                                     f"of {what}, which does not exist.")
+        for e in edges:
+            connected[e.to_port] = local.get((e.from_layer, e.from_port))
+            if connected[e.to_port] is None:
+                src = self.graph.layers.get(e.from_layer)
+                what = src.describe() if src else f"layer {e.from_layer}"
+                raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
+                                 f"of {what}, which does not exist.")
         n = max(connected, default=-1) + 1
         return tuple(connected.get(i) for i in range(n))
 
     # -- compiling ----------------------------------------------------------------------------
     @property
+    def run(self) -> Callable:
+        """``run(ctx, *parameter_values)``: the Result values (see the class docstring)."""
+        return self._functions.get("run") or self._make("run")
+
+    @property
+    def run_all(self) -> Callable:
+        """``run_all(ctx, *parameter_values)``: (Result values, every value)."""
+        return self._functions.get("run_all") or self._make("run_all")
+
+    @property
     def run_events(self) -> Callable:
         """``run_events(ctx, finish, fail, *parameter_values)``: the event stream of a run of
-        this graph as the top one (compiled on first use: only the top graph needs it)."""
-        if self._run_events is None:
-            self._run_events, = self._compile(("run_events",))
-        return self._run_events
+        this graph as the top one."""
+        return self._functions.get("run_events") or self._make("run_events")
+
+    def _make(self, kind: str) -> Callable:
+        """Compile ``kind`` on first use (a loop's body is inlined into its loop's code, the top
+        graph needs only run_events); a big graph is interpreted (``interp``)."""
+        if len(self.steps) > COMPILE_LIMIT:
+            fn = interpreted(self, kind)
+        else:
+            fn, = self._compile((kind,))
+        self._functions[kind] = fn
+        return fn
 
     def source(self, kind: str) -> tuple[str, dict[int, int]]:
         """The generated source of ``kind`` (run, run_all, run_events) and its lines' steps."""
@@ -184,15 +204,9 @@ class GraphPlan:
         params = "".join(f", p{k}" for k in range(len(self.param_ids)))
         lines = [f"def {kind}(ctx{extra}{params}):", *before]
         line_to_step: dict[int, int] = {}
-        for k, step in enumerate(self.steps):
-            args = ", ".join(a if a is not None else "None" for a in step.ins)
-            if step.nested:
-                target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
-            else:
-                target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
-                call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
+        for line, k in self.step_lines(indent):
             line_to_step[len(lines) + 1] = k
-            lines.append(f"{indent}{target} = {call}")
+            lines.append(line)
         if not self.steps:
             lines.append(f"{indent}pass")
         values = [f"p{k}" for k in range(len(self.param_ids))]
@@ -201,6 +215,32 @@ class GraphPlan:
                 "values": "".join(f"{v}, " for v in values)}
         lines += [line.format(**fill) for line in after]
         return "\n".join(lines) + "\n", line_to_step
+
+    def step_lines(self, indent: str) -> list[tuple[str, int]]:
+        """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
+        body's lines into the code of its loop; the names are this plan's)."""
+        out = []
+        for k, step in enumerate(self.steps):
+            args = ", ".join(a if a is not None else "None" for a in step.ins)
+            if step.nested:
+                target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
+            else:
+                target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
+                call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
+            out.append((f"{indent}{target} = {call}", k))
+        return out
+
+    def compile_with(self, source: str, line_map: dict[int, int], names: dict,
+                     function: str) -> Callable:
+        """Compile ``source`` (which uses this plan's names: its steps' lines) in this plan's
+        namespace plus ``names``, under a file name of its own whose lines map to steps as
+        ``line_map`` says (so ``locate`` finds a failing layer there too); return ``function``."""
+        filename = f"<loopdbg plan {next(_counter)}>"
+        ns = dict(self._ns)
+        ns.update(names)
+        self._line_maps[filename] = line_map
+        exec(compile(source, filename, "exec"), ns)  # noqa: S102 - names by position
+        return ns[function]
 
     def _compile(self, kinds: tuple[str, ...]) -> list[Callable]:
         """Compile the functions ``kinds`` into one code object with its own file name."""
@@ -232,10 +272,9 @@ class GraphPlan:
         found = None
         while tb is not None:
             lines = self._line_maps.get(tb.tb_frame.f_code.co_filename)
-            if lines is not None:
-                k = lines.get(tb.tb_lineno)
-                if k is not None:
-                    found = self.steps[k].layer
+            k = lines.get(tb.tb_lineno) if lines is not None else step_of(self, tb.tb_frame)
+            if k is not None:
+                found = self.steps[k].layer
             tb = tb.tb_next
         return found
 

@@ -20,11 +20,12 @@ from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.if_op import IfSpec
 from loopdbg.engine.inputs import match_inputs, output_names
-from loopdbg.engine.loop import run_loop
+from loopdbg.engine.loopcode import runner
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.engine.paths import loop_path
 from loopdbg.engine.plan import GraphPlan
 from loopdbg.errors import ModelError
+from loopdbg.ir.bulk import paused
 from loopdbg.ir.model import Layer, Model
 from loopdbg.ops.registry import check_supported
 
@@ -39,7 +40,8 @@ class Engine:
         self.ifs: dict[int, IfSpec] = {}
         check_supported(model.graph, self.file)       # every missing op in one sentence
         self.plans: list[GraphPlan] = []              # every graph's plan, nested ones first
-        self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
+        with paused():                          # many objects, no garbage (ir.bulk)
+            self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
         self.plans.append(self.plan)
         self.output_names = output_names(model)
 
@@ -63,11 +65,7 @@ class Engine:
         spec = LoopSpec(layer, path, plan, f"{self.file}: ")
         spec.parent_graph = graph
         self.loops[path] = spec
-
-        def run(ctx, *args):
-            return run_loop(spec, ctx, args)
-
-        return run
+        return runner(spec)
 
     def run(self, inputs: Mapping[str, np.ndarray], *, max_iterations: int | None = None,
             max_memory: int | None = None, record_nodes: bool = False,

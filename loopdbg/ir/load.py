@@ -7,6 +7,7 @@ from pathlib import Path
 
 from loopdbg.errors import ModelError
 from loopdbg.files import kind_of
+from loopdbg.ir.bulk import paused
 from loopdbg.ir.model import Model
 
 
@@ -27,9 +28,11 @@ def read_model(path: str | Path) -> Model:
     suffix = path.suffix.lower()
     if suffix == ".onnx":
         from loopdbg.ir.onnx_reader import read_onnx
-        return read_onnx(path)
+        with paused():
+            return read_onnx(path)
     if suffix == ".xml":
         from loopdbg.ir.xml_reader import read_ir
-        return read_ir(path)
+        with paused():
+            return read_ir(path)
     raise ModelError(f"{path}: loopdbg reads OpenVINO IR (.xml + .bin) and ONNX (.onnx) models, "
                      f"not '{suffix or 'no suffix'}' files.")

@@ -12,6 +12,7 @@ touches the network, and any DOCTYPE is refused outright.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -35,6 +36,7 @@ _LAYER_CONTAINERS = ("layers", "operations")
 _LAYER_TAGS = ("layer", "operation")
 _FROM_LAYER = ("from-layer", "from-operation")
 _TO_LAYER = ("to-layer", "to-operation")
+_LAYER_PARTS = ("data", "input", "output")
 _INTERNAL_ID = ("internal_layer_id", "internal_operation_id")
 
 _LOOP_TYPES = ("Loop", "TensorIterator")
@@ -264,26 +266,42 @@ def _read_edges(el, layers: dict[int, Layer], ctx: _Context) -> tuple[Edge, ...]
     if container is None:
         return ()
     edges = []
-    fed: dict[tuple[int, int], int] = {}
+    fed: dict[tuple[int, int], object] = {}     # -> the first edge element into it
     for edge_el in _children(container, ("edge",)):
         edge = _read_edge(edge_el, layers, ctx)
         key = (edge.to_layer, edge.to_port)
         if key in fed:
             raise ctx.fail(layers[edge.to_layer].describe(),
-                           f"has two edges into input port {edge.to_port} (lines {fed[key]} "
-                           f"and {edge_el.sourceline})")
-        fed[key] = edge_el.sourceline
+                           f"has two edges into input port {edge.to_port} (lines "
+                           f"{fed[key].sourceline} and {edge_el.sourceline})")
+        fed[key] = edge_el
         edges.append(edge)
     return tuple(edges)
 
 
+class _LazyFail:
+    """``ctx.failer`` for an edge, its subject (with the line) made only when it fails."""
+
+    __slots__ = ("ctx", "el")
+
+    def __init__(self, ctx: _Context, el):
+        self.ctx, self.el = ctx, el
+
+    def __call__(self, problem: str) -> ModelError:
+        return self.ctx.fail(f"the edge at line {self.el.sourceline}", problem)
+
+
 def _read_edge(edge_el, layers: dict[int, Layer], ctx: _Context) -> Edge:
     """Resolve an edge's port ids to port indices by lookup (GenericLayerParams)."""
-    fail = ctx.failer(f"the edge at line {edge_el.sourceline}")
-    from_id = _int(_attr(edge_el, _FROM_LAYER), "from-layer", fail)
-    from_port_id = _int(edge_el.get("from-port"), "from-port", fail)
-    to_id = _int(_attr(edge_el, _TO_LAYER), "to-layer", fail)
-    to_port_id = _int(edge_el.get("to-port"), "to-port", fail)
+    texts = (_attr(edge_el, _FROM_LAYER), edge_el.get("from-port"), _attr(edge_el, _TO_LAYER),
+             edge_el.get("to-port"))
+    fail = _LazyFail(ctx, edge_el)
+    try:
+        from_id, from_port_id, to_id, to_port_id = (int(t) for t in texts)
+    except (TypeError, ValueError):        # the checked path, failing with the attribute's name
+        from_id, from_port_id, to_id, to_port_id = (
+            _int(t, attr, fail) for t, attr in zip(texts, ("from-layer", "from-port",
+                                                          "to-layer", "to-port")))
     src, dst = layers.get(from_id), layers.get(to_id)
     if src is None:
         raise fail(f"starts at layer {from_id}, which does not exist")
@@ -346,11 +364,21 @@ def _read_layer(el, ctx: _Context) -> Layer:
         raise ctx.fail(_label(layer_id, name, "?"), "has no type")
     type_ = CANONICAL_TYPES.get(ir_type, ir_type)
     label = _label(layer_id, name, type_)
-    data_el = _child(el, "data")
+    parts = {}                              # the first <data>, <input>, <output> (one pass)
+    for child in el:
+        tag = child.tag
+        if tag in _LAYER_PARTS and tag not in parts:
+            parts[tag] = child
+    data_el = parts.get("data")
     data = dict(data_el.attrib) if data_el is not None else {}
-    inputs = _read_ports(_child(el, "input"), label, ctx)
-    outputs = _read_ports(_child(el, "output"), label, ctx)
-    _check_unique_port_ids(inputs, outputs, label, ctx)
+    inputs = _read_ports(parts.get("input"), label, ctx)
+    outputs = _read_ports(parts.get("output"), label, ctx)
+    if len(inputs) > 1 or len(outputs) > 1:
+        _check_unique_port_ids(inputs, outputs, label, ctx)
+    if type_ == "Constant":                 # made once, with its value
+        return Layer(id=layer_id, name=name, type=type_, version=el.get("version", ""),
+                     data=data, inputs=inputs, outputs=outputs, ir_type=ir_type,
+                     line=el.sourceline, value=_const_value(label, data, ctx))
     layer = Layer(id=layer_id, name=name, type=type_, version=el.get("version", ""),
                   data=data, inputs=inputs, outputs=outputs, ir_type=ir_type,
                   line=el.sourceline)
@@ -359,21 +387,40 @@ def _read_layer(el, ctx: _Context) -> Layer:
 
 
 def _layer_id(el, name: str, ir_type: str | None, ctx: _Context) -> int:
-    fail = ctx.failer(f"the <{el.tag}> '{name}' ({ir_type or '?'}) at line {el.sourceline}")
-    return _int(el.get("id"), "id", fail)
+    text = el.get("id")
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        fail = ctx.failer(f"the <{el.tag}> '{name}' ({ir_type or '?'}) at line {el.sourceline}")
+        return _int(text, "id", fail)
 
 
 def _read_ports(el, label: str, ctx: _Context) -> tuple[Port, ...]:
     if el is None:
         return ()
     ports = []
-    for index, port_el in enumerate(_children(el, ("port",))):
-        fail = ctx.part_failer(label, f"its port at line {port_el.sourceline}")
-        port_id = _int(port_el.get("id"), "id", fail)
-        dims = tuple(_dim(d.text, fail) for d in _children(port_el, ("dim",)))
-        ports.append(Port(id=port_id, index=index, precision=port_el.get("precision"),
-                          dims=dims, names=_split_names(port_el.get("names"))))
+    for index, port_el in enumerate(el.iterchildren("port")):
+        # the usual case first (a plain integer id and dims); anything else takes the checked
+        # path, which fails naming the port
+        get = port_el.get
+        text = get("id")
+        try:
+            port_id = int(text)
+        except (TypeError, ValueError):
+            port_id = _int(text, "id", _port_failer(port_el, label, ctx))
+        dims = []
+        for d in port_el.iterchildren("dim"):
+            text = d.text
+            dims.append(int(text) if text is not None and text.isdigit() else
+                        _dim(text, _port_failer(port_el, label, ctx)))
+        names = get("names")
+        ports.append(Port(port_id, index, get("precision"), tuple(dims),
+                          _split_names(names) if names else ()))
     return tuple(ports)
+
+
+def _port_failer(port_el, label: str, ctx: _Context) -> Callable[[str], ModelError]:
+    return ctx.part_failer(label, f"its port at line {port_el.sourceline}")
 
 
 def _dim(text: str | None, fail: Callable[[str], ModelError]) -> int:
@@ -426,12 +473,19 @@ def _shape_of(layer: Layer, ctx: _Context) -> tuple[int, ...] | None:
 
 def _read_const(el, layer: Layer, ctx: _Context) -> Layer:
     """Decode the Const's bytes (with DESER on_adapter's checks) into a read-only ``value``."""
-    label = layer.describe()
+    value = _const_value(layer.describe(), layer.data, ctx)
+    return Layer(id=layer.id, name=layer.name, type=layer.type, version=layer.version,
+                 data=layer.data, inputs=layer.inputs, outputs=layer.outputs,
+                 subgraphs=layer.subgraphs, value=value, ir_type=layer.ir_type, line=layer.line)
+
+
+def _const_value(label: str, data: dict, ctx: _Context):
+    """A Const's value from its ``<data>`` and the .bin, checked as DESER's on_adapter does."""
     fail = ctx.failer(label)
     for attr in ("element_type", "shape", "offset", "size"):
-        if attr not in layer.data:
+        if attr not in data:
             raise fail(f"has no '{attr}' in its <data>")
-    et = layer.data["element_type"]
+    et = data["element_type"]
     if elements.onnx_only(et):
         raise fail(f"cannot be decoded: element type '{et}' is not supported by loopdbg in IR "
                    f"files")
@@ -441,31 +495,34 @@ def _read_const(el, layer: Layer, ctx: _Context) -> Layer:
         raise fail(f"cannot be decoded: {err}") from None
     if bits == 0:
         raise fail(f"has element type '{et}', which has no values")
-    shape = _shape_of(layer, ctx)
+    text = data["shape"]
+    try:
+        shape = parse_shape(text)
+    except ValueError as err:
+        raise ctx.fail(label, f"has a bad shape '{text}' ({err})") from None
     if shape is None or any(d < 0 for d in shape):
-        raise fail(f"has a non-static shape '{layer.data['shape']}'")
-    offset = _int(layer.data["offset"], "offset", fail)
-    size = _int(layer.data["size"], "size", fail)
+        raise fail(f"has a non-static shape '{text}'")
+    offset = _int(data["offset"], "offset", fail)
+    size = _int(data["size"], "size", fail)
     if offset < 0 or size < 0:
         raise fail(f"has a negative offset or size ({offset}, {size})")
-    raw = _const_bytes(layer, offset, size, elements.byte_size(et, shape), ctx)
+    raw = _const_bytes(label, offset, size, (math.prod(shape) * bits + 7) // 8, ctx)
     value = elements.decode(raw, et, shape)
     value.flags.writeable = False
-    return replace(layer, value=value)
+    return value
 
 
-def _const_bytes(layer: Layer, offset: int, size: int, expected: int, ctx: _Context
+def _const_bytes(label: str, offset: int, size: int, expected: int, ctx: _Context
                  ) -> memoryview | bytes:
-    fail = ctx.failer(layer.describe())
     if expected == 0:          # no elements: OpenVINO's own writer gives such a Const size="1"
         return b""
-    data = ctx.weights.get(layer.describe() + ctx.scope, ctx.file)
+    data = ctx.weights.get(label + ctx.scope, ctx.file)
     if offset + size > len(data):
-        raise fail(f"reads bytes {offset}..{offset + size} but {ctx.weights.path} has only "
-                   f"{len(data)} bytes")
+        raise ctx.fail(label, f"reads bytes {offset}..{offset + size} but {ctx.weights.path} "
+                              f"has only {len(data)} bytes")
     if size != expected:
-        raise fail(f"has size {size}, which does not match shape × element type "
-                   f"({expected} bytes)")
+        raise ctx.fail(label, f"has size {size}, which does not match shape × element type "
+                              f"({expected} bytes)")
     return memoryview(data)[offset:offset + size]
 
 

@@ -8,7 +8,7 @@ strings of the IR; ONNX attributes are the Python values the ONNX reader made of
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -138,3 +138,34 @@ def wrap_negative(indices: np.ndarray, dims) -> np.ndarray:
     if indices.size and indices.min() < 0:
         return np.where(indices < 0, indices + np.asarray(dims, dtype=indices.dtype), indices)
     return indices
+
+
+# ---- kernels specialised on constant inputs (see registry's docstring) -----------------------
+
+
+def const_input(consts, k: int) -> np.ndarray | None:
+    """The constant value of input ``k`` from a factory's ``consts``, or None."""
+    if consts is None or k >= len(consts):
+        return None
+    return consts[k]
+
+
+def reshaper(out_shape: Callable[[tuple], tuple], limit: int = 64) -> Callable:
+    """A kernel ``x, *constants -> x.reshape(out_shape(x.shape))``, with ``out_shape`` (a pure
+    function that raises ValueError as the general kernel would) computed once per input shape."""
+    memo: dict = {}
+
+    def kernel(x, *_):
+        try:
+            shape = x.shape
+        except AttributeError:
+            x = np.asarray(x)
+            shape = x.shape
+        out = memo.get(shape)
+        if out is None:
+            out = tuple(out_shape(shape))
+            if len(memo) < limit:
+                memo[shape] = out
+        return x.reshape(out)
+
+    return kernel

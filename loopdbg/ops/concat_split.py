@@ -6,10 +6,12 @@ declares (one per ``split_lengths`` entry, of which one may be -1: the rest of t
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import axis_of, int_attr, ints, scalar
+from loopdbg.ops.args import axis_of, const_input, int_attr, ints, scalar
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, axes_of, dims, same_rank
 
@@ -63,22 +65,75 @@ def _split_shape(layer: Layer, ins, consts) -> list[TensorInfo]:
     return [TensorInfo(ins[0].type, tuple(out))] * n
 
 
-@op("Split", outputs=_num_splits, shape=_split_shape)
-def _split(layer: Layer):
+def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: Callable):
+    """A kernel cutting ``x`` with keys computed once per input shape: ``parts(shape)`` gives
+    the lengths (raising ValueError as the general kernel would). Only when the axis is a
+    non-negative constant or a negative one; otherwise ``general``."""
+    if axis_c is None or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
+        return general
+    axis = int(axis_c.reshape(-1)[0])
+    memo: dict = {}
+
+    def keys_for(shape: tuple) -> tuple:
+        ax = axis_of(axis, len(shape))
+        lead = (slice(None),) * ax
+        keys, start = [], 0
+        for n in parts(shape, ax):
+            keys.append(lead + (slice(start, start + n),))
+            start += n
+        return tuple(keys)
+
+    def split(x, *_):
+        try:
+            shape = x.shape
+        except AttributeError:
+            x = np.asarray(x)
+            shape = x.shape
+        keys = memo.get(shape)
+        if keys is None:
+            keys = keys_for(shape)
+            if len(memo) < 64:
+                memo[shape] = keys
+        if n_out == 1:
+            return x[keys[0]]
+        return tuple([x[k] for k in keys])
+
+    return split
+
+
+@op("Split", outputs=_num_splits, shape=_split_shape, constants=True)
+def _split(layer: Layer, consts=None):
     n = int_attr(layer, "num_splits")
     if n < 1:
         raise ValueError(f"num_splits={n} must be positive")
     if layer.outputs and len(layer.outputs) != n:
         raise ValueError(f"num_splits={n} but the layer declares {len(layer.outputs)} outputs")
 
+    def lengths(shape: tuple, ax: int) -> list[int]:
+        if shape[ax] % n:
+            raise ValueError(f"dimension {ax} of shape {shape} does not split into {n} parts")
+        return [shape[ax] // n] * n
+
     def split(x, axis):
         ax = axis_of(scalar(axis), x.ndim)
-        if x.shape[ax] % n:
-            raise ValueError(f"dimension {ax} of shape {x.shape} does not split into {n} parts")
+        lengths(x.shape, ax)
         parts = np.split(x, n, axis=ax)
         return tuple(parts) if n > 1 else parts[0]
 
-    return split
+    return _splitter(lengths, const_input(consts, 1), n, split)
+
+
+def _split_lengths(listed: list[int], shape: tuple, ax: int) -> list[int]:
+    lengths = list(listed)
+    dim = shape[ax]
+    if lengths.count(-1) > 1:
+        raise ValueError(f"split_lengths {lengths} has more than one -1")
+    if -1 in lengths:
+        lengths[lengths.index(-1)] = dim - (sum(lengths) + 1)
+    if sum(lengths) != dim or any(v < 0 for v in lengths):
+        raise ValueError(f"split_lengths {listed} do not add up to dimension "
+                         f"{ax} of shape {shape}")
+    return lengths
 
 
 def _variadic_split_shape(layer: Layer, ins, consts) -> list[TensorInfo] | None:
@@ -93,20 +148,17 @@ def _variadic_split_shape(layer: Layer, ins, consts) -> list[TensorInfo] | None:
             for n in lengths]
 
 
-@op("VariadicSplit", outputs=_declared, shape=_variadic_split_shape)
-def _variadic_split(layer: Layer):
+@op("VariadicSplit", outputs=_declared, shape=_variadic_split_shape, constants=True)
+def _variadic_split(layer: Layer, consts=None):
     def variadic_split(x, axis, split_lengths):
         ax = axis_of(scalar(axis), x.ndim)
-        lengths = ints(split_lengths)
-        dim = x.shape[ax]
-        if lengths.count(-1) > 1:
-            raise ValueError(f"split_lengths {lengths} has more than one -1")
-        if -1 in lengths:
-            lengths[lengths.index(-1)] = dim - (sum(lengths) + 1)
-        if sum(lengths) != dim or any(v < 0 for v in lengths):
-            raise ValueError(f"split_lengths {ints(split_lengths)} do not add up to dimension "
-                             f"{ax} of shape {x.shape}")
+        lengths = _split_lengths(ints(split_lengths), x.shape, ax)
         parts = np.split(x, np.cumsum(lengths[:-1]).tolist(), axis=ax)
         return tuple(parts) if len(parts) > 1 else parts[0]
 
-    return variadic_split
+    listed = const_input(consts, 2)
+    if listed is None:
+        return variadic_split
+    listed = ints(listed)
+    return _splitter(lambda shape, ax: _split_lengths(listed, shape, ax), const_input(consts, 1),
+                     len(listed), variadic_split)

@@ -64,6 +64,18 @@ def convert(x: np.ndarray, dtype: np.dtype, bf16: bool = False) -> np.ndarray:
     return _round_bf16(out) if bf16 else out
 
 
+def _path(src: np.dtype, dst: np.dtype, bf16: bool):
+    """The conversion of arrays of ``src`` to ``dst``, decided once per input dtype: a plain
+    ``astype`` where no value can overflow or need OpenVINO's rules, else ``convert``."""
+    plain = (dst != np.bool_ and not bf16 and src.kind in "biuf" and dst.kind in "biuf"
+             and not (src.kind == "f" and dst.kind in "iu")
+             and not (dst.kind == "f" and (dst.itemsize < 4 or (src.kind == "f" and
+                                                                src.itemsize > dst.itemsize))))
+    if plain:
+        return lambda x: x.astype(dst, copy=False)
+    return lambda x: convert(x, dst, bf16)
+
+
 def _convert_shape(layer: Layer, ins, consts):
     return TensorInfo(elements.canonical(attr(layer, "destination_type")), ins[0].shape)
 
@@ -74,8 +86,15 @@ def _convert(layer: Layer):
     dtype = dtype_attr(layer, "destination_type")
     bf16 = elements.canonical(name) == "bf16"
 
+    paths: dict = {}                         # input dtype -> how to convert it
+
     def kernel(x):
-        return convert(x, dtype, bf16)
+        if type(x) is not np.ndarray:
+            x = np.asarray(x)
+        fn = paths.get(x.dtype)
+        if fn is None:
+            fn = paths[x.dtype] = _path(x.dtype, dtype, bf16)
+        return fn(x)
 
     return kernel
 

@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import choice, flag, float_attr, int_attr
+from loopdbg.ops.args import choice, const_input, flag, float_attr, int_attr
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, broadcast, same
 
@@ -189,7 +189,14 @@ def _int_identity(fn: Callable) -> Callable:
     return lambda x: x if x.dtype.kind in "iub" else fn(x)
 
 
+# The largest argument (a little under it) for which exp stays finite, per float type.
+_EXP_MAX = {np.dtype(np.float16): 11.0, np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0}
+
+
 def _sigmoid(x):
+    limit = _EXP_MAX.get(x.dtype)
+    if limit is not None:               # 1/(1+e^-x) is exact to rounding; the clamp only keeps
+        return 1 / (1 + np.exp(np.minimum(-x, limit)))   # exp finite below about -88 (f32)
     e = np.exp(-np.abs(x))
     s = e / (1 + e)
     return np.where(x >= 0, 1 - s, s)
@@ -368,8 +375,8 @@ def _matmul_shape(layer: Layer, ins, consts) -> TensorInfo:
     return TensorInfo(ins[0].type, tuple(out))
 
 
-@op("MatMul", shape=_matmul_shape)
-def _matmul(layer: Layer):
+@op("MatMul", shape=_matmul_shape, constants=True)
+def _matmul(layer: Layer, consts=None):
     ta, tb = flag(layer, "transpose_a"), flag(layer, "transpose_b")
     if not (ta or tb):
         return np.matmul
@@ -381,6 +388,12 @@ def _matmul(layer: Layer):
             b = np.swapaxes(b, -1, -2)
         return np.matmul(a, b)
 
+    # A transposed constant (converters write weights so) is transposed once, into C order.
+    b_c = const_input(consts, 1)
+    if not ta and tb and b_c is not None and b_c.ndim > 1:
+        b_t = np.ascontiguousarray(np.swapaxes(b_c, -1, -2))
+        b_t.flags.writeable = False
+        return lambda a, b: np.matmul(a, b_t)
     return matmul
 
 

@@ -77,21 +77,92 @@ def _gather_shape(has_batch_dims: bool):
     return rule
 
 
-@op("Gather", shape=_gather_shape(has_batch_dims=False))
-def _gather1(layer: Layer):
-    return lambda x, indices, axis: gather(x, indices, axis, 0, negative=False)
+@op("Gather", shape=_gather_shape(has_batch_dims=False), constants=True)
+def _gather1(layer: Layer, consts=None):
+    return _gather_kernel(0, False, consts)
 
 
-@op("Gather", versions=(7,), shape=_gather_shape(has_batch_dims=True))
-def _gather7(layer: Layer):
-    bd = int_attr(layer, "batch_dims", 0)
-    return lambda x, indices, axis: gather(x, indices, axis, bd, negative=False)
+@op("Gather", versions=(7,), shape=_gather_shape(has_batch_dims=True), constants=True)
+def _gather7(layer: Layer, consts=None):
+    return _gather_kernel(int_attr(layer, "batch_dims", 0), False, consts)
 
 
-@op("Gather", versions=(8,), shape=_gather_shape(has_batch_dims=True))
-def _gather8(layer: Layer):
-    bd = int_attr(layer, "batch_dims", 0)
-    return lambda x, indices, axis: gather(x, indices, axis, bd, negative=True)
+@op("Gather", versions=(8,), shape=_gather_shape(has_batch_dims=True), constants=True)
+def _gather8(layer: Layer, consts=None):
+    return _gather_kernel(int_attr(layer, "batch_dims", 0), True, consts)
+
+
+_INT_SCALARS = frozenset(np.dtype(c).type for c in "bBhHiIlLqQ")
+
+
+def _gather_kernel(bd: int, negative: bool, consts):
+    """Gather; with a constant non-negative axis and no batch dims, numpy indexing ``x[key]``
+    (a view for a scalar index) whenever the indices are integers inside the axis (negative ones
+    too for Gather-8, which counts them from the end as numpy does); anything else, and every
+    error, goes through ``gather``."""
+
+    def general(x, indices, axis):
+        return gather(x, indices, axis, bd, negative)
+
+    axis_c = consts[2] if consts is not None and len(consts) > 2 else None
+    if axis_c is None or bd != 0 or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
+        return general
+    ax = int(axis_c.reshape(-1)[0])
+    if ax < 0:
+        return general
+    lead = (slice(None),) * ax
+    idx_c = consts[1]
+    if idx_c is not None:
+        if idx_c.dtype.kind not in "iu" or not idx_c.size:
+            return general
+        key = lead + ((int(idx_c),) if idx_c.ndim == 0 else (idx_c,)) + (Ellipsis,)
+        lo, hi = int(idx_c.min()), int(idx_c.max())
+        if lo < 0 and not negative:
+            return general
+
+        def gather_constant(x, indices, axis):
+            try:
+                n = x.shape[ax]
+            except (AttributeError, IndexError):
+                return general(x, indices, axis)
+            if hi < n and -n <= lo:
+                return x[key]
+            return general(x, indices, axis)
+
+        return gather_constant
+
+    scalars, ndarray = _INT_SCALARS, np.ndarray
+
+    def gather_any(x, indices, axis):
+        t = type(indices)
+        if t in scalars:
+            if negative or indices >= 0:
+                try:
+                    return x[lead + (indices, Ellipsis)]
+                except IndexError:
+                    pass
+        elif t is ndarray and indices.dtype.kind in "iu" and indices.size and \
+                (negative or indices.min() >= 0):
+            try:
+                return x[lead + (indices, Ellipsis)]
+            except IndexError:
+                pass
+        return general(x, indices, axis)
+
+    if ax:
+        return gather_any
+
+    def gather_first(x, indices, axis):        # axis 0: no key to build
+        if type(indices) in scalars:
+            if negative or indices >= 0:
+                try:
+                    return x[indices, ...]
+                except IndexError:
+                    pass
+            return general(x, indices, axis)
+        return gather_any(x, indices, axis)
+
+    return gather_first
 
 
 # ---- GatherND, GatherElements ----------------------------------------------------------------

@@ -20,7 +20,8 @@ import numpy as np
 
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import attr, axis_of, choice, flag, index_dtype, int_attr, ints, scalar
+from loopdbg.ops.args import (attr, axis_of, choice, const_input, flag, index_dtype, int_attr,
+                              ints, scalar)
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, axes_of, same
 
@@ -36,6 +37,10 @@ def reduce_axes(axes, rank: int) -> tuple[int, ...]:
 
 
 def _mean(x, axis, keepdims):
+    if x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+        count = math.prod(x.shape[a] for a in axis) if axis else 1
+        if count:                            # what np.mean computes, without its wrappers
+            return np.add.reduce(x, axis=axis, keepdims=keepdims) / count
     if x.dtype.kind not in "iu":
         return np.mean(x, axis=axis, keepdims=keepdims)
     total = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
@@ -81,13 +86,26 @@ _REDUCTIONS = [
 
 
 def _reduction_factory(fn: Callable):
-    def factory(layer: Layer):
+    def factory(layer: Layer, consts=None):
         keep_dims = flag(layer, "keep_dims")
 
         def reduce(x, axes):
             return np.asarray(fn(x, reduce_axes(axes, x.ndim), keep_dims))
 
-        return reduce
+        axes_c = const_input(consts, 1)
+        if axes_c is None:
+            return reduce
+        by_rank: dict = {}                   # constant axes, normalised once per input rank
+
+        def reduce_constant(x, axes):
+            try:
+                axis = by_rank[x.ndim]
+            except (KeyError, AttributeError):
+                x = np.asarray(x)
+                axis = by_rank[x.ndim] = reduce_axes(axes_c, x.ndim)
+            return np.asarray(fn(x, axis, keep_dims))
+
+        return reduce_constant
 
     return factory
 
@@ -104,7 +122,8 @@ def _reduction_shape(layer: Layer, ins, consts) -> TensorInfo:
 
 
 for _name, _since, _fn in _REDUCTIONS:
-    op(_name, versions=(_since,), shape=_reduction_shape)(_reduction_factory(_fn))
+    op(_name, versions=(_since,), shape=_reduction_shape, constants=True)(
+        _reduction_factory(_fn))
 
 
 # ---- TopK ------------------------------------------------------------------------------------

@@ -28,6 +28,22 @@ A kernel is registered as a *factory*: it receives the ``Layer`` once, when the 
 built, parses its attributes, and returns the function that runs it on arrays. That function takes
 the input arrays positionally and returns one array (single-output ops) or a tuple of arrays.
 
+Specialising on constant inputs. Axes, indices, target shapes and permutations usually come from
+Constants, and a small body pays more for reading them on every call (``np.asarray``,
+``normalize_axis_tuple``, ``.tolist()``) than for the numpy work itself. A family opts in per
+registration with ``op(..., constants=True)``; its factory is then called as
+``factory(layer, consts)``, where ``consts`` has one entry per input port: the Constant's value
+(a read-only array) when a Constant feeds that input, else None. The factory resolves what it can
+once (an axis normalised, indices checked, a key for ``x[key]`` precomputed) and returns a kernel
+that is *still called with every input*, constants included, and must give exactly what the
+general kernel gives for those inputs (tests compare the two). Where a value decides something only
+together with a run-time rank or shape, the kernel keeps a small cache keyed by it; what it cannot
+decide (a negative index, an out-of-range one, an unusual dtype) it hands to the general code, so
+errors stay run-time errors with the same sentence. The factory's second parameter has a default
+(``consts=None``) so that the factory also builds the general kernel, which is what a caller that
+knows no constants gets (``make_kernel(layer)``). Families that do not opt in are untouched: their
+factories keep the one argument.
+
 Versions follow OpenVINO's opsets: opset N holds, for each type, the newest version introduced at or
 before N. So ``Add`` registered for opset 1 serves a layer that says ``opset8``, and ``Gather``
 registered for opsets 1, 7 and 8 picks the right one. A version is registered at the first opset
@@ -81,6 +97,7 @@ class KernelSpec:
     shape: ShapeRule | None = None
     no_shape: str | None = None          # why there is no shape rule
     notes: str | None = None             # departures from the specification, limits
+    constants: bool = False              # the factory takes the constant inputs too
 
     def count_outputs(self, layer: Layer) -> int:
         return self.outputs(layer) if callable(self.outputs) else self.outputs
@@ -90,6 +107,7 @@ _REGISTRY: dict[str, dict[int, KernelSpec]] = {}
 _DEFAULTS: dict[str, int] = {}           # builder default versions that are not the newest
 _REFUSED: dict[tuple[str, int], str] = {}  # (type, version) -> why loopdbg does not run it
 _LOADED = False
+_OPSETS: dict[str, int] = {}             # opset_number's answers (a model asks once per layer)
 
 # Versions that are not "opsetN": where OpenVINO takes such ops from (DESER create_node).
 _SPECIAL_VERSIONS = {"experimental": 6, "extension": 6, "ie_internal_opset": 1000}
@@ -100,13 +118,15 @@ LATEST_OPENVINO_OPSET = 17
 
 def op(type_: str, *, versions: Sequence[int] = (1,), outputs: int | Callable[[Layer], int] = 1,
        shape: ShapeRule | None = None, no_shape: str | None = None,
-       default_version: int | None = None,
-       notes: str | None = None) -> Callable[[KernelFactory], KernelFactory]:
+       default_version: int | None = None, notes: str | None = None,
+       constants: bool = False) -> Callable[[KernelFactory], KernelFactory]:
     """Decorator: register ``factory`` as the kernel of ``type_`` at each of ``versions``.
 
     OpenVINO types take ``shape`` (a rule, see ``shape_rules``) or ``no_shape`` (why none is
     needed), and may take ``default_version`` (the builder's, when not the newest registered);
-    ``onnx.`` types take neither. Registering a (type, version) twice is an error.
+    ``onnx.`` types take neither. ``constants=True``: the factory is called with the constant
+    inputs as its second argument (module docstring). Registering a (type, version) twice is an
+    error.
     """
     if type_.startswith("onnx."):
         if shape is not None or no_shape is not None or default_version is not None:
@@ -123,7 +143,7 @@ def op(type_: str, *, versions: Sequence[int] = (1,), outputs: int | Callable[[L
         for v in versions:
             if v in table:
                 raise ValueError(f"{type_} version {v} is registered twice")
-            table[v] = KernelSpec(type_, v, factory, outputs, shape, no_shape, notes)
+            table[v] = KernelSpec(type_, v, factory, outputs, shape, no_shape, notes, constants)
         if default_version is not None:
             if _DEFAULTS.setdefault(type_, default_version) != default_version:
                 raise ValueError(f"{type_} has two builder default versions")
@@ -149,6 +169,15 @@ def refused() -> dict[tuple[str, int], str]:
 
 
 def opset_number(version: str) -> int:
+    n = _OPSETS.get(version)
+    if n is None:
+        n = _opset_number(version)
+        if len(_OPSETS) < 1024:
+            _OPSETS[version] = n
+    return n
+
+
+def _opset_number(version: str) -> int:
     m = re.fullmatch(r"opset(\d+)", version or "")
     if m:
         return int(m.group(1))
@@ -248,9 +277,12 @@ def _refusal(type_: str, version: str) -> str | None:
     return _REFUSED[(type_, max(hits))] if hits else None
 
 
-def make_kernel(layer: Layer, where: str = "") -> tuple[Kernel, int]:
+def make_kernel(layer: Layer, where: str = "",
+                consts: Sequence[object | None] | None = None) -> tuple[Kernel, int]:
     """Build the kernel for ``layer``; return it with its number of outputs.
 
+    ``consts``: the value of each input fed by a Constant, else None (one entry per input; the
+    execution plan gives it), for the kernels registered with ``constants=True``.
     Raises UnsupportedOperation naming the layer and listing what loopdbg supports.
     """
     spec = lookup(layer.type, layer.version)
@@ -272,7 +304,10 @@ def make_kernel(layer: Layer, where: str = "") -> tuple[Kernel, int]:
             f"{where}{layer.describe()} has type {layer.type} version {layer.version!r}, "
             f"which loopdbg cannot run; {detail}.")
     try:
-        kernel = spec.factory(layer)
+        if spec.constants and consts is not None and any(c is not None for c in consts):
+            kernel = spec.factory(layer, tuple(consts))
+        else:
+            kernel = spec.factory(layer)
         return kernel, spec.count_outputs(layer)
     except UnsupportedOperation:
         raise

@@ -21,7 +21,8 @@ import numpy as np
 
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import attr, axis_of, choice, dtype_attr, flag, index_dtype, int_attr, ints
+from loopdbg.ops.args import (attr, axis_of, choice, const_input, dtype_attr, flag, index_dtype,
+                             int_attr, ints, reshaper)
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, axes_of, broadcast, dims, same, same_rank
 
@@ -71,28 +72,47 @@ def _reshape_shape(layer: Layer, ins, consts) -> TensorInfo:
     return TensorInfo(ins[0].type, tuple(out))
 
 
-@op("Reshape", shape=_reshape_shape)
-def _reshape(layer: Layer):
+@op("Reshape", shape=_reshape_shape, constants=True)
+def _reshape(layer: Layer, consts=None):
     special_zero = flag(layer, "special_zero")
 
-    def reshape(x, shape):
-        target = reshape_target(x.shape, ints(shape), special_zero)
-        if math.prod(target) != x.size:
-            raise ValueError(f"cannot reshape {x.shape} into {ints(shape)}")
-        return x.reshape(target)
+    def target_of(in_shape: tuple, shape) -> list[int]:
+        target = reshape_target(in_shape, ints(shape), special_zero)
+        if math.prod(target) != math.prod(in_shape):
+            raise ValueError(f"cannot reshape {in_shape} into {ints(shape)}")
+        return target
 
-    return reshape
+    memo: dict = {}
+
+    def reshape(x, shape):                   # a target computed each iteration (from ShapeOf)
+        key = (x.shape, tuple(ints(shape)))
+        out = memo.get(key)
+        if out is None:
+            out = tuple(target_of(key[0], shape))
+            if len(memo) < 64:
+                memo[key] = out
+        return x.reshape(out)
+
+    target = const_input(consts, 1)
+    if target is None:
+        return reshape
+    return reshaper(lambda in_shape: target_of(in_shape, target))
+
+
+def _squeezed(shape: tuple, axes) -> tuple:
+    """The shape Squeeze leaves of ``shape``: listed axes of dimension 1 dropped (all 1s when
+    ``axes`` is None or empty); a listed axis of another dimension is kept (module docstring)."""
+    listed = ints(axes) if axes is not None else []
+    if not listed:
+        return tuple(d for d in shape if d != 1)
+    rank = len(shape)
+    drop = {a for a in (axis_of(a, rank) for a in listed) if shape[a] == 1}
+    return tuple(d for k, d in enumerate(shape) if k not in drop)
 
 
 def _squeeze(x, axes=None):
-    if axes is None:
-        return np.squeeze(x)
-    listed = ints(axes)
-    if not listed:
-        return np.squeeze(x)
-    rank = x.ndim
-    drop = tuple(sorted({a for a in (axis_of(a, rank) for a in listed) if x.shape[a] == 1}))
-    return np.squeeze(x, axis=drop) if drop else x
+    x = np.asarray(x)
+    return x.reshape(_squeezed(x.shape, axes))
 
 
 def _squeeze_shape(layer: Layer, ins, consts) -> TensorInfo:
@@ -108,15 +128,22 @@ def _squeeze_shape(layer: Layer, ins, consts) -> TensorInfo:
                                          if not (k in axes and d == 1)))
 
 
-@op("Squeeze", shape=_squeeze_shape, default_version=1)
-def _squeeze1(layer: Layer):
-    return _squeeze
+def _squeeze_kernel(consts):
+    axes = const_input(consts, 1)
+    if axes is None:
+        return _squeeze
+    return reshaper(lambda shape: _squeezed(shape, axes))
 
 
-@op("Squeeze", versions=(15,), shape=_squeeze_shape)
-def _squeeze15(layer: Layer):
+@op("Squeeze", shape=_squeeze_shape, default_version=1, constants=True)
+def _squeeze1(layer: Layer, consts=None):
+    return _squeeze_kernel(consts)
+
+
+@op("Squeeze", versions=(15,), shape=_squeeze_shape, constants=True)
+def _squeeze15(layer: Layer, consts=None):
     flag(layer, "allow_axis_skip")  # only changes dynamic-shape inference; values are the same
-    return _squeeze
+    return _squeeze_kernel(consts)
 
 
 def _unsqueeze_shape(layer: Layer, ins, consts) -> TensorInfo:
@@ -129,14 +156,25 @@ def _unsqueeze_shape(layer: Layer, ins, consts) -> TensorInfo:
                                          for k in range(len(shape) + len(axes))))
 
 
-@op("Unsqueeze", shape=_unsqueeze_shape)
-def _unsqueeze(layer: Layer):
-    def unsqueeze(x, axes):
-        listed = set(ints(axes))  # OpenVINO ignores repeated values: [0, 0] adds one axis
-        rank = x.ndim + len(listed)
-        return np.expand_dims(x, tuple({axis_of(a, rank) for a in listed}))
+def _unsqueezed(shape: tuple, axes) -> tuple:
+    """``shape`` with a 1 inserted at each of ``axes`` (output positions; repeats count once)."""
+    listed = set(ints(axes))  # OpenVINO ignores repeated values: [0, 0] adds one axis
+    rank = len(shape) + len(listed)
+    at = {axis_of(a, rank) for a in listed}      # [1, -2] of a vector: one axis, as OpenVINO
+    rest = iter(shape)
+    return tuple(1 if k in at else next(rest) for k in range(len(shape) + len(at)))
 
-    return unsqueeze
+
+@op("Unsqueeze", shape=_unsqueeze_shape, constants=True)
+def _unsqueeze(layer: Layer, consts=None):
+    axes = const_input(consts, 1)
+    if axes is None:
+        return lambda x, axes: np.asarray(x).reshape(_unsqueezed(np.shape(x), axes))
+    listed = sorted(set(ints(axes)))
+    if listed and listed == list(range(len(listed))):
+        lead = (None,) * len(listed)            # new leading axes, whatever the rank: x[None]
+        return lambda x, axes: np.asarray(x)[lead] if type(x) is not np.ndarray else x[lead]
+    return reshaper(lambda shape: _unsqueezed(shape, axes))
 
 
 def _shape_of1_shape(layer: Layer, ins, consts) -> TensorInfo:
@@ -148,15 +186,26 @@ def _shape_of3_shape(layer: Layer, ins, consts) -> TensorInfo:
                       _shape_of1_shape(layer, ins, consts).shape)
 
 
+def _shape_of_kernel(dtype: np.dtype):
+    array = np.array
+
+    def shape_of(x):
+        try:
+            return array(x.shape, dtype)
+        except AttributeError:
+            return array(np.shape(x), dtype)
+
+    return shape_of
+
+
 @op("ShapeOf", shape=_shape_of1_shape)
 def _shape_of1(layer: Layer):
-    return lambda x: np.array(np.shape(x), dtype=np.int64)
+    return _shape_of_kernel(np.dtype(np.int64))
 
 
 @op("ShapeOf", versions=(3,), shape=_shape_of3_shape)
 def _shape_of3(layer: Layer):
-    dtype = index_dtype(layer, "output_type", "i64")
-    return lambda x: np.array(np.shape(x), dtype=dtype)
+    return _shape_of_kernel(index_dtype(layer, "output_type", "i64"))
 
 
 # ---- Broadcast, Tile, Transpose --------------------------------------------------------------
@@ -243,13 +292,17 @@ def _transpose_shape(layer: Layer, ins, consts) -> TensorInfo:
     return TensorInfo(ins[0].type, tuple(shape[a] for a in order or range(len(shape))[::-1]))
 
 
-@op("Transpose", shape=_transpose_shape)
-def _transpose(layer: Layer):
+@op("Transpose", shape=_transpose_shape, constants=True)
+def _transpose(layer: Layer, consts=None):
     def transpose(x, order):
         perm = ints(order)
         return np.transpose(x, perm if perm else None)
 
-    return transpose
+    order = const_input(consts, 1)
+    if order is None:
+        return transpose
+    perm = tuple(ints(order)) or None
+    return lambda x, order: np.transpose(x, perm)
 
 
 # ---- Range, Identity -------------------------------------------------------------------------

@@ -23,13 +23,13 @@ Reading::
 
 Tools: ``diff.diff(a, b, rtol, atol)`` (first divergence), ``export.export(trace, out)`` (.npz).
 
-The file format (version 1.0)
+The file format (version 2.0)
 =============================
 
 All integers are little-endian. One file, append-only, written while the model runs::
 
     file     := preamble HEADER [INPUTS] frame* END FOOTER locator
-    preamble := magic "\\x89LDTRACE\\r\\n\\x1a\\n" (12 bytes), u16 major = 1, u16 minor = 0
+    preamble := magic "\\x89LDTRACE\\r\\n\\x1a\\n" (12 bytes), u16 major = 2, u16 minor = 0
     frame    := head body crc
     head     := sync "LDF\\xa7" (4 bytes), u8 kind, u8 flags = 0, u16 reserved = 0, u64 body length
     crc      := u32 zlib.crc32 of head + body
@@ -64,9 +64,27 @@ Frame kinds and their meta (JSON, UTF-8, unless said otherwise):
     9 FOOTER       {"paths", "path_info", "reasons", "errors", "inputs", "run_finish", "end",
                     "frames"} + columns (group 0): one row per loop execution, key (path, outer):
                    ex_path, ex_outer_n, ex_outer (flattened), ex_start, ex_finish, ex_iterations,
-                   ex_reason, ex_trip, ex_first, ex_count; iter_offsets (the ITERATION frames of
-                   execution r are iter_offsets[ex_first[r]:][:ex_count[r]], iteration k at k);
-                   notices (offsets)
+                   ex_reason, ex_trip, ex_first, ex_count, ex_recorded; run_first, run_offset
+                   (execution r has ex_recorded[r] iterations in ex_count[r] runs, from
+                   ex_first[r] on: run j starts at iteration run_first[j], in the frame at
+                   run_offset[j]; offset 0: missing); notices (offsets)
+   10 BATCH        consecutive iterations of one execution, as their ITERATION frames would hold
+                   them: binary meta: i64 first iteration, u32 count, i64 trip count (-1: none),
+                   u16 n, u16 path length, n x i64 outer iterations, path, then count bytes (per
+                   iteration, bit 0: cond, bit 1: continues); arrays: one per tensor of the
+                   iterations (groups 0-2 as in ITERATION), its rows the iterations, in the
+                   order an ITERATION frame has them
+
+Iterations whose tensors keep their dtypes and shapes and are small are written in BATCH frames
+(``batch``): about one byte of framing per iteration instead of ~150, and one .npy header per
+tensor per batch. The first iterations of every execution (iteration 0 carries the body inputs),
+trace-all iterations and big tensors are ITERATION frames. A batch stands for exactly the
+ITERATION frames of its iterations: ``TraceReader.raw`` gives those, byte for byte, so ``diff`` and
+``export`` see iterations. Batches end at least every ``flush_interval`` (0.25 s) and at 1 MiB, so
+a recording cut anywhere keeps every iteration written before its last complete batch.
+
+Version 1 files (no BATCH frames; a footer with one offset per iteration, ``iter_offsets``, and
+no ex_recorded, run_first, run_offset) are still read; a later major version is refused.
 
 While a recording runs, the writer holds an exclusive lock (``flock``) on the file: a second
 recorder of the same path is refused before it can empty it. Readers take no lock. Every array a
@@ -75,7 +93,9 @@ format 1.0 or 2.0, a header parsed as a literal, a plain dtype (never an object 
 one), C order, sizes that fill its bytes exactly; ``TraceReader.verify`` checks every frame so.
 
 A reader reads the locator first, then the footer: any (loop, outer, iteration) is one dict
-lookup and one read. A file without a valid locator and footer (crash, kill -9, full disk) is
+lookup, a binary search among that execution's runs (one per batch of up to 16,384 iterations)
+and one read of its frame (the last batch read is kept, so reading iterations in order reads each
+batch once). A file without a valid locator and footer (crash, kill -9, full disk) is
 scanned from the start: every complete frame whose crc holds is kept, damaged ones are skipped
 (re-synchronising on the next sync marker) and reported, and the file is said to be truncated
 when its END frame is missing.

@@ -6,8 +6,8 @@ After the first iteration of an execution (written by the general code, with the
 ``plan`` generates straight-line code for the next ones: it checks that the event is the next
 iteration of this execution with tensors of the same dtypes and shapes, then encodes the frame
 with one join and one checksum (*single* mode). Once an execution has run ``PROMOTE`` iterations
-that way and its frames are small, ``promote`` switches it to *batch* mode (``batch.FixedLayout``),
-which only keeps the tensors' bytes per iteration. Code objects are cached per loop and tensor
+that way and its frames are small, ``promote`` switches it to *batch* mode (``batch.BatchLayout``),
+which only keeps the tensors' bytes and a flag byte per iteration, written as BATCH frames. Code objects are cached per loop and tensor
 signature, so the many short executions of a nested loop compile nothing.
 
 Each mode gives two functions: ``fast(e) -> bool`` (False: not mine, nothing written) and
@@ -24,7 +24,7 @@ import numpy as np
 
 from loopdbg.engine import events as ev
 from loopdbg.trace import format as F
-from loopdbg.trace.batch import FixedLayout
+from loopdbg.trace.batch import BatchLayout
 
 PROMOTE = 128               # single-mode iterations before an execution may switch to batches
 MAX_PLANS = 8               # per execution: tensors whose shapes keep changing stay general
@@ -85,7 +85,7 @@ def plan(writer, ex: Execution, e) -> None:
     _, sig, prefixes, lead, total, base = cached
     post = ex.tail + F.COUNT.pack(len(ex.slots))
     ex.static = (sig, prefixes, lead, post, total, e.trip_count)
-    ex.promotable = FixedLayout.fits(total)
+    ex.promotable = BatchLayout.fits(total)
     ns = dict(base)
     ns.update(OUTER=ex.outer, POST=post, OFFS=ex.offs)
     writer._tick_every = max(1, min(128, writer._batch // total))
@@ -105,10 +105,14 @@ def demote(ex: Execution) -> None:
 def promote(writer, ex: Execution) -> None:
     """Switch a long-running execution with small frames to batch mode."""
     sig, prefixes, lead, post, total, trip = ex.static
-    layout = FixedLayout(writer, lead, trip, post, prefixes, len(ex.offs), ex.offs)
+    slots = [(group, name, dtype, shape)
+             for (_, _, group, name), (dtype, shape) in zip(ex.slots, sig)]
+    layout = BatchLayout(writer, ex.path, ex.outer, trip, slots, len(ex.offs), ex.offs)
     ns = _namespace(writer, ex, sig, prefixes)
-    ns.update(OUTER=ex.outer, TRIP=trip, B=layout, data_append=layout.data.append,
-              flags_append=layout.flags.append, batch_check=writer._batch_check)
+    ns.update(OUTER=ex.outer, TRIP=trip, B=layout, flags_append=layout.flags.append,
+              batch_check=writer._batch_check)
+    for k, rows in enumerate(layout.data):
+        ns[f"data{k}_append"] = rows.append
     ex.layout = layout
     ex.fast, ex.write = _functions(ex, "batch", ns)
     ex.promotable = False
@@ -138,32 +142,37 @@ def _functions(ex: Execution, mode: str, ns: dict):
 
 def _compile(ex: Execution, mode: str, fallback: str):
     n = len(ex.slots)
-    cond = ("type(e) is not IterationDone or e.spec is not SPEC or e.outer is not OUTER"
-            " or e.nodes is not None")
-    if mode == "batch":
-        cond += " or e.iteration != B.next or e.trip_count != TRIP"
-    src = ["def f(e):", f"    if {cond}:", f"        {fallback}",
-           "    o = e.body_out", "    i = e.body_in"]
+    # IterationDone is a tuple: one unpacking reads every field (engine.events._FIELDS)
+    src = ["def f(e):",
+           "    if type(e) is not IterationDone:",
+           f"        {fallback}",
+           "    _, it, trip, cond, cont, spec, i, o, _, outer, nodes, _ = e",
+           "    if spec is not SPEC or outer is not OUTER or nodes is not None"
+           + (" or it != B.next or trip != TRIP:" if mode == "batch" else ":"),
+           f"        {fallback}"]
+    seen: dict = {}
     for k, (is_out, idx, _, _) in enumerate(ex.slots):
+        if (is_out, idx) in seen:            # the same value in two groups (a back edge that is
+            src.append(f"    v{k} = v{seen[is_out, idx]}")     # also a scan slice): checked once
+            continue
+        seen[is_out, idx] = k
         src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
                 f"    if type(v{k}) is not ndarray:",
                 f"        v{k} = asarray(v{k})",
                 f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
                 f"        {fallback}"]
-    if mode == "batch":
-        src += [f"    data_append(v{k}.tobytes())" for k in range(n)]
-        src += ["    flags_append(e.cond)",
-                "    flags_append(e.continues)",
-                "    B.next += 1",
+    if mode == "batch":                 # the arrays themselves: batch.materialize joins them
+        src += [f"    data{k}_append(v{k})" for k in range(n)]
+        src += ["    flags_append((3 if cont else 1) if cond else (2 if cont else 0))",
+                "    B.next = it + 1",
                 "    m = B.n + 1",
                 "    B.n = m",
                 "    if m >= B.check_at:",
                 "        batch_check()"]
     else:
         parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))
-        src += ["    t = e.trip_count",
-                "    append_frame(join((LEAD, pack_iter(e.iteration, -1 if t is None else t, "
-                f"bool(e.cond), bool(e.continues)), POST{parts})), OFFS)"]
+        src += ["    append_frame(join((LEAD, pack_iter(it, -1 if trip is None else trip, "
+                f"bool(cond), bool(cont)), POST{parts})), OFFS)"]
     src.append("    return True")
     module = compile("\n".join(src) + "\n", f"<loopdbg trace writer, {mode} mode>", "exec")
     return next(c for c in module.co_consts if isinstance(c, types.CodeType))

@@ -17,7 +17,8 @@ from loopdbg.errors import LoopdbgError
 from loopdbg.ir.elements import npy_descr
 
 MAGIC = b"\x89LDTRACE\r\n\x1a\n"            # 12 bytes, PNG-style: catches text-mode mangling
-VERSION = (1, 0)                             # (major, minor); a reader refuses another major
+VERSION = (2, 0)                             # (major, minor) written
+READABLE = (1, 2)                            # majors a reader opens (1: no BATCH frames)
 PREAMBLE = struct.Struct("<12sHH")           # magic, major, minor: 16 bytes
 SYNC = b"LDF\xa7"                            # first 4 bytes of every frame
 HEAD = struct.Struct("<4sBBHQ")              # sync, kind, flags, reserved, body length: 16 bytes
@@ -30,12 +31,15 @@ COUNT = struct.Struct("<I")
 ENTRY = struct.Struct("<BHQ")                # group, name length, .npy length
 ITER_META = struct.Struct("<qqBBHH")         # iteration, trip (-1: none), cond, continues, n_outer, path length
 ITER_FIXED = struct.Struct("<qqBB")          # the part of ITER_META that changes every iteration
+ITER_TAIL = struct.Struct("<HH")             # n_outer, path length (then the outer i64s, the path)
+BATCH_FIXED = struct.Struct("<qIq")          # first iteration, count, trip (-1: none)
 
 # Frame kinds.
-HEADER, INPUTS, LOOP_START, ITERATION, LOOP_FINISH, NOTICE, RUN_FINISH, END, FOOTER = range(1, 10)
+HEADER, INPUTS, LOOP_START, ITERATION, LOOP_FINISH, NOTICE, RUN_FINISH, END, FOOTER, BATCH = \
+    range(1, 11)
 KIND_NAMES = {HEADER: "header", INPUTS: "inputs", LOOP_START: "loop start", ITERATION: "iteration",
               LOOP_FINISH: "loop finish", NOTICE: "notice", RUN_FINISH: "run finished",
-              END: "end", FOOTER: "footer index"}
+              END: "end", FOOTER: "footer index", BATCH: "iteration batch"}
 
 # Array groups inside a frame.
 BACK_EDGES, SCAN_SLICES, SLICED_INPUTS, NODES, BODY_INPUTS, OUTPUTS, MODEL_INPUTS = range(7)
@@ -247,3 +251,64 @@ def crc_ok(data) -> bool:
     n = len(data)
     return n >= HEAD.size + CRC.size and \
         zlib.crc32(memoryview(data)[:n - CRC.size]) == CRC.unpack_from(data, n - CRC.size)[0]
+
+
+# -- whole frames, and the ITERATION frames a BATCH frame stands for -----------------------------
+def encode_frame(kind: int, meta: bytes, arrays) -> bytes:
+    """A whole frame (head, body, crc) holding ``meta`` and ``arrays`` [(group, name, array)]."""
+    parts = [META_LEN.pack(len(meta)), meta, COUNT.pack(len(arrays))]
+    for group, name, v in arrays:
+        v = check_array(v, f"'{name}'")
+        nb = name.encode()
+        hdr = npy_header(v.dtype, v.shape)
+        parts += [ENTRY.pack(group, len(nb), len(hdr) + v.nbytes), nb, hdr, v.tobytes()]
+    body = b"".join(parts)
+    head = HEAD.pack(SYNC, kind, 0, 0, len(body))
+    return head + body + CRC.pack(zlib.crc32(body, zlib.crc32(head)))
+
+
+def iteration_tail(path: str, outer: tuple) -> bytes:
+    """The part of an ITERATION (and BATCH) meta naming the execution: n_outer, path length, the
+    outer iterations (i64), the path (UTF-8)."""
+    pb = path.encode()
+    return ITER_TAIL.pack(len(outer), len(pb)) + struct.pack(f"<{len(outer)}q", *outer) + pb
+
+
+def batch_meta(first: int, count: int, trip: int | None, path: str, outer: tuple,
+               flags: bytes) -> bytes:
+    """A BATCH frame's meta: first iteration, count, trip, the execution, then one byte per
+    iteration (bit 0: cond, bit 1: continues)."""
+    return (BATCH_FIXED.pack(first, count, -1 if trip is None else trip)
+            + iteration_tail(path, outer) + flags)
+
+
+def parse_batch_meta(meta: bytes) -> tuple:
+    """(path, outer, first, count, trip, flags) of a BATCH frame's meta; ValueError (or
+    struct.error) when it does not have the format's layout."""
+    first, count, trip = BATCH_FIXED.unpack_from(meta, 0)
+    pos = BATCH_FIXED.size
+    n_outer, plen = ITER_TAIL.unpack_from(meta, pos)
+    pos += ITER_TAIL.size
+    outer = struct.unpack_from(f"<{n_outer}q", meta, pos)
+    pos += 8 * n_outer
+    path = meta[pos:pos + plen].decode()
+    pos += plen
+    flags = meta[pos:]
+    if first < 0 or count < 1 or len(flags) != count or len(path.encode()) != plen:
+        raise ValueError("the batch's meta has the wrong length")
+    return path, outer, first, count, (None if trip < 0 else trip), flags
+
+
+def batch_iterations(meta: bytes, arrays: list):
+    """The ITERATION frames (bytes) a BATCH frame stands for, as its writer would have written
+    them one by one: ``arrays`` hold one row per iteration. ValueError when a row is missing."""
+    path, outer, first, count, trip, flags = parse_batch_meta(meta)
+    for _, name, a in arrays:
+        if a.ndim < 1 or a.shape[0] != count:
+            raise ValueError(f"array '{name}' has {a.shape[0] if a.ndim else 0} rows for "
+                             f"{count} iterations")
+    tail = iteration_tail(path, outer)
+    for j in range(count):
+        meta_j = ITER_FIXED.pack(first + j, -1 if trip is None else trip, flags[j] & 1,
+                                 (flags[j] >> 1) & 1) + tail
+        yield encode_frame(ITERATION, meta_j, [(g, n, a[j]) for g, n, a in arrays])

@@ -3,13 +3,20 @@ the footer, loaded back in one read.
 
 A loop *execution* is one run of a loop layer: the key is (path, outer), where ``outer`` holds the
 iterations of the enclosing loops (``()`` for a top-level loop). Its iterations are consecutive
-from 0, so the offsets of its ITERATION frames form one array and ``(path, outer, k)`` is found in
-O(1). Columns are ``array`` objects while building and numpy arrays once loaded from a footer.
+from 0 and stored in *runs*: an ITERATION frame holds a run of one, a BATCH frame a run of many.
+The index keeps, per run, its first iteration and its frame's offset (``Runs``), so it costs 16
+bytes per batch of thousands of iterations, and ``(path, outer, k)`` is one dict lookup and one
+binary search among the execution's runs (``locate``). Columns are ``array`` objects while
+building and numpy arrays once loaded from a footer.
+
+Version 1 footers (one offset per iteration, ``iter_offsets``) are read too: each iteration is
+then a run of its own.
 """
 
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 
 import numpy as np
 
@@ -18,7 +25,45 @@ _COLUMNS = (("ex_path", "i", np.int32), ("ex_outer_n", "i", np.int32),
             ("ex_finish", "q", np.int64), ("ex_iterations", "q", np.int64),
             ("ex_reason", "h", np.int16), ("ex_trip", "q", np.int64),
             ("ex_first", "q", np.int64), ("ex_count", "q", np.int64),
-            ("iter_offsets", "Q", np.uint64), ("notices", "Q", np.uint64))
+            ("ex_recorded", "q", np.int64), ("run_first", "q", np.int64),
+            ("run_offset", "Q", np.uint64), ("notices", "Q", np.uint64))
+_V1_COLUMNS = tuple(c for c in _COLUMNS if c[0] not in ("ex_recorded", "run_first", "run_offset")) \
+    + (("iter_offsets", "Q", np.uint64),)
+
+
+class Runs:
+    """Where the recorded iterations of one execution are, while writing or scanning: runs of
+    consecutive iterations, each in one frame, as (first iteration, frame offset); a gap left by
+    a damaged frame is a run at offset 0 (missing)."""
+
+    __slots__ = ("firsts", "offsets", "count")
+
+    def __init__(self):
+        self.firsts = array("q")
+        self.offsets = array("Q")
+        self.count = 0                 # iterations covered
+
+    def __len__(self) -> int:
+        return self.count
+
+    def append(self, offset: int) -> None:
+        """The next iteration, in its own frame at ``offset``."""
+        self.firsts.append(self.count)
+        self.offsets.append(offset)
+        self.count += 1
+
+    def add(self, first: int, n: int, offset: int) -> None:
+        """Iterations ``first`` .. ``first + n - 1`` in one frame at ``offset``; ValueError when
+        they overlap iterations already placed."""
+        if first < self.count or n < 1:
+            raise ValueError(f"iterations {first}..{first + n - 1} come after iteration "
+                             f"{self.count - 1} was already placed")
+        if first > self.count:                      # frames lost in between
+            self.firsts.append(self.count)
+            self.offsets.append(0)
+        self.firsts.append(first)
+        self.offsets.append(offset)
+        self.count = first + n
 
 
 class Index:
@@ -30,7 +75,7 @@ class Index:
         self.errors: dict[int, str] = {}            # execution row -> error message
         for name, code, _ in _COLUMNS:
             setattr(self, name, array(code))
-        self.per_row: list[array] = []              # while building: offsets of each execution
+        self.per_row: list[Runs] = []               # while building: each execution's runs
         self._keys: dict | None = {}
         self._key_list: list | None = None
         self.inputs = -1                            # offsets of the single frames (-1: absent)
@@ -58,7 +103,7 @@ class Index:
         self.ex_iterations.append(-1)
         self.ex_reason.append(-1)
         self.ex_trip.append(-1 if trip is None else trip)
-        self.per_row.append(array("Q"))
+        self.per_row.append(Runs())
         self.keys()[(path, tuple(outer))] = row
         return row
 
@@ -106,14 +151,32 @@ class Index:
                 self._key_list[r] = k
         return self._key_list[row]
 
-    def offsets(self, row: int):
+    def runs(self, row: int) -> tuple:
+        """(first iterations, frame offsets) of the execution's runs, in iteration order."""
         if not self.loaded:
-            return self.per_row[row]
-        first = int(self.ex_first[row])
-        return self.iter_offsets[first:first + int(self.ex_count[row])]
+            r = self.per_row[row]
+            return r.firsts, r.offsets
+        first, n = int(self.ex_first[row]), int(self.ex_count[row])
+        return self.run_first[first:first + n], self.run_offset[first:first + n]
+
+    def locate(self, row: int, k: int) -> tuple[int, int]:
+        """(frame offset, first iteration of that frame) of iteration ``k`` (0 <= k < count);
+        offset 0: the frame is missing."""
+        firsts, offsets = self.runs(row)
+        j = bisect_right(firsts, k) - 1
+        if j < 0:                                # (a damaged footer: the frame check says so)
+            return 0, 0
+        return int(offsets[j]), int(firsts[j])
+
+    def offsets(self, row: int) -> np.ndarray:
+        """The frame offset of every recorded iteration of the execution (runs expanded)."""
+        firsts, offsets = self.runs(row)
+        firsts = np.asarray(firsts, dtype=np.int64)
+        ends = np.append(firsts[1:], self.count(row)) if len(firsts) else firsts
+        return np.repeat(np.asarray(offsets, dtype=np.uint64), ends - firsts)
 
     def count(self, row: int) -> int:
-        return int(self.ex_count[row]) if self.loaded else len(self.per_row[row])
+        return int(self.ex_recorded[row]) if self.loaded else len(self.per_row[row])
 
     def reason(self, row: int) -> str | None:
         code = int(self.ex_reason[row])
@@ -128,11 +191,15 @@ class Index:
         """(meta, [(name, array)]) of the FOOTER frame."""
         self.ex_first = array("q")
         self.ex_count = array("q")
-        self.iter_offsets = array("Q")
-        for offs in self.per_row:
-            self.ex_first.append(len(self.iter_offsets))
-            self.ex_count.append(len(offs))
-            self.iter_offsets.extend(offs)
+        self.ex_recorded = array("q")
+        self.run_first = array("q")
+        self.run_offset = array("Q")
+        for runs in self.per_row:
+            self.ex_first.append(len(self.run_first))
+            self.ex_count.append(len(runs.firsts))
+            self.ex_recorded.append(runs.count)
+            self.run_first.extend(runs.firsts)
+            self.run_offset.extend(runs.offsets)
         meta = {"paths": self.paths, "path_info": self.path_info, "reasons": self.reasons,
                 "errors": {str(k): v for k, v in self.errors.items()}, "inputs": self.inputs,
                 "run_finish": self.run_finish, "end": self.end, "frames": self.frames}
@@ -141,7 +208,7 @@ class Index:
         return meta, arrays
 
     @classmethod
-    def from_footer(cls, meta: dict, arrays: dict) -> "Index":
+    def from_footer(cls, meta: dict, arrays: dict, version: int = 2) -> "Index":
         ix = cls()
         ix.paths = list(meta["paths"])
         ix.path_ids = {p: k for k, p in enumerate(ix.paths)}
@@ -150,7 +217,7 @@ class Index:
         ix.errors = {int(k): v for k, v in meta.get("errors", {}).items()}
         ix.inputs, ix.run_finish, ix.end = meta["inputs"], meta["run_finish"], meta["end"]
         ix.frames = meta["frames"]
-        for name, _, dt in _COLUMNS:
+        for name, _, dt in (_COLUMNS if version >= 2 else _V1_COLUMNS):
             a = arrays[name]
             if a.dtype != dt or a.ndim != 1:
                 raise ValueError(f"footer column {name} has the wrong type")
@@ -159,11 +226,24 @@ class Index:
         ix.loaded = True
         ix._keys = None
         ix._key_list = None
+        if version < 2:                          # one run per iteration
+            counts = ix.ex_count
+            ix.ex_recorded = counts.copy()
+            ix.run_offset = ix.iter_offsets
+            ix.run_first = np.zeros(len(ix.iter_offsets), np.int64)
+            for first, n in zip(ix.ex_first.tolist(), counts.tolist()):
+                if 0 <= first and n >= 0 and first + n <= len(ix.run_first):
+                    ix.run_first[first:first + n] = np.arange(n)
         n = len(ix.ex_path)
         if any(len(getattr(ix, c)) != n for c in ("ex_outer_n", "ex_start", "ex_finish",
                                                   "ex_iterations", "ex_reason", "ex_trip",
-                                                  "ex_first", "ex_count")):
+                                                  "ex_first", "ex_count", "ex_recorded")):
             raise ValueError("footer columns disagree in length")
-        if n and int((ix.ex_first + ix.ex_count).max()) > len(ix.iter_offsets):
+        if len(ix.run_first) != len(ix.run_offset):
+            raise ValueError("footer run columns disagree in length")
+        if n and (int(ix.ex_first.min()) < 0 or int(ix.ex_count.min()) < 0
+                  or int((ix.ex_first + ix.ex_count).max()) > len(ix.run_offset)):
             raise ValueError("footer offsets are out of range")
+        if n and int(ix.ex_recorded.min()) < 0:
+            raise ValueError("footer counts are negative")
         return ix

@@ -7,6 +7,7 @@ API on top of it. Every frame read is checked against its checksum; a damaged on
 
 from __future__ import annotations
 
+import struct
 from typing import Iterator
 
 import numpy as np
@@ -47,19 +48,27 @@ class TraceReader(TraceFile):
         row = ix.row(path, outer)
         if row is None:
             raise F.TraceError(self._no_loop(path, outer))
-        offs = ix.offsets(row)
-        n = len(offs)
+        n = ix.count(row)
         if not 0 <= iteration < n:
             rng = f"0..{n - 1}" if n else "none"
             raise F.TraceError(f"{self.path}: loop '{path}'{_at(outer)} has {n} recorded "
                                f"iteration{'s' if n != 1 else ''} ({rng}); there is no iteration "
                                f"{iteration}.")
-        off = int(offs[iteration])
+        off, _ = ix.locate(row, iteration)
         what = f"the frame of loop '{path}'{_at(outer)} iteration {iteration}"
         if off == 0:
             raise F.TraceError(f"{self.path}: {what} is missing (it was damaged).")
-        rec = self._decode(off, what)
+        rec = self._last_batch if self._last_batch is not None and self._last_batch.offset == off \
+            else None
+        if rec is None:
+            rec = self._decode(off, what)
+            if rec.kind == F.BATCH:
+                self._last_batch = rec           # the frames around it are in it too
         f = rec.meta
+        if rec.kind == F.BATCH:
+            if f.path != path or f.outer != outer or not f.first <= iteration < f.first + f.count:
+                raise self._damaged(what, off, "the index points to another frame")
+            return f.iteration(iteration)
         if rec.kind != F.ITERATION or f.path != path or f.iteration != iteration or f.outer != outer:
             raise self._damaged(what, off, "the index points to another frame")
         return f
@@ -158,9 +167,21 @@ class TraceReader(TraceFile):
 
     def raw(self) -> Iterator[tuple[int, int, bytes]]:
         """Every good frame in file order, undecoded: (offset, kind, frame bytes with head and
-        checksum). Two frames with the same bytes hold the same thing."""
+        checksum). Two frames with the same bytes hold the same thing. A BATCH frame is given as
+        the ITERATION frames it stands for, byte for byte as if written one by one, each with the
+        batch's offset (so traces compare the same however their iterations were batched)."""
         for off, kind, data in self._walk():
-            if kind != F.HEADER:
+            if kind == F.BATCH:
+                what = f"the {F.KIND_NAMES[kind]} frame"
+                try:
+                    meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
+                    frames = list(F.batch_iterations(meta, arrays))
+                except (ValueError, struct.error, UnicodeDecodeError, F.TraceError) as exc:
+                    raise self._damaged(what, off,
+                                        f"its contents cannot be decoded ({exc})") from None
+                for frame in frames:
+                    yield off, F.ITERATION, frame
+            elif kind != F.HEADER:
                 yield off, kind, data
 
     def decode(self, off: int, kind: int, data: bytes) -> Record:

@@ -130,3 +130,49 @@ def iteration_frame(meta: bytes, arrays: list, off: int) -> IterationFrame:
             setattr(f, attr, d)
         d[name] = a
     return f
+
+
+@dataclass
+class BatchFrame:
+    """A BATCH frame decoded: iterations ``first`` .. ``first + count - 1`` of one execution,
+    each array holding one row per iteration."""
+
+    path: str
+    outer: tuple[int, ...]
+    first: int
+    count: int
+    trip_count: int | None
+    flags: bytes
+    arrays: list = field(default_factory=list, repr=False)   # [(group, name, rows)]
+    offset: int = -1
+
+    def iteration(self, k: int) -> IterationFrame:
+        """Iteration ``k`` (absolute, within the batch) as an IterationFrame of row views."""
+        j = k - self.first
+        flag = self.flags[j]
+        return iteration_frame_of(self.path, k, self.trip_count, bool(flag & 1),
+                                  bool(flag & 2), self.outer,
+                                  [(g, n, a[j]) for g, n, a in self.arrays], self.offset)
+
+
+def batch_frame(meta: bytes, arrays: list, off: int) -> BatchFrame:
+    """A BATCH frame's meta and arrays, checked: every array has one row per iteration."""
+    path, outer, first, count, trip, flags = F.parse_batch_meta(meta)
+    for _, name, a in arrays:
+        if a.ndim < 1 or a.shape[0] != count:
+            raise ValueError(f"array '{name}' does not have one row per iteration")
+    return BatchFrame(path, outer, first, count, trip, flags, arrays, off)
+
+
+def iteration_frame_of(path, iteration, trip, cond, cont, outer, arrays, off) -> IterationFrame:
+    f = IterationFrame(path, iteration, trip, cond, cont, outer, offset=off)
+    for group, name, a in arrays:
+        attr = _GROUP_ATTR.get(group)
+        if attr is None:
+            continue
+        d = getattr(f, attr)
+        if d is None:
+            d = {}
+            setattr(f, attr, d)
+        d[name] = a
+    return f

@@ -19,8 +19,8 @@ from typing import Iterator
 
 from loopdbg.trace import format as F
 from loopdbg.trace.index import Index
-from loopdbg.trace.records import (Record, iteration_fields, iteration_frame, iteration_meta,
-                                   meta_bytes)
+from loopdbg.trace.records import (Record, batch_frame, iteration_fields, iteration_frame,
+                                   iteration_meta, meta_bytes)
 
 
 class TraceFile:
@@ -28,6 +28,7 @@ class TraceFile:
 
     def __init__(self, path, *, scan: bool = False):
         self.path = str(path)
+        self._last_batch: Record | None = None     # the BATCH frame read last (reader.frame)
         p = Path(self.path)
         if not p.exists():
             raise F.TraceError(f"{self.path}: no such file.")
@@ -58,9 +59,10 @@ class TraceFile:
                                f"trace magic bytes).")
         _, major, minor = F.PREAMBLE.unpack(raw)
         self.version = (major, minor)
-        if major != F.VERSION[0]:
+        if major not in F.READABLE:
             raise F.TraceError(f"{self.path} is a version {major}.{minor} trace; this loopdbg "
-                               f"reads version {F.VERSION[0]}.x traces.")
+                               f"reads versions "
+                               f"{' and '.join(f'{v}.x' for v in F.READABLE)}.")
         self.problems: list[str] = []
         self.truncated = False
         self.index_damaged = False
@@ -106,7 +108,8 @@ class TraceFile:
             if kind != F.FOOTER:
                 return None
             meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
-            return Index.from_footer(json.loads(meta), {n: a for _, n, a in arrays})
+            return Index.from_footer(json.loads(meta), {n: a for _, n, a in arrays},
+                                     self.version[0])
         except (F.TraceError, ValueError, KeyError, TypeError, AttributeError, struct.error):
             self.index_damaged = True
             return None
@@ -127,18 +130,21 @@ class TraceFile:
     def _index_frame(self, ix: Index, off: int, kind: int, data: bytes) -> None:
         """Add one frame found by scanning to the index; its meta is decoded and checked first
         (ValueError, KeyError, TypeError when it is not what the format says)."""
-        if kind == F.ITERATION:
-            path, outer, k, trip = iteration_meta(data)
+        if kind in (F.ITERATION, F.BATCH):
+            if kind == F.ITERATION:
+                path, outer, k, trip = iteration_meta(data)
+                n = 1
+            else:
+                if self.version[0] < 2:
+                    raise ValueError("a version 1 trace holds no batches")
+                path, outer, k, n, trip, _ = F.parse_batch_meta(meta_bytes(data))
             row = ix.row(path, outer)
             have = len(ix.per_row[row]) if row is not None else 0
             if k < 0 or k > have + self.size // (F.HEAD.size + F.CRC.size):
                 raise ValueError(f"iteration {k} cannot be in a file of {self.size} bytes")
             if row is None:
                 row = ix.start(path, outer, -1, trip)
-            offs = ix.per_row[row]
-            if k >= len(offs):
-                offs.extend([0] * (k - len(offs) + 1))
-            offs[k] = off
+            ix.per_row[row].add(k, n, off)
         elif kind in (F.LOOP_START, F.LOOP_FINISH):
             meta = json.loads(meta_bytes(data))
             path, outer = meta["path"], tuple(int(k) for k in meta["outer"])
@@ -270,6 +276,8 @@ class TraceFile:
             meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
             if kind == F.ITERATION:
                 return Record(kind, off, iteration_frame(meta, arrays, off), arrays)
+            if kind == F.BATCH:
+                return Record(kind, off, batch_frame(meta, arrays, off), arrays)
             decoded = json.loads(meta)
             if not isinstance(decoded, dict):
                 raise ValueError("its meta is not a JSON object")
@@ -285,6 +293,10 @@ class TraceFile:
         problems = []
         for off, kind, data in self._walk_checked(problems):
             try:
+                if kind == F.BATCH:
+                    meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
+                    batch_frame(meta, arrays, off)
+                    continue
                 meta, _ = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size, raw=True)
                 if kind == F.ITERATION:
                     iteration_fields(meta)

@@ -89,6 +89,8 @@ class TraceWriter:
     # -- public -----------------------------------------------------------------------------
     @property
     def frames(self) -> int:
+        """Frames written so far, each iteration waiting in a batch counted as one (it grows
+        with every event that writes something)."""
         return self._nframes + self._batched()
 
     @property
@@ -162,8 +164,8 @@ class TraceWriter:
             self._maybe_flush()
 
     def append_frames(self, rows: bytes, count: int) -> int:
-        """Append ``count`` whole frames of one size, checksums included (``batch`` encodes them
-        together); return the offset of the first."""
+        """Append ``count`` whole frames, checksums included (``batch`` encodes a BATCH frame);
+        return the offset of the first."""
         base = self._pos
         self._pend.append(rows)
         self._pos = base + len(rows)

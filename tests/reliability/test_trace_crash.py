@@ -136,8 +136,8 @@ def test_kill_9_during_run_trace_then_trace_info_recovers_every_complete_frame(t
     assert "TRUNCATED" in info.out
     with TraceReader(trace) as t:
         n = t.loops()[0].recorded
-        frame = t.frame("spin", n - 1).offset - t.frame("spin", n - 2).offset
-        assert size - t.valid_end < frame               # all that is lost is one partial frame
+        # all that is lost is the batch being written (one flush: at most batch_bytes, 1 MiB)
+        assert size - t.valid_end < 1 << 20
     assert f"spin: {n} iterations, the trace ends before it finished" in info.out
     check = cli("trace", "info", trace, "--check")
     assert check.code == 1 and "truncated" in check.out and f"{n} iterations" in check.out

@@ -1,0 +1,126 @@
+"""The functions of a big plan, interpreted instead of compiled.
+
+Compiling a plan's generated source costs about 30 µs per step in CPython's compiler, more than
+running the step does once: a 50,000-layer graph would take seconds to plan. A graph of more than
+``COMPILE_LIMIT`` steps is therefore run by a loop over its steps, with the values in a list
+(``run``, ``run_all`` and ``run_events`` behave as the generated ones do). When a kernel raises,
+``step_of`` finds the step from the interpreter's frame, as ``GraphPlan.locate`` finds it from a
+line of generated code.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from loopdbg.errors import LoopdbgError
+
+COMPILE_LIMIT = 2000        # steps: bigger graphs are interpreted
+
+
+def _tables(plan):
+    """(environment template, steps as (kernel, input slots, output slots, nested, with
+    context), result slots, value slots): the plan's local names turned into list positions."""
+    slot: dict[str | None, int] = {}
+    template: list = []
+    for k in range(len(plan.param_ids)):
+        slot[f"p{k}"] = len(template)
+        template.append(None)
+    for name, value in plan.consts.items():
+        slot[name] = len(template)
+        template.append(value)
+    steps = []
+    for step in plan.steps:
+        for out in step.outs:
+            slot[out] = len(template)
+            template.append(None)
+    slot[None] = len(template)                   # an unconnected optional input: None
+    template.append(None)
+    for step in plan.steps:                 # with_ctx: a kernel of run state, fn(ctx, *ins)
+        steps.append((step.fn, tuple(slot[a] for a in step.ins),
+                      tuple(slot[o] for o in step.outs), step.nested, step.with_ctx))
+    results = tuple(slot[r] for r in plan.result_locals)
+    values = tuple(range(len(plan.param_ids))) + tuple(slot[o] for s in plan.steps
+                                                       for o in s.outs)
+    return template, steps, results, values
+
+
+def interpreted(plan, kind: str) -> Callable:
+    """The function ``kind`` (run, run_all, run_events) of ``plan``, interpreted."""
+    template, steps, results, values = _tables(plan)
+    n_params = len(plan.param_ids)
+
+    def execute(ctx, params):
+        env = template.copy()
+        env[:n_params] = params
+        for k, (fn, ins, outs, _, with_ctx) in enumerate(steps):   # k: read by step_of
+            r = fn(ctx, *[env[i] for i in ins]) if with_ctx else fn(*[env[i] for i in ins])
+            if len(outs) == 1:
+                env[outs[0]] = r
+            else:
+                for o, v in zip(outs, r):
+                    env[o] = v
+        return env
+
+    def execute_nested(ctx, params):
+        env = template.copy()
+        env[:n_params] = params
+        for k, (fn, ins, outs, nested, with_ctx) in enumerate(steps):   # k: read by step_of
+            args = [env[i] for i in ins]
+            if nested:
+                r = yield from fn(ctx, *args)
+                for o, v in zip(outs, r):
+                    env[o] = v
+                continue
+            r = fn(ctx, *args) if with_ctx else fn(*args)
+            if len(outs) == 1:
+                env[outs[0]] = r
+            else:
+                for o, v in zip(outs, r):
+                    env[o] = v
+        return env
+
+    plan._interp_codes = (execute.__code__, execute_nested.__code__)
+
+    def pick(env):
+        return tuple(env[i] for i in results)
+
+    if not plan.is_generator:
+        if kind == "run":
+            return lambda ctx, *params: pick(execute(ctx, params))
+        if kind == "run_all":
+            def run_all(ctx, *params):
+                env = execute(ctx, params)
+                return pick(env), tuple(env[i] for i in values)
+            return run_all
+    else:
+        if kind == "run":
+            def run(ctx, *params):
+                return pick((yield from execute_nested(ctx, params)))
+            return run
+        if kind == "run_all":
+            def run_all_nested(ctx, *params):
+                env = yield from execute_nested(ctx, params)
+                return pick(env), tuple(env[i] for i in values)
+            return run_all_nested
+
+    def run_events(ctx, finish, fail, *params):
+        yield from ctx.notices
+        try:
+            if plan.is_generator:
+                env = yield from execute_nested(ctx, params)
+            else:
+                env = execute(ctx, params)
+        except LoopdbgError:
+            raise
+        except Exception as exc:
+            raise fail(exc) from None
+        yield finish(pick(env))
+
+    return run_events
+
+
+def step_of(plan, frame) -> int | None:
+    """The step an interpreter ``frame`` of ``plan`` was running, or None."""
+    if frame.f_code in getattr(plan, "_interp_codes", ()):
+        return frame.f_locals.get("k")
+    return None

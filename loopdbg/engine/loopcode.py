@@ -1,0 +1,165 @@
+"""One loop's iterations compiled into one generator function, its body inlined.
+
+``loop.run_loop`` is the general iteration code: it works on lists of feeds, calls the body's
+compiled function with a tuple of inputs and loops over its outputs. For a small body (a scalar
+while loop runs its two kernels in about a microsecond) that bookkeeping costs as much as the
+work, so each loop also gets code of its own, generated once from its ``LoopSpec``::
+
+    def loop_run(ctx, args):
+        st = yield from begin(SPEC, ctx, args)          # LoopStarted, notices (loop.begin)
+        ...
+        while True:
+            p2 = pieces0[i]                             # only the feeds this loop has
+            body_in = (p0, p1, p2)
+            v0_0 = k0(p0, c0)                           # the body's own lines (plan.step_lines)
+            v1_0 = k1(v0_0, p1)
+            outs = (v1_0, v0_0)
+            ...                                         # scan pieces, condition, stop
+            yield new(done, (PATH, i - 1, ...))         # IterationDone
+            p0, = (v0_0,)                               # back edges, all at once
+        return (yield from end(SPEC, ctx, st, i, stop, outs))
+
+Every check is the general code's own function (``loop.no_slice``, ``piece_shape``,
+``stop_reason`` ...), so both say the same; tests run models both ways and compare every event.
+A failing kernel is found by line as in any plan (``GraphPlan.compile_with``). Runs that record
+every node (``record_nodes``) take the general code.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from loopdbg.engine import events as ev
+from loopdbg.engine import loop as L
+from loopdbg.engine.interp import COMPILE_LIMIT
+from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.errors import LoopdbgError
+
+
+def compile_loop(spec: LoopSpec) -> Callable:
+    """The generator function ``loop_run(ctx, args)`` of one execution of ``spec``'s loop."""
+    body = spec.body
+    n_params = len(spec.param_names)
+    cur = spec.current_iteration
+    feed_counter = cur is not None and not spec.cur_fed_back
+    results = body.result_locals
+    ind = "            "
+    src = [
+        "def loop_run(ctx, args):",
+        "    st = yield from _L_begin(_L_SPEC, ctx, args)",
+        "    if st.outputs is not None:",
+        "        return st.outputs",
+        "    _L_params = st.params",
+        "    " + "".join(f"p{k}, " for k in range(n_params)) + "= _L_params"
+        if n_params else "    pass",
+        "    _L_outer, _L_trip, _L_limit, _L_collected = st.outer, st.trip, st.limit, st.collected",
+        "    _L_budget = ctx.max_memory",
+        "    _L_i = 0",
+        "    _L_cond = True",
+        "    _L_stop = None",
+    ]
+    for m, f in enumerate(spec.sliced):
+        src.append(f"    _L_pieces{m} = st.sliced[{m}][1]")
+    if spec.sliced:
+        src.append("    _L_n_slices = st.n_slices")
+    for k in range(len(spec.concats)):
+        src += [f"    _L_first{k} = None", f"    _L_append{k} = _L_collected[{k}].append"]
+    for m in range(len(spec.back_edges)):
+        src.append(f"    _L_dt{m} = st.back_edges[{m}][2]")
+    if feed_counter:
+        src += ["    _L_block_base = 0", "    _L_block = _L_counter_block(_L_SPEC, 0)"]
+    src += ["    try:", "        while True:"]
+    if spec.sliced:
+        src += [f"{ind}if _L_i >= _L_n_slices:",
+                f"{ind}    raise _L_no_slice(_L_SPEC, st.sliced, _L_i)"]
+        src += [f"{ind}p{f.pos} = _L_pieces{m}[_L_i]" for m, f in enumerate(spec.sliced)]
+    if feed_counter:
+        src += [f"{ind}_L_j = _L_i - _L_block_base",
+                f"{ind}if _L_j >= {L._BLOCK}:",
+                f"{ind}    _L_block_base, _L_j = _L_i, 0",
+                f"{ind}    _L_block = _L_counter_block(_L_SPEC, _L_i)",
+                f"{ind}p{cur} = _L_block[_L_j]"]
+    src.append(f"{ind}_L_body_in = (" + "".join(f"p{k}, " for k in range(n_params)) + ")")
+    if body.is_generator:
+        src.append(f"{ind}ctx.outer.append(_L_i)")
+    line_map: dict[int, int] = {}
+    for line, k in body.step_lines(ind):
+        line_map[len(src) + 1] = k
+        src.append(line)
+    if body.is_generator:
+        src.append(f"{ind}ctx.outer.pop()")
+    src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
+    for k, o in enumerate(spec.concats):
+        value = results[o.result_pos]
+        piece = f"_L_piece{k}"
+        src += [f"{ind}{piece} = {value}",
+                f"{ind}if type({piece}) is not _L_ndarray:    # a numpy scalar, a sequence ...",
+                f"{ind}    {piece} = _L_tensor_piece(_L_SPEC, {k}, {piece}, _L_i)",
+                f"{ind}if {piece}.shape != _L_first{k}:",
+                f"{ind}    _L_first{k} = _L_piece_shape(_L_SPEC, {k}, {piece}.shape, "
+                f"_L_first{k}, _L_i)",
+                f"{ind}_L_append{k}({piece})",
+                f"{ind}if _L_budget is not None:",
+                f"{ind}    _L_count_bytes(_L_SPEC, ctx, {piece}, _L_budget, _L_i)"]
+    if spec.cond_result is not None:
+        c = results[spec.cond_result]
+        src += [f"{ind}try:",
+                f"{ind}    _L_cond = bool({c})",
+                f"{ind}except ValueError:",
+                f"{ind}    raise _L_bad_condition(_L_SPEC, {c}, _L_i) from None"]
+    src += [f"{ind}_L_i += 1",
+            f"{ind}if _L_cond and _L_i < _L_limit:      # the usual case: another one follows",
+            f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, True, "
+            f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, None))",
+            f"{ind}else:",
+            f"{ind}    _L_stop = _L_stop_reason(_L_cond, _L_trip, _L_i, _L_IS_LOOP)",
+            f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, False, "
+            f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, _L_stop))",
+            f"{ind}    break"]
+    for m, (p, r) in enumerate(spec.back_edges):
+        v = results[r]                      # (no dtype: an ONNX sequence or optional)
+        src += [f"{ind}try:",
+                f"{ind}    _L_vd = {v}.dtype",
+                f"{ind}except AttributeError:",
+                f"{ind}    _L_vd = None",
+                f"{ind}if _L_vd is not _L_dt{m} and _L_dt{m} is not None and _L_vd != _L_dt{m}:",
+                f"{ind}    raise _L_dtype_changed(_L_SPEC, {p}, {r}, _L_dt{m}, {v}, _L_i - 1)"]
+    if spec.back_edges:                      # rule 5: all at once (a Result may be a Parameter)
+        src.append(ind + "".join(f"p{p}, " for p, _ in spec.back_edges) + "= "
+                   + "".join(f"{results[r]}, " for _, r in spec.back_edges))
+    if spec.condition_param is not None:
+        src.append(f"{ind}p{spec.condition_param} = _L_asarray(_L_cond)")
+    src += ["    except Exception as _L_exc:",
+            "        _L_err = yield from _L_fail(_L_SPEC, ctx, st, _L_i, _L_exc)",
+            "        if _L_err is _L_exc:",
+            "            raise",
+            "        raise _L_err from None",
+            "    return (yield from _L_end(_L_SPEC, ctx, st, _L_i, _L_stop, _L_outs))"]
+    names = {"_L_SPEC": spec, "_L_PATH": spec.path, "_L_IS_LOOP": spec.kind == "Loop",
+             "_L_begin": L.begin, "_L_end": L.end, "_L_fail": L.fail,
+             "_L_no_slice": L.no_slice, "_L_piece_shape": L.piece_shape,
+             "_L_count_bytes": L.count_bytes, "_L_bad_condition": L.bad_condition,
+             "_L_stop_reason": L.stop_reason, "_L_dtype_changed": L.dtype_changed,
+             "_L_counter_block": L._counter_block, "_L_new": tuple.__new__,
+             "_L_done": ev.IterationDone, "_L_asarray": np.asarray, "_L_ndarray": np.ndarray,
+             "_L_tensor_piece": L._tensor_piece,
+             "LoopdbgError": LoopdbgError}
+    return body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
+
+
+def runner(spec: LoopSpec) -> Callable:
+    """``run(ctx, *args)``: an execution of the loop, by its compiled code unless every node is
+    recorded (then by ``loop.run_loop``)."""
+    general = L.run_loop
+    if len(spec.body.steps) > COMPILE_LIMIT:        # a big body is interpreted (interp)
+        return lambda ctx, *args: general(spec, ctx, args)
+    compiled = compile_loop(spec)
+
+    def run(ctx, *args):
+        if ctx.record_nodes:
+            return general(spec, ctx, args)
+        return compiled(ctx, args)
+
+    return run

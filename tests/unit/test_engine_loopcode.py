@@ -1,0 +1,158 @@
+"""Each loop's compiled iteration code (engine/loopcode.py) does what the general code does.
+
+Every model of the corpus and of tests/data, and the benchmark's converter-style body, is run
+twice: once as the engine runs it (compiled loops) and once with every loop on the general
+``loop.run_loop``. The two event streams must agree event by event: kinds, loop paths, iteration
+numbers, conditions, stop reasons, every body input and output, the loops' and the model's
+outputs, notices, and errors (the same sentence).
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from loopdbg.engine import Engine
+from loopdbg.engine import loop as L
+from loopdbg.engine import runner as R
+from loopdbg.engine.inputs import load_npz
+from loopdbg.errors import LoopdbgError
+from loopdbg.ir.load import read_model
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = sorted(p.parent for p in (ROOT / "tests" / "corpus").glob("*/model.xml")) + \
+    sorted(p.parent for p in (ROOT / "tests" / "data").glob("*/model.xml"))
+
+
+def _general(spec):
+    return lambda ctx, *args: L.run_loop(spec, ctx, args)
+
+
+def _events(model, inputs, general: bool, monkeypatch, **options):
+    with monkeypatch.context() as m:
+        if general:
+            m.setattr(R, "runner", _general)
+        engine = Engine(model)
+    events, error = [], None
+    try:
+        for e in engine.run(inputs, **options):
+            events.append(e)
+    except LoopdbgError as exc:
+        error = str(exc)
+    return events, error
+
+
+def _same(a, b):
+    if isinstance(a, (tuple, list)):
+        assert isinstance(b, (tuple, list)) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _same(a[k], b[k])
+    elif isinstance(a, (np.ndarray, np.generic)):
+        assert np.asarray(a).dtype == np.asarray(b).dtype and np.shape(a) == np.shape(b)
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert a == b
+
+
+def compare(model, inputs, monkeypatch, **options):
+    fast, fast_error = _events(model, inputs, False, monkeypatch, **options)
+    slow, slow_error = _events(model, inputs, True, monkeypatch, **options)
+    assert fast_error == slow_error
+    assert [type(e).__name__ for e in fast] == [type(e).__name__ for e in slow]
+    for a, b in zip(fast, slow):
+        name = type(a).__name__
+        if name == "IterationDone":
+            assert (a.path, a.iteration, a.trip_count, bool(a.cond), a.continues, a.outer,
+                    a.stop_reason, a.spec is not None) == \
+                (b.path, b.iteration, b.trip_count, bool(b.cond), b.continues, b.outer,
+                 b.stop_reason, b.spec is not None)
+            _same(a.body_in, b.body_in)
+            _same(a.body_out, b.body_out)
+            _same(a.partials, b.partials)
+        elif name in ("LoopFinished", "RunFinished"):
+            _same(a.outputs, b.outputs)
+            if name == "LoopFinished":
+                assert (a.path, a.iterations, a.reason, a.outer, a.error) == \
+                    (b.path, b.iterations, b.reason, b.outer, b.error)
+        elif name == "LoopStarted":
+            assert (a.path, a.trip_count, a.execution_condition, a.outer) == \
+                (b.path, b.trip_count, b.execution_condition, b.outer)
+        else:
+            assert a == b
+    return fast, fast_error
+
+
+@pytest.mark.parametrize("case", MODELS, ids=lambda p: p.name)
+def test_compiled_loops_match_the_general_code(case, monkeypatch):
+    options = {"max_iterations": 500} if case.name == "endless_loop" else {}
+    events, _ = compare(read_model(case / "model.xml"), load_npz(case / "inputs.npz"),
+                        monkeypatch, **options)
+    assert events
+
+
+@pytest.mark.parametrize("options", [{"max_iterations": 3}, {"max_memory": 64}])
+def test_caps_and_budgets_stop_both_alike(options, monkeypatch):
+    case = ROOT / "tests" / "corpus" / "loop_for_accum_scan"
+    compare(read_model(case / "model.xml"), load_npz(case / "inputs.npz"), monkeypatch, **options)
+
+
+def test_a_failing_kernel_is_named_alike(monkeypatch):
+    case = ROOT / "tests" / "data" / "failing_loop"
+    _, error = compare(read_model(case / "model.xml"), load_npz(case / "inputs.npz"), monkeypatch)
+    assert error and "iteration" in error
+
+
+def test_back_edges_swap_at_once(monkeypatch):
+    """Rule 5: a Result that is a Parameter feeds the other back edge with the old value."""
+    from loopdbg.builder import GraphBuilder
+
+    b = GraphBuilder("swap")
+    a0, b0 = b.parameter("a0", "f32", [2]), b.parameter("b0", "f32", [2])
+    loop = b.loop("swap", trip=5, cond=True)
+    a, bb = loop.merged_input(a0, "a"), loop.merged_input(b0, "b")
+    body = loop.body
+    a2 = body.op("Add", [bb, np.zeros(2, np.float32)], name="a_next")
+    loop.back_edge(a2, a)
+    loop.back_edge(a, bb)                       # b takes a's value as it was
+    loop.condition(body.const("true", np.array(True)))
+    b.result(loop.output_last(a2, name="a_final"))
+    b.result(loop.output_concat(a2, axis=0, name="a_all"))
+    inputs = {"a0": np.array([1, 2], np.float32), "b0": np.array([3, 4], np.float32)}
+    events, _ = compare(b.build(), inputs, monkeypatch)
+    assert events[-1].outputs["a_all"].tolist() == [3, 4, 1, 2, 3, 4, 1, 2, 3, 4]
+
+
+def test_the_converter_style_body(monkeypatch):
+    sys.path.insert(0, str(ROOT / "tests"))
+    import benchmark_converter
+
+    model, inputs, _ = benchmark_converter.build(steps=25)
+    compare(model, inputs, monkeypatch)
+
+
+@pytest.mark.parametrize("case", MODELS[:8] + MODELS[-5:], ids=lambda p: p.name)
+def test_interpreted_plans_match_compiled_ones(case, monkeypatch):
+    """Graphs over interp.COMPILE_LIMIT steps are interpreted: the same events, the same errors
+    (a failing kernel still named)."""
+    from loopdbg.engine import loopcode, plan
+
+    model, inputs = read_model(case / "model.xml"), load_npz(case / "inputs.npz")
+    options = {"max_iterations": 500} if case.name == "endless_loop" else {}
+    want, want_error = _events(model, inputs, False, monkeypatch, **options)
+    with monkeypatch.context() as m:
+        m.setattr(plan, "COMPILE_LIMIT", 0)
+        m.setattr(loopcode, "COMPILE_LIMIT", 0)
+        got, got_error = _events(model, inputs, False, monkeypatch, **options)
+    assert got_error == want_error
+    assert [type(e).__name__ for e in got] == [type(e).__name__ for e in want]
+    for a, b in zip(got, want):
+        if type(a).__name__ == "IterationDone":
+            _same(a.body_in, b.body_in)
+            _same(a.body_out, b.body_out)
+        elif type(a).__name__ in ("LoopFinished", "RunFinished"):
+            _same(a.outputs, b.outputs)
