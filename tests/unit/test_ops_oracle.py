@@ -13,8 +13,6 @@ structural inputs (axes, shapes, k) usually are in real IRs.
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-
 import numpy as np
 import pytest
 
@@ -36,84 +34,9 @@ import openvino.opset13 as o13  # noqa: E402
 import openvino.opset15 as o15  # noqa: E402
 import openvino.opset16 as o16  # noqa: E402
 
-from loopdbg.ir.model import Layer, Port  # noqa: E402
-from loopdbg.ops.registry import make_kernel  # noqa: E402
-from loopdbg.oracle import testing as ovt  # noqa: E402
+from _ov_single_op import C, P, check  # noqa: E402  (the one-op differential helper)
 
 pytestmark = pytest.mark.oracle
-
-_CANONICAL = {"ReLU": "Relu", "PReLU": "PRelu", "SoftMax": "Softmax"}
-
-
-class P:
-    """An input fed through a Parameter."""
-
-    def __init__(self, value):
-        self.value = np.asarray(value)
-
-
-class C(P):
-    """An input baked in as a Constant."""
-
-
-def _ov_type(a: np.ndarray):
-    return ov.Type.boolean if a.dtype == np.bool_ else ov.Type(a.dtype)
-
-
-def _layer_from_ir(path) -> Layer:
-    """The single non-Parameter/Const/Result layer of the IR at ``path`` as OpenVINO wrote it."""
-    found = [el for el in ET.parse(path).getroot().find("layers")
-             if el.get("type") not in ("Parameter", "Const", "Result")]
-    assert len(found) == 1, [el.get("type") for el in found]
-    el = found[0]
-    data = el.find("data")
-    n_in = len(el.find("input")) if el.find("input") is not None else 0
-    n_out = len(el.find("output")) if el.find("output") is not None else 0
-    return Layer(id=int(el.get("id")), name=el.get("name"),
-                 type=_CANONICAL.get(el.get("type"), el.get("type")), version=el.get("version"),
-                 data=dict(data.attrib) if data is not None else {},
-                 inputs=tuple(Port(i, i) for i in range(n_in)),
-                 outputs=tuple(Port(n_in + j, j) for j in range(n_out)))
-
-
-def _run_openvino(build, inputs, backend: str, path):
-    """Build the one-op model here (OpenVINO as a model generator), save it as IR at ``path``,
-    and run it in OpenVINO's child process: the CPU plugin, or the reference implementations
-    (``Node.evaluate``). A crash or hang there skips the case with the reason."""
-    params, nodes = [], []
-    for x in inputs:
-        if type(x) is C:
-            nodes.append(o1.constant(x.value) if x.value.size else
-                         ov.op.Constant(_ov_type(x.value), ov.Shape(list(x.value.shape)), []))
-        else:
-            p = o1.parameter(list(x.value.shape), _ov_type(x.value))
-            params.append(p)
-            nodes.append(p)
-    node = build(*nodes)
-    ov.save_model(ov.Model(node.outputs(), params), str(path), compress_to_fp16=False)
-    feeds = [x.value for x in inputs if type(x) is P]
-    if backend == "cpu":
-        return ovt.run(path, feeds)
-    return ovt.evaluate(path, feeds)
-
-
-def check(tmp_path, build, inputs, backend="cpu", version=None):
-    path = tmp_path / "op.xml"
-    expected = _run_openvino(build, inputs, backend, path)
-    layer = _layer_from_ir(path)
-    if version is not None:
-        assert layer.version == version
-    kernel, n_out = make_kernel(layer)
-    got = kernel(*(x.value for x in inputs))
-    got = list(got) if isinstance(got, tuple) else [got]
-    assert n_out == len(expected) == len(got)
-    for g, e in zip(got, expected):
-        g = np.asarray(g)
-        assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
-        if e.dtype.kind == "f":
-            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
-        else:
-            np.testing.assert_array_equal(g, e)
 
 
 RNG = np.random.default_rng(42)
