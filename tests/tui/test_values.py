@@ -162,14 +162,20 @@ def test_the_heat_map_says_what_it_shows_and_labels_its_axes():
 
 
 async def test_the_1_mib_state_gets_a_heat_map():
-    sys_path = str(ROOT / "tests")
-    import sys
-    if sys_path not in sys.path:
-        sys.path.insert(0, sys_path)
-    import benchmark
+    from loopdbg.builder import GraphBuilder
     from loopdbg.engine import Engine
 
-    model, inputs, _ = benchmark.big_state(5)
+    n = 262144                                       # a 1 MiB float32 state
+    bld = GraphBuilder("state_bench")
+    x0 = bld.parameter("x0", "f32", [n])
+    loop = bld.loop("decay", trip=5, cond=True)
+    x = loop.merged_input(x0, "x")
+    half = loop.body.op("Multiply", [x, np.array(0.5, np.float32)], name="half")
+    nxt = loop.body.op("Add", [half, np.array(1.0, np.float32)], name="x_next")
+    loop.back_edge(nxt, x)
+    loop.condition(loop.body.const("true", np.array(True)))
+    bld.result(loop.output_last(nxt, name="x_final"))
+    model, inputs = bld.build(), {"x0": np.ones(n, np.float32)}
     app = LoopdbgApp(Session(Engine(model), inputs), title="m")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
