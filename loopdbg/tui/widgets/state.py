@@ -42,8 +42,15 @@ class LoopState(Panel, Static):
         update_text(self, self._text(view, self._width()))
 
     def on_resize(self, event) -> None:
+        # after this layout pass, and with a layout of its own: the text's height follows
+        # the new width (a layout asked for while one runs may be lost)
         if self._view is not None:
-            update_text(self, self._text(self._view, self._width()))
+            self.call_after_refresh(self._relayout)
+
+    def _relayout(self) -> None:
+        text = self._text(self._view, self._width())
+        self._loopdbg_text_shape = None
+        update_text(self, text)
 
     def _width(self) -> int:
         return max((self.size.width or 60) - 2, 24)
