@@ -163,7 +163,7 @@ class _Check:
 
     def _runtime_outputs(self, values, report: CheckReport):
         try:
-            compiled = self.oracle.compile_model(self.model, "the model")
+            compiled = self.oracle.compile_whole(self.model, "the model")
             outs = self.oracle.infer(compiled, self.oracle.feed(self.model, values), "the model")
         except OracleFailure as exc:
             report.runtime_error = str(exc)

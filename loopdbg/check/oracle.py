@@ -93,7 +93,7 @@ class Oracle:
             self.precision = compiled.precision
         return compiled
 
-    def compile_model(self, model: Model, what: str = "the model") -> Compiled:
+    def compile_whole(self, model: Model, what: str = "the model") -> Compiled:
         """The whole model: its file when it has one, else (an IR built in memory) written."""
         path = model.path
         if path and Path(path).exists():
