@@ -399,7 +399,11 @@ def _read_ports(el, label: str, ctx: _Context) -> tuple[Port, ...]:
     if el is None:
         return ()
     ports = []
-    for index, port_el in enumerate(el.iterchildren("port")):
+    index = -1
+    for port_el in el:                      # (plain iteration is cheaper than iterchildren)
+        if port_el.tag != "port":
+            continue
+        index += 1
         # the usual case first (a plain integer id and dims); anything else takes the checked
         # path, which fails naming the port
         get = port_el.get
@@ -409,7 +413,9 @@ def _read_ports(el, label: str, ctx: _Context) -> tuple[Port, ...]:
         except (TypeError, ValueError):
             port_id = _int(text, "id", _port_failer(port_el, label, ctx))
         dims = []
-        for d in port_el.iterchildren("dim"):
+        for d in port_el:
+            if d.tag != "dim":
+                continue
             text = d.text
             dims.append(int(text) if text is not None and text.isdigit() else
                         _dim(text, _port_failer(port_el, label, ctx)))
