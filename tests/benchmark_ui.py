@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import sys
 import time
 from pathlib import Path

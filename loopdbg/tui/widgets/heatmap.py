@@ -92,7 +92,7 @@ def heatmap_text(what: str, value, width: int = 60, height: int = 10) -> Text:
                              np.nan)
         m = means.reshape(-1, cols_room)
         br, bc, row_step = 1, chunk, cols_room * chunk
-        note += f", row by row" + (f", each cell the mean of {chunk} values" if chunk > 1 else "")
+        note += ", row by row" + (f", each cell the mean of {chunk} values" if chunk > 1 else "")
     else:
         m, br, bc = _blocks(m, rows_room, cols_room)
         if br > 1 or bc > 1:
