@@ -23,10 +23,20 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURE = re.compile(r"onnx (\S+): tensor-only (\d+) of (\d+) pass; all (\d+) of (\d+) pass")
 
 
+def _pillow() -> bool:
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _outcomes() -> dict[str, str | None]:
     """Each case's failure (type and first line), or None when it passes."""
     out = {}
     for name, case in sorted(all_cases().items()):
+        if name.startswith("test_image_decoder") and not _pillow():
+            continue  # ImageDecoder runs through onnx.reference, which needs Pillow (the dev extra has it)
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
@@ -62,6 +72,8 @@ def test_the_figure_in_the_list_and_the_readme_is_this_run(outcomes):
     assert written, "onnx_node_tests.txt has no figure line"
     if written.group(1) != onnx.__version__:
         pytest.skip(f"the figure is for onnx {written.group(1)}, this is {onnx.__version__}")
+    if not _pillow():
+        pytest.skip("Pillow is not installed, so the ImageDecoder cases were not run")
     assert written.group(0) == figure
     passed, total = written.group(2), written.group(3)
     readme = (ROOT / "README.md").read_text()
@@ -69,6 +81,6 @@ def test_the_figure_in_the_list_and_the_readme_is_this_run(outcomes):
 
 
 def test_the_tensor_only_node_tests_pass_at_least_97_percent(outcomes):
-    tensor = [n for n, c in all_cases().items() if tensor_only(c)]
+    tensor = [n for n, c in all_cases().items() if tensor_only(c) and n in outcomes]
     passed = sum(outcomes[n] is None for n in tensor)
     assert passed >= 0.97 * len(tensor), f"{passed} of {len(tensor)}"
