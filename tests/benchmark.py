@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -178,6 +179,19 @@ def main(argv=None) -> int:
     print(machine(), flush=True)
     rows: list[tuple] = []
     tmp = tempfile.mkdtemp(prefix="loopdbg-bench-")
+    try:
+        measure(args, rows, tmp, scale, repeat)
+    finally:                          # the traces of a run take hundreds of MiB
+        shutil.rmtree(tmp, ignore_errors=True)
+    width = max(len(r[0]) for r in rows)
+    print(f"{'case':<{width}}  {'loopdbg':>14}  {'reference':>24}  {'ratio':>7}  {'target':>10}  ok")
+    for name, a, b, ratio, target, ok in rows:
+        print(f"{name:<{width}}  {a:>14}  {b:>24}  {ratio:>7}  {target:>10}  "
+              f"{'yes' if ok else 'NO'}")
+    return 0 if all(r[-1] for r in rows) else 1
+
+
+def measure(args, rows: list, tmp: str, scale: float, repeat: int) -> None:
     wanted = set(args.only) if args.only else None
     traces = {}
     for name, case in benchmark_cases.CASES.items():
@@ -202,19 +216,13 @@ def main(argv=None) -> int:
         history_memory(engine, inputs, rows)
         from benchmark_trace import trace_rows
         big = benchmark_cases.load("loop_big_state_200", scale)
-        trace_rows(engine, inputs, iters, big[0], big[1], rows, repeat)
+        trace_rows(engine, inputs, iters, big[0], big[1], rows, repeat, tmp)
         try:
             from benchmark_ui import ui_rows
             ui_rows(rows)
         except ImportError:           # the UI extra is not installed
             pass
         startup(rows)
-    width = max(len(r[0]) for r in rows)
-    print(f"{'case':<{width}}  {'loopdbg':>14}  {'reference':>24}  {'ratio':>7}  {'target':>10}  ok")
-    for name, a, b, ratio, target, ok in rows:
-        print(f"{name:<{width}}  {a:>14}  {b:>24}  {ratio:>7}  {target:>10}  "
-              f"{'yes' if ok else 'NO'}")
-    return 0 if all(r[-1] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import tracemalloc
 
@@ -26,8 +25,8 @@ def _best_pair(a, b, repeat):
     return ta, tb
 
 
-def trace_rows(engine, inputs, iters, state_model, state_inputs, rows, repeat) -> None:
-    tmp = tempfile.mkdtemp(prefix="loopdbg-bench-")
+def trace_rows(engine, inputs, iters, state_model, state_inputs, rows, repeat, tmp) -> None:
+    """The trace rows; ``tmp`` is a folder for the files (the caller removes it)."""
     path = os.path.join(tmp, "while.ltrace")
     loop = next(iter(engine.loops))
 

@@ -83,9 +83,9 @@ def _session(case: str):
     from loopdbg.debug import Session
     from loopdbg.engine import Engine
 
-    if case == "1 MiB state":
-        import benchmark
-        model, inputs, _ = benchmark.big_state(100)
+    if case == "1 MiB state":                  # tests/perf's loop_big_state_200
+        import benchmark_cases
+        model, inputs, _, _ = benchmark_cases.load("loop_big_state_200")
         return Session(Engine(model), inputs)
     if case == "100-node converted body":
         import tempfile
@@ -120,7 +120,7 @@ async def _screen_time(session, key: str, ready) -> float:
 
 def _inspect_ready(app) -> bool:
     view = app.query_one("#inspect-view")
-    return "shape (262144,)" in str(getattr(view.content, "plain", view.content))
+    return "shape (256, 1024)" in str(getattr(view.content, "plain", view.content))
 
 
 async def _inspect_time(session) -> float:
@@ -137,7 +137,7 @@ async def _inspect_time(session) -> float:
                 drawn.append(time.perf_counter())
         app._display = display
         t0 = time.perf_counter()
-        app.show_value("x")
+        app.show_value("body_h")             # the 1 MiB state (loop_big_state_200's back edge)
         while not drawn:
             await pilot.pause(0.001)
         return drawn[0] - t0
