@@ -84,8 +84,10 @@ class GraphPlan:
     """
 
     def __init__(self, graph: Graph, path: str, where: str,
-                 nested_factory: Callable[[Layer, str, Graph], Callable] | None = None):
+                 nested_factory: Callable[[Layer, str, Graph], Callable] | None = None,
+                 kernel_factory: Callable[[Layer, str], tuple[Callable, int]] = make_kernel):
         self.graph = graph
+        self.kernel_factory = kernel_factory
         self.path = path
         self.where = where
         self.param_ids = graph.parameters
@@ -132,7 +134,7 @@ class GraphPlan:
                 n_out = len(layer.outputs)
                 nested = True
             else:
-                fn, n_out = make_kernel(layer, self.where)
+                fn, n_out = self.kernel_factory(layer, self.where)
                 nested = False
             k = len(self.steps)
             outs = tuple(f"v{k}_{j}" for j in range(max(n_out, 1)))
