@@ -11,8 +11,8 @@ def add_parser(sub) -> None:
                                    "its mode (for, while, do-while, ...), C-like pseudo-code with "
                                    "the model's names, each input by role, each output, and the "
                                    "pitfalls found. Give INPUTS to decide modes that depend on "
-                                   "the model's inputs (the model is run to find out). A model with "
-                                   "operations loopdbg cannot run is explained from its "
+                                   "the model's inputs (the model is run to find out). A model "
+                                   "with operations loopdbg cannot run is explained from its "
                                    "structure.")
     p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it)")
     p.add_argument("inputs", nargs="?",

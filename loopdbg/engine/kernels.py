@@ -10,7 +10,7 @@ as usual, so ``explain`` on inputs still learns the loops that start before it.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from loopdbg.errors import UnsupportedOperation
 from loopdbg.ir.model import Layer
