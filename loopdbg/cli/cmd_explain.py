@@ -11,7 +11,9 @@ def add_parser(sub) -> None:
                                    "its mode (for, while, do-while, ...), C-like pseudo-code with "
                                    "the model's names, each input by role, each output, and the "
                                    "pitfalls found. Give INPUTS to decide modes that depend on "
-                                   "the model's inputs (the model is run to find out).")
+                                   "the model's inputs (the model is run to find out). A model "
+                                   "with operations loopdbg cannot run is explained from its "
+                                   "structure.")
     p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it)")
     p.add_argument("inputs", nargs="?",
                    help="inputs.npz: run the model on them to decide input-dependent modes "
@@ -38,7 +40,7 @@ def run(args) -> int:
     from loopdbg.cli.common import err, safe
 
     model = read_model(args.model)
-    engine = Engine(model)
+    engine = Engine(model, require_kernels=False)   # explains any model
     source = args.inputs
     if source is None:               # as `run` does: the inputs.npz beside the model
         beside = Path(model.path or args.model).with_name("inputs.npz")

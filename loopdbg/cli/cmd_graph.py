@@ -40,7 +40,7 @@ def run(args) -> int:
                            f"or .dot.")
     model = read_model(args.model)
     output = Output(args.output, common.model_reads(model), what="the drawing")
-    engine = Engine(model)
+    engine = Engine(model, require_kernels=False)     # drawing needs no kernels
     spec = choose_loop(engine, args.loop)
     source = graph_to_dot(spec, consts="fold" if args.fold_consts else "show")
     output.write_bytes(source.encode() if fmt == "dot" else render(source, fmt))

@@ -89,8 +89,10 @@ class GraphPlan:
     """
 
     def __init__(self, graph: Graph, path: str, where: str,
-                 nested_factory: Callable[[Layer, str, Graph], Callable] | None = None):
+                 nested_factory: Callable[[Layer, str, Graph], Callable] | None = None,
+                 kernel_factory: Callable[..., tuple[Callable, int]] = make_kernel):
         self.graph = graph
+        self.kernel_factory = kernel_factory
         self.path = path
         self.where = where
         self.param_ids = graph.parameters
@@ -141,7 +143,7 @@ class GraphPlan:
                 nested = True
             else:
                 consts = tuple(self.consts.get(a) if a is not None else None for a in ins)
-                fn, n_out = make_kernel(layer, self.where, consts)
+                fn, n_out = self.kernel_factory(layer, self.where, consts)
                 nested = False
                 said = getattr(fn, "notice", None)
                 if said:                    # e.g. a random op: how loopdbg seeds it

@@ -7,7 +7,9 @@
 
 Every face of loopdbg (the CLI, the debugging session, the trace recorder, the UI) is a consumer of
 ``Engine.run``. A consumer may stop iterating at any time; the generator holds all run state, so
-dropping it leaks nothing.
+dropping it leaks nothing. ``Engine(model, require_kernels=False)`` also opens a model with
+operations loopdbg cannot run (see ``engine.kernels``), for the faces that only read its
+structure (``explain``, ``graph``).
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.if_op import IfSpec
 from loopdbg.engine.inputs import match_inputs, output_names
+from loopdbg.engine.kernels import KernelMaker
 from loopdbg.engine.loopcode import runner
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.engine.paths import loop_path
 from loopdbg.engine.plan import GraphPlan
-from loopdbg.errors import ModelError
+from loopdbg.errors import ModelError, UnsupportedOperation
 from loopdbg.ir.bulk import paused
 from loopdbg.ir.model import Layer, Model
 from loopdbg.ops.registry import check_supported
@@ -33,23 +36,31 @@ from loopdbg.ops.registry import check_supported
 class Engine:
     """A model turned into execution plans (once); ``run`` yields the events of one run."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, *, require_kernels: bool = True):
         self.model = model
         self.file = model.path or model.graph.name or "model"
         self.loops: dict[str, LoopSpec] = {}          # by loop path, in the order they were found
         self.ifs: dict[int, IfSpec] = {}
-        check_supported(model.graph, self.file)       # every missing op in one sentence
+        self.kernels = KernelMaker(require_kernels)
+        self.unsupported: str | None = None           # why the model cannot run (if it cannot)
+        try:
+            check_supported(model.graph, self.file)   # every missing op in one sentence
+        except UnsupportedOperation as exc:
+            if require_kernels:
+                raise
+            self.unsupported = str(exc)
         self.plans: list[GraphPlan] = []              # every graph's plan, nested ones first
         with paused():                          # many objects, no garbage (ir.bulk)
-            self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested)
+            self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested, self.kernels)
         self.plans.append(self.plan)
+        self.unsupported = self.unsupported or self.kernels.missing
         self.output_names = output_names(model)
 
     def _nested(self, layer: Layer, parent: str, graph=None):
         """Compile a control-flow layer found in a graph; return the callable the plan invokes."""
         if layer.type == "If":
             where = f"{self.file}: " + (f"in loop '{parent}', " if parent else "")
-            branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested)
+            branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested, self.kernels)
                         for sub in layer.subgraphs}
             self.plans.extend(branches.values())
             spec = IfSpec(layer, branches, where)
@@ -60,7 +71,7 @@ class Engine:
         if body is None:
             raise ModelError(f"{self.file}: {layer.describe()} has no <body>.")
         where = f"{self.file}: in the body of loop '{path}', "
-        plan = GraphPlan(body.graph, path, where, self._nested)
+        plan = GraphPlan(body.graph, path, where, self._nested, self.kernels)
         self.plans.append(plan)
         spec = LoopSpec(layer, path, plan, f"{self.file}: ")
         spec.parent_graph = graph

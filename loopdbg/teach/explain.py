@@ -9,6 +9,10 @@ Modes that depend on the model's inputs (a trip count or an execution condition 
 input) are decided by running the model on given inputs up to the start of each loop; without
 inputs the explanation says what the mode would be either way.
 
+A model with operations loopdbg cannot run is explained all the same, from its structure (an
+Engine made with ``require_kernels=False``): the facts say so (``cannot_run``), and a run on
+given inputs decides only the loops that start before the first such operation.
+
 The facts are gathered here; ``teach.pitfalls`` finds the pitfalls and ``teach.explain_text``
 writes the text.
 """
@@ -38,9 +42,10 @@ RUN_BUDGET = 10_000
 
 def loop_starts(engine, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict, str | None]:
     """Run ``engine`` on ``inputs``: the first LoopStarted of each loop path, each loop's
-    executions as ``LoopRun``s, and the error that ended the run, if any."""
+    executions as ``LoopRun``s, and the error that ended the run, if any (not when the run
+    reached an operation loopdbg cannot run: ``engine.unsupported`` already says that)."""
     from loopdbg.engine import events as ev
-    from loopdbg.errors import LoopdbgError
+    from loopdbg.errors import LoopdbgError, UnsupportedOperation
 
     started: dict[str, Any] = {}
     runs: dict[str, list] = {}
@@ -53,6 +58,8 @@ def loop_starts(engine, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict, s
                 elif isinstance(event, ev.LoopFinished):
                     runs.setdefault(event.path, []).append(
                         LoopRun(event.iterations, event.reason, event.reason_text))
+    except UnsupportedOperation as exc:
+        error = None if getattr(engine, "unsupported", None) else str(exc)
     except LoopdbgError as exc:
         error = str(exc)
     return started, runs, error
@@ -91,6 +98,8 @@ def explain(engine, inputs: Mapping[str, np.ndarray] | None = None, loop: str | 
     facts = {"model": engine.file, "inputs_given": inputs is not None,
              "loops": [loop_facts(s, started.get(s.path), runs.get(s.path),
                                   inputs_given=inputs is not None) for s in specs]}
+    if getattr(engine, "unsupported", None):
+        facts["cannot_run"] = engine.unsupported
     if error is not None:
         facts["run_error"] = error
     return facts

@@ -14,11 +14,17 @@ def format_text(facts: dict) -> str:
     """``explain``'s facts as the text ``loopdbg explain`` prints."""
     out: list[str] = []
     if not facts["loops"]:
-        return f"{safe(facts['model'])}: no Loop or TensorIterator.\n"
+        out.append(f"{facts['model']}: no Loop or TensorIterator.")
     for k, loop in enumerate(facts["loops"]):
         if k:
             out.append("")
         out.extend(_loop_text(loop, facts["inputs_given"]))
+    if "cannot_run" in facts:
+        out.append("")
+        decided = (" The inputs decided only the loops that start before the first of them."
+                   if facts["inputs_given"] else "")
+        out.append(f"note: loopdbg cannot run this model, so this is read from its structure: "
+                   f"{facts['cannot_run']}{decided}")
     if "run_error" in facts:
         out.append("")
         out.append(f"note: the run on the given inputs failed: {facts['run_error']}")

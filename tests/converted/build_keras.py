@@ -1,4 +1,5 @@
-"""Keras and TensorFlow models with loops, converted by ``openvino.convert_model`` (see make_models.py).
+"""Keras and TensorFlow models with loops, converted by ``openvino.convert_model``
+(see make_models.py).
 
 Each builder returns ``(ov.Model, inputs, about)``: the converted model as OpenVINO's TensorFlow
 frontend wrote it, seeded inputs by input name, and one line on what the model is. Keras 3 runs its
@@ -14,10 +15,10 @@ from typing import NamedTuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import openvino as ov  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import openvino as ov
+import tensorflow as tf
 
 
 class Built(NamedTuple):
@@ -31,7 +32,7 @@ class Built(NamedTuple):
 
 
 def _keras(model, inputs: dict, names: list, about: str) -> Built:
-    got = model(list(inputs.values())[0])
+    got = model(next(iter(inputs.values())))
     return Built(ov.convert_model(model), inputs, names, about, {names[0]: np.asarray(got)})
 
 
@@ -51,7 +52,8 @@ def crnn_text(rng):
     model = keras.Model(image, probs)
     inputs = {"image": rng.random((1, 16, 48, 1), dtype=np.float32)}
     return _keras(model, inputs, ["probs"],
-                  "CRNN: Conv2D/MaxPool x2, Permute+Reshape to 12 steps, Bidirectional(LSTM 16), Dense softmax")
+                  "CRNN: Conv2D/MaxPool x2, Permute+Reshape to 12 steps, "
+                  "Bidirectional(LSTM 16), Dense softmax")
 
 
 def lstm_go_backwards(rng):
@@ -83,7 +85,8 @@ def speech_conv_gru(rng):
                     r.normal(0, .2, mean.shape), r.uniform(.5, 2, var.shape)])
     inputs = {"features": rng.standard_normal((1, 40, 13)).astype(np.float32)}
     return _keras(model, inputs, ["log_probs"],
-                  "Conv1D(16, 5, stride 2)+BatchNorm, GRU(24) over 18 frames, Dense(29) log_softmax")
+                  "Conv1D(16, 5, stride 2)+BatchNorm, GRU(24) over 18 frames, "
+                  "Dense(29) log_softmax")
 
 
 def convlstm(rng):

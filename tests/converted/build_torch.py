@@ -15,12 +15,11 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 import torch
+from build_keras import Built
 from torch import nn
 
-from build_keras import Built
-
 END = 1                        # the end-of-sequence token of the attention decoder
-MIN_GAP = 0.1                  # the stop decision's margin (in logits) on either side
+MIN_GAP = 0.1                  # least gap (logits) between the stop step and the steps before
 
 
 def _gru(gates_in, gates_h, h):
@@ -132,9 +131,10 @@ def attention_decoder(rng):
     inputs = {"src": src.numpy(), "max_len": np.array(12, np.int64)}
     with torch.no_grad():
         got = {"tokens": scripted(src, torch.tensor(12)).numpy()}
-    return Built(om, inputs, ["tokens"],
-                 f"TorchScript while loop: Embedding, dot-product attention (softmax), GRU step, " \
-        f"LayerNorm, Linear, argmax; stops on token {END} (at step {stop + 1}) or max_len=12", got)
+    about = (f"TorchScript while loop: Embedding, dot-product attention (softmax), GRU step, "
+             f"LayerNorm, Linear, argmax; stops on token {END} (at step {stop + 1}) or "
+             f"max_len=12")
+    return Built(om, inputs, ["tokens"], about, got)
 
 
 class Tacotron(nn.Module):
@@ -210,10 +210,11 @@ def tacotron_decoder(rng):
     inputs = {"memory": memory.numpy(), "max_steps": np.array(16, np.int64)}
     with torch.no_grad():
         mel, stops = scripted(memory, torch.tensor(16))
-    return Built(om, inputs, ["mel", "stop_logits"],
-                 f"TorchScript while loop: prenet, attention LSTM step, additive attention, decoder " \
-        f"LSTM step, mel + stop projections; stops when sigmoid(stop) > 0.5 (at step {stop + 1}) " \
-        f"or max_steps=16", {"mel": mel.numpy(), "stop_logits": stops.numpy()})
+    about = (f"TorchScript while loop: prenet, attention LSTM step, additive attention, decoder "
+             f"LSTM step, mel + stop projections; stops when sigmoid(stop) > 0.5 (at step "
+             f"{stop + 1}) or max_steps=16")
+    return Built(om, inputs, ["mel", "stop_logits"], about,
+                 {"mel": mel.numpy(), "stop_logits": stops.numpy()})
 
 
 class Forecaster(nn.Module):
@@ -254,8 +255,8 @@ def conv1d_forecaster(rng):
     with torch.no_grad():
         got = {"forecast": net(history, horizon).numpy()}
     return Built(om, inputs, None,
-                 "TorchScript for loop -> ONNX Loop (opset 17): Conv1d x2 + ReLU, Linear head, " \
-        "preds[:, i] = p (ScatterND), window slid with cat; horizon=6 steps", got)
+                 "TorchScript for loop -> ONNX Loop (opset 17): Conv1d x2 + ReLU, Linear head, "
+                 "preds[:, i] = p (ScatterND), window slid with cat; horizon=6 steps", got)
 
 
 class ScanTagger(nn.Module):

@@ -80,7 +80,8 @@ def child_evaluate(folder: Path) -> None:
             for r in model.get_results()]
     if not model.evaluate(outs, ins):
         raise SystemExit("Model.evaluate returned false")
-    out = {_only_name(r.input_value(0)): np.array(t.data) for r, t in zip(model.get_results(), outs)}
+    out = {_only_name(r.input_value(0)): np.array(t.data)
+           for r, t in zip(model.get_results(), outs)}
     np.savez(folder / "expected.npz", **out)
 
 
@@ -191,7 +192,6 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] in ("--expected", "--evaluate"):
         (child_expected if argv[0] == "--expected" else child_evaluate)(Path(argv[1]))
         return 0
-    import openvino  # noqa: F401 - imported before torch and TensorFlow (their bundled libraries)
 
     known = builders()
     chosen = argv or list(known)
