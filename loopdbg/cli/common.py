@@ -51,8 +51,9 @@ def add_limit_args(p) -> None:
     p.add_argument("--max-iterations", type=positive_int, metavar="N",
                    help="stop every loop after N iterations (runaway loops)")
     p.add_argument("--max-memory", type=memory_size, metavar="SIZE",
-                   help="budget for concatenated outputs, e.g. 512M or 4G "
-                        "(default: a quarter of the machine's memory)")
+                   help="what a run may add to loopdbg's memory, e.g. 512M or 4G: concatenated "
+                        "outputs, kernel outputs sized by input values, and the process's growth "
+                        "between iterations (default: a quarter of the machine's memory)")
 
 
 def seed(text: str) -> int:

@@ -8,6 +8,7 @@ compiled body, collects scan pieces, checks the condition and applies the back e
 from __future__ import annotations
 
 import sys
+from time import perf_counter
 from typing import Generator
 
 import numpy as np
@@ -15,9 +16,12 @@ import numpy as np
 from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.loopspec import LoopSpec
-from loopdbg.engine.slicing import chunks, is_canonical
+from loopdbg.engine.slicing import Chunks, chunks, is_canonical
 from loopdbg.errors import LoopdbgError, ResourceLimitError, RunError
 from loopdbg.ir import model as irm
+from loopdbg.ops.budget import BUDGET, SLACK
+from loopdbg.ops.budget import size as budget_size
+from loopdbg.ops.budget import used as budget_used
 
 _BLOCK = 4096
 
@@ -129,6 +133,8 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     record = ctx.record_nodes
     cond_param = spec.condition_param
     budget = ctx.max_memory
+    pace = Pace()                                    # the memory checkpoints (``checkpoint``)
+    check_at = 1 if BUDGET.limit is not None else limit
     feed_counter = cur is not None and not spec.cur_fed_back
     block_base, block = 0, (_counter_block(spec, 0) if feed_counter else None)
     nodes = None
@@ -182,6 +188,8 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                              collected, outer, nodes, stop))
             if stop is not None:
                 break
+            if i >= check_at:                                 # the memory budget's checkpoint
+                check_at = checkpoint(spec, i, limit, pace, [outs[r] for _, r, _ in back_edges])
             for p, r, dt in back_edges:                       # rule 5: all at once
                 v = outs[r]
                 if dt is not None and (vd := getattr(v, "dtype", None)) is not dt and vd != dt:
@@ -221,14 +229,49 @@ def piece_shape(spec: LoopSpec, k: int, shape: tuple, first, i: int):
     return first
 
 
+# What a held scan piece costs beyond its data: the array object and its slot in the list.
+PIECE_OVERHEAD = 120
+
+
 def count_bytes(spec: LoopSpec, ctx: RunContext, piece, budget: int, i: int) -> None:
     """--max-memory: the concatenated pieces held so far must stay within the budget."""
-    ctx.scan_bytes += np.asarray(piece).nbytes
+    ctx.scan_bytes += np.asarray(piece).nbytes + PIECE_OVERHEAD
     if ctx.scan_bytes > budget:
         raise ResourceLimitError(
             f"loop '{spec.path}': at iteration {i} the concatenated outputs hold "
-            f"{_size(ctx.scan_bytes)}, past the memory budget of {_size(budget)} "
+            f"{budget_size(ctx.scan_bytes)}, past the memory budget of {budget_size(budget)} "
             f"(--max-memory).", loop_path=spec.path, iteration=i)
+
+
+class Pace:
+    """When one loop execution checks the memory budget next (see ``checkpoint``)."""
+
+    __slots__ = ("step", "last", "held")
+
+    def __init__(self):
+        self.step, self.last, self.held = 1, perf_counter(), -1
+
+
+def checkpoint(spec: LoopSpec, i: int, limit: int, pace: Pace, carried) -> int:
+    """The memory budget between iterations (see ``loopdbg.ops.budget``), after iteration
+    ``i - 1``: what the run added to the process (its RSS) must stay within the budget.
+
+    Returns the iteration after which to check next: after every one while iterations are slow
+    (a millisecond or more between checks) or the values ``carried`` by the back edges change
+    size (a back edge that doubles outgrows any interval), else up to every 4,096."""
+    budget = BUDGET.limit
+    if budget is not None and (grown := budget_used()) > budget + SLACK:
+        raise ResourceLimitError(
+            f"loop '{spec.path}': after iteration {i - 1} the run holds {budget_size(grown)} more "
+            f"than when it started, past the memory budget of {budget_size(budget)} "
+            f"(--max-memory); the iterations so far can still be inspected.",
+            loop_path=spec.path, iteration=i - 1)
+    now = perf_counter()
+    held = sum(getattr(v, "nbytes", 0) for v in carried)
+    steady = held == pace.held and now - pace.last < 1e-3
+    pace.step = min(pace.step * 2, 4096) if steady else 1
+    pace.last, pace.held = now, held
+    return min(i + pace.step, limit)
 
 
 def bad_condition(spec: LoopSpec, value, i: int) -> RunError:
@@ -261,15 +304,12 @@ def _external(spec: LoopSpec, args: tuple, ext: int):
     return args[ext]
 
 
-def _chunks(spec: LoopSpec, f, args) -> list:
+def _chunks(spec: LoopSpec, f, args) -> Chunks:
     x = _external(spec, args, f.ext)
     what = f"{spec.where}{spec.layer.describe()}: sliced input '{f.name}'"
     try:
-        pieces = chunks(x, f.axis, f.start, f.end, f.stride, f.part_size, what=what)
-        if spec.onnx:                                  # ONNX Scan: the slice loses the axis
-            axis = f.axis + np.ndim(x) if f.axis < 0 else f.axis
-            pieces = [np.squeeze(p, axis) for p in pieces]
-        return pieces
+        return chunks(x, f.axis, f.start, f.end, f.stride, f.part_size, what=what,
+                      squeeze=spec.onnx)              # ONNX Scan: the slice loses the axis
     except RunError as exc:
         exc.loop_path = spec.path
         raise
@@ -400,10 +440,3 @@ def _fail(spec: LoopSpec, ctx: RunContext, i: int, outer, exc: Exception):
     finished = ev.LoopFinished(spec.path, i, ev.STOP_ERROR, {}, outer, error=str(exc))
     ctx.loops.append(finished)
     yield finished
-
-
-def _size(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024

@@ -36,6 +36,7 @@ from loopdbg.engine import loop as L
 from loopdbg.engine.interp import COMPILE_LIMIT
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.errors import LoopdbgError
+from loopdbg.ops.budget import BUDGET
 
 
 def compile_loop(spec: LoopSpec) -> Callable:
@@ -56,6 +57,8 @@ def compile_loop(spec: LoopSpec) -> Callable:
         if n_params else "    pass",
         "    _L_outer, _L_trip, _L_limit, _L_collected = st.outer, st.trip, st.limit, st.collected",
         "    _L_budget = ctx.max_memory",
+        "    _L_pace = _L_Pace()                      # the memory checkpoints (loop.checkpoint)",
+        "    _L_check_at = 1 if _L_BUDGET.limit is not None else _L_limit",
         "    _L_i = 0",
         "    _L_cond = True",
         "    _L_stop = None",
@@ -110,9 +113,14 @@ def compile_loop(spec: LoopSpec) -> Callable:
                 f"{ind}except ValueError:",
                 f"{ind}    raise _L_bad_condition(_L_SPEC, {c}, _L_i) from None"]
     src += [f"{ind}_L_i += 1",
-            f"{ind}if _L_cond and _L_i < _L_limit:      # the usual case: another one follows",
+            f"{ind}if _L_cond and _L_i < _L_check_at:   # the usual case: another one follows",
             f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, True, "
             f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, None))",
+            f"{ind}elif _L_cond and _L_i < _L_limit:    # the same, and a memory checkpoint",
+            f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, True, "
+            f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, None))",
+            f"{ind}    _L_check_at = _L_checkpoint(_L_SPEC, _L_i, _L_limit, _L_pace, ("
+            + "".join(f"{results[r]}, " for _, r in spec.back_edges) + "))",
             f"{ind}else:",
             f"{ind}    _L_stop = _L_stop_reason(_L_cond, _L_trip, _L_i, _L_IS_LOOP)",
             f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, False, "
@@ -144,7 +152,8 @@ def compile_loop(spec: LoopSpec) -> Callable:
              "_L_stop_reason": L.stop_reason, "_L_dtype_changed": L.dtype_changed,
              "_L_counter_block": L._counter_block, "_L_new": tuple.__new__,
              "_L_done": ev.IterationDone, "_L_asarray": np.asarray, "_L_ndarray": np.ndarray,
-             "_L_tensor_piece": L._tensor_piece,
+             "_L_tensor_piece": L._tensor_piece, "_L_checkpoint": L.checkpoint,
+             "_L_BUDGET": BUDGET, "_L_Pace": L.Pace,
              "LoopdbgError": LoopdbgError}
     return body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 

@@ -34,8 +34,9 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of
-from loopdbg.errors import LoopdbgError, ModelError, RunError
+from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunError
 from loopdbg.ir.model import Graph, Layer
+from loopdbg.ops.budget import BudgetExceeded
 from loopdbg.ops.registry import make_kernel
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
@@ -286,8 +287,11 @@ class GraphPlan:
         at = layer.describe() if layer is not None else whole
         text = str(exc).strip()
         reason = text.splitlines()[0].rstrip(".") if text else type(exc).__name__
-        return RunError(f"{prefix}{at} failed: {reason}.", layer=layer.name if layer else None,
-                        **where)
+        kind = ResourceLimitError if isinstance(exc, MemoryError) else RunError
+        if isinstance(exc, MemoryError) and not isinstance(exc, BudgetExceeded):
+            reason = f"out of memory ({reason})"
+        return kind(f"{prefix}{at} failed: {reason}.", layer=layer.name if layer else None,
+                    **where)
 
     def interpret(self, ctx, param_values) -> Iterator[tuple[Layer, tuple]]:
         """Run the plan one layer at a time, yielding ``(layer, outputs)`` after each.

@@ -30,6 +30,7 @@ from loopdbg.engine.plan import GraphPlan
 from loopdbg.errors import ModelError, UnsupportedOperation
 from loopdbg.ir.bulk import paused
 from loopdbg.ir.model import Layer, Model
+from loopdbg.ops import budget
 from loopdbg.ops.registry import check_supported
 
 
@@ -83,6 +84,7 @@ class Engine:
             source: str = "inputs") -> Iterator[ev.Event]:
         """Check ``inputs`` now (raising InputError), then return the event generator of the run."""
         values = match_inputs(self.model, inputs, source)
+        budget.start(max_memory)                # what the run may add to the process (ops.budget)
         ctx = RunContext(max_iterations=max_iterations, max_memory=max_memory,
                          record_nodes=record_nodes)
         for text in self.model.warnings:

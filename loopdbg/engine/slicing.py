@@ -13,9 +13,39 @@ import numpy as np
 from loopdbg.errors import RunError
 
 
+class Chunks:
+    """The chunks of a sliced input, made one at a time when an iteration asks for its chunk.
+
+    A sequence (``len``, indexing, iteration): making every view up front would cost a Python
+    object per chunk before the first iteration runs (hundreds of MB for a long axis, even when
+    ``--max-iterations`` stops the loop after five).
+    """
+
+    __slots__ = ("x", "lead", "first", "step", "n", "squeeze")
+
+    def __init__(self, x: np.ndarray, axis: int, first: int, step: int, n: int,
+                 squeeze: bool = False):
+        self.x, self.lead, self.first, self.step, self.n = x, (slice(None),) * axis, first, step, n
+        self.squeeze = squeeze        # ONNX Scan: the slice loses the axis
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        if not -self.n <= k < self.n:
+            raise IndexError(k)
+        if k < 0:
+            k += self.n
+        lo = self.first + k * self.step
+        if self.squeeze:
+            return self.x[self.lead + (lo,)]
+        return self.x[self.lead + (slice(lo, lo + abs(self.step)),)]
+
+
 def chunks(x: np.ndarray, axis: int, start: int, end: int, stride: int, part_size: int,
-           *, what: str) -> list[np.ndarray]:
-    """Every chunk of ``x`` along ``axis``, in the order the iterations consume them."""
+           *, what: str, squeeze: bool = False) -> Chunks:
+    """Every chunk of ``x`` along ``axis``, in the order the iterations consume them (made
+    lazily); ``squeeze``: each chunk drops the axis (``part_size`` must be 1)."""
     x = np.asarray(x)
     if axis < 0:
         axis += x.ndim
@@ -30,19 +60,19 @@ def chunks(x: np.ndarray, axis: int, start: int, end: int, stride: int, part_siz
     if length and not (0 <= s < length and 0 <= e < length):   # else: zero chunks, silently
         raise RunError(f"{what}: start={start} end={end} reach outside the axis of length "
                        f"{length}.")
-    lead = (slice(None),) * axis
     p = part_size
     if stride > 0:
         n = max((e - s + 1) // p, 0)
-        bounds = [(s + k * p, s + k * p + p) for k in range(n)]
+        first, step = s, p
     else:
         n = max((s - e + 1) // p, 0)
-        bounds = [(s - k * p - p + 1, s - k * p + 1) for k in range(n)]
-    for lo, hi in bounds[:1] + bounds[-1:]:
-        if lo < 0 or hi > length:
+        first, step = s - p + 1, -p
+    if n:
+        lows = (first, first + (n - 1) * step)
+        if min(lows) < 0 or max(lows) + p > length:
             raise RunError(f"{what}: start={start} end={end} stride={stride} part_size={p} reach "
                            f"outside the axis of length {length}.")
-    return [x[lead + (slice(lo, hi),)] for lo, hi in bounds]
+    return Chunks(x, axis, first, step, n, squeeze)
 
 
 def is_canonical(start: int, end: int, stride: int, length: int) -> bool:

@@ -60,7 +60,8 @@ builds a plan.
 
 How the table fills. On the first lookup every module of this package whose name does not start
 with ``_`` is imported, in name order, and the ``op`` entries of the family modules among them
-fill the table (``args``, ``shape_rules`` and ``catalog`` are helpers and register nothing).
+fill the table (``args``, ``budget``, ``shape_rules`` and ``catalog`` are helpers and register
+nothing).
 Nothing lists the families, so adding an op to a family is editing one file, and adding a family
 is adding one; family modules import this module, which imports none of them by name.
 ``docs/ops.md`` is written from the table (``python -m loopdbg.ops.catalog``), and
@@ -78,6 +79,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from loopdbg.errors import UnsupportedOperation
+from loopdbg.ops.budget import guarded
 from loopdbg.ir.model import Layer
 
 Kernel = Callable[..., object]
@@ -308,7 +310,7 @@ def make_kernel(layer: Layer, where: str = "",
             kernel = spec.factory(layer, tuple(consts))
         else:
             kernel = spec.factory(layer)
-        return kernel, spec.count_outputs(layer)
+        return guarded(layer.type, kernel), spec.count_outputs(layer)
     except UnsupportedOperation:
         raise
     except (ValueError, KeyError, TypeError) as exc:

@@ -234,7 +234,7 @@ def test_restart_runs_again_from_the_beginning_keeping_breakpoints_and_watches()
 
 
 def test_restart_after_an_error_runs_again():
-    s = corpus("loop_while_iter", max_memory=16)
+    s = corpus("loop_while_iter", max_memory=200)   # past it in a few iterations
     st = s.continue_()
     assert st.kind == ERROR and "memory budget" in st.reason and s.done
     assert headline(st).startswith("error: ")
