@@ -50,3 +50,12 @@ def safe_lines(text) -> str:
     """``text`` with every control character escaped except the newlines between its lines."""
     text = text if isinstance(text, str) else str(text)
     return _BUT_NEWLINE.sub(_escape, text) if _BUT_NEWLINE.search(text) else text
+
+
+def byte_size(n: float) -> str:
+    """Bytes as people read them: 512 bytes, 3.0 MiB, 2.0 GiB."""
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"

@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--trace", metavar="FILE.ltrace",
                    help="record the run to a trace file as it goes (replay it later with "
                         "`loopdbg FILE.ltrace`)")
+    common.add_trace_size_arg(p)
     p.set_defaults(handler=run)
 
 
@@ -50,7 +51,8 @@ def run(args) -> int:
 
             def record(events):
                 return recording(events, args.trace, model=model, inputs=inputs, source=source,
-                                 options={"max_iterations": args.max_iterations})
+                                 options={"max_iterations": args.max_iterations},
+                                 max_bytes=common.trace_size_cap(args))
         session = Session(Engine(model), inputs, history=args.history,
                           max_iterations=args.max_iterations,
                           max_memory=args.max_memory or common.default_memory_budget(),

@@ -22,6 +22,7 @@ def add_parser(sub) -> None:
                    help="record every iteration to a trace file (see `loopdbg trace --help`)")
     p.add_argument("--trace-all", action="store_true",
                    help="with --trace: also record every body node's value")
+    common.add_trace_size_arg(p)
     g = p.add_argument_group("breakpoints (run until the first stop and print the stop report)")
     g.add_argument("--break", dest="breaks", action="append", default=[], metavar="EXPR",
                    help="stop after the first iteration where EXPR holds, e.g. 'i == 3', "
@@ -67,7 +68,7 @@ def _run(args) -> int:
     engine = Engine(model)
     budget = args.max_memory or common.default_memory_budget()
     if args.breaks or args.watch or args.on_nan:
-        return run_to_stop(args, engine, inputs, source, budget)
+        return run_to_stop(args, engine, inputs, source, budget, model, reads)
     if args.trace_all and not args.trace:
         say("--trace-all has no effect without --trace FILE")
     events = engine.run(inputs, max_iterations=args.max_iterations, max_memory=budget,
@@ -77,7 +78,8 @@ def _run(args) -> int:
         from loopdbg.trace.record import recording
         options = {"trace_all": args.trace_all, "max_iterations": args.max_iterations}
         recorder = events = recording(events, args.trace, model=model, inputs=inputs,
-                                      options=options, source=source, reads=reads)
+                                      options=options, source=source, reads=reads,
+                                      max_bytes=common.trace_size_cap(args))
     progress = Progress(enabled=not args.quiet)
     final = None
     try:
@@ -167,14 +169,32 @@ def report(final) -> str:
     return "\n".join(map(safe, lines))      # each line one line, whatever a name holds
 
 
-def run_to_stop(args, engine, inputs, source, budget) -> int:
-    """`run --break/--watch/--on-nan`: run to the first stop, print its report (exit 0)."""
-    from loopdbg.debug import Session, format_stop
+def run_to_stop(args, engine, inputs, source, budget, model, reads) -> int:
+    """`run --break/--watch/--on-nan`: run to the first stop, print its report (exit 0); with
+    --trace, what ran up to the stop is recorded."""
+    from loopdbg.debug import Session
+
+    record = None
+    if args.trace:
+        from loopdbg.trace.record import recording
+
+        def record(events):
+            return recording(events, args.trace, model=model, inputs=inputs, source=source,
+                             options={"max_iterations": args.max_iterations}, reads=reads,
+                             max_bytes=common.trace_size_cap(args))
+    session = Session(engine, inputs, max_iterations=args.max_iterations, max_memory=budget,
+                      on_nan=args.on_nan, source=source, history=args.history, record=record)
+    try:
+        return _stop_report(args, session)
+    finally:
+        session.close()
+
+
+def _stop_report(args, session) -> int:
+    from loopdbg.debug import format_stop
     from loopdbg.debug.report import format_watches
     from loopdbg.debug.session import END, ERROR
 
-    session = Session(engine, inputs, max_iterations=args.max_iterations, max_memory=budget,
-                      on_nan=args.on_nan, source=source, history=args.history)
     exprs = [session.breakpoints.add(text, loop=args.loop).condition for text in args.breaks]
     exprs += [session.breakpoints.watch(text, loop=args.loop).expression for text in args.watch]
     for expr in exprs:

@@ -6,7 +6,7 @@ import sys
 from typing import Mapping
 
 from loopdbg.cli import common
-from loopdbg.text import safe
+from loopdbg.text import byte_size, safe
 
 
 def add_parser(sub) -> None:
@@ -86,7 +86,7 @@ def info_text(t) -> str:
     from loopdbg.trace import TraceError
 
     h = _dict(t.header)
-    lines = [f"trace:   {safe(t.path)}  ({_size(t.size)}, {_state(t)})",
+    lines = [f"trace:   {safe(t.path)}  ({byte_size(t.size)}, {_state(t)})",
              f"format:  version {t.version[0]}.{t.version[1]}, recorded by loopdbg "
              f"{safe(h.get('loopdbg', '?'))} on {safe(h.get('created', '?'))}"]
     m = _dict(h.get("model"))
@@ -181,14 +181,6 @@ def _shape(shape) -> str:
     if not isinstance(shape, list):
         return safe(shape)
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _size(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def _outer(text: str) -> tuple:

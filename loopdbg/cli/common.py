@@ -91,6 +91,25 @@ def memory_size(text: str) -> int:
     return size
 
 
+def add_trace_size_arg(p) -> None:
+    p.add_argument("--max-trace-size", type=memory_size, metavar="SIZE",
+                   help="with --trace: stop the run when the trace reaches SIZE, e.g. 2G, and "
+                        "close it readable (default: half the free space where it is written)")
+
+
+def trace_size_cap(args) -> int:
+    """--max-trace-size, or half the free space of the trace's folder (1 GiB if unknown)."""
+    if args.max_trace_size:
+        return args.max_trace_size
+    import os
+    import shutil
+    try:
+        folder = os.path.dirname(os.path.abspath(args.trace)) or "."
+        return max(shutil.disk_usage(folder).free // 2, 1 << 20)
+    except OSError:
+        return 1 << 30
+
+
 def default_memory_budget() -> int:
     """A quarter of physical memory (or 4 GiB when that cannot be read)."""
     try:

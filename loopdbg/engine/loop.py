@@ -20,8 +20,8 @@ from loopdbg.engine.slicing import Chunks, chunks, is_canonical
 from loopdbg.errors import LoopdbgError, ResourceLimitError, RunError
 from loopdbg.ir import model as irm
 from loopdbg.ops.budget import BUDGET, SLACK
-from loopdbg.ops.budget import size as budget_size
 from loopdbg.ops.budget import used as budget_used
+from loopdbg.text import byte_size
 
 _BLOCK = 4096
 
@@ -239,7 +239,7 @@ def count_bytes(spec: LoopSpec, ctx: RunContext, piece, budget: int, i: int) -> 
     if ctx.scan_bytes > budget:
         raise ResourceLimitError(
             f"loop '{spec.path}': at iteration {i} the concatenated outputs hold "
-            f"{budget_size(ctx.scan_bytes)}, past the memory budget of {budget_size(budget)} "
+            f"{byte_size(ctx.scan_bytes)}, past the memory budget of {byte_size(budget)} "
             f"(--max-memory).", loop_path=spec.path, iteration=i)
 
 
@@ -262,8 +262,8 @@ def checkpoint(spec: LoopSpec, i: int, limit: int, pace: Pace, carried) -> int:
     budget = BUDGET.limit
     if budget is not None and (grown := budget_used()) > budget + SLACK:
         raise ResourceLimitError(
-            f"loop '{spec.path}': after iteration {i - 1} the run holds {budget_size(grown)} more "
-            f"than when it started, past the memory budget of {budget_size(budget)} "
+            f"loop '{spec.path}': after iteration {i - 1} the run holds {byte_size(grown)} more "
+            f"than when it started, past the memory budget of {byte_size(budget)} "
             f"(--max-memory); the iterations so far can still be inspected.",
             loop_path=spec.path, iteration=i - 1)
     now = perf_counter()

@@ -27,6 +27,8 @@ from typing import Callable
 
 import numpy as np
 
+from loopdbg.text import byte_size as size
+
 # Allocations smaller than this are not checked one by one (the checkpoints see them).
 SMALL = 1 << 20
 # What the process's size moves by on its own (the allocator's arenas, modules a kernel imports
@@ -80,15 +82,6 @@ def start(limit: int | None) -> None:
 def used() -> int:
     """What the run has added to the process so far."""
     return max(rss() - BUDGET.baseline, 0)
-
-
-def size(n: float) -> str:
-    """Bytes as people read them: 512 bytes, 3.0 MiB, 2.0 GiB."""
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def reserve(nbytes: float) -> None:

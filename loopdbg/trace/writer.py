@@ -23,7 +23,9 @@ from typing import Mapping
 import numpy as np
 
 from loopdbg.engine import events as ev
+from loopdbg.errors import ResourceLimitError
 from loopdbg.files import open_recording
+from loopdbg.text import byte_size as size
 from loopdbg.trace import format as F
 from loopdbg.trace import fastpath
 from loopdbg.trace.index import Index
@@ -52,9 +54,11 @@ class TraceWriter:
     def __init__(self, path, header: Mapping | None = None, *,
                  model_inputs: Mapping[str, np.ndarray] | None = None,
                  flush_interval: float = 0.25, batch_bytes: int = 1 << 20,
-                 queue_bytes: int = 8 << 20, reads=()):
+                 queue_bytes: int = 8 << 20, reads=(), max_bytes: int | None = None):
         """``reads``: [(what, path)] the recording command reads besides the model and inputs
-        the header names (those are never overwritten either; see ``loopdbg.files``)."""
+        the header names (those are never overwritten either; see ``loopdbg.files``).
+        ``max_bytes``: the trace's size cap (None: none); past it the next flush raises
+        ResourceLimitError, and the recording closes the file, readable up to there."""
         self.path = str(path)
         fd = open_recording(self.path, [*F.recorded_sources(dict(header or {})), *reads],
                             what="the trace")
@@ -64,6 +68,7 @@ class TraceWriter:
         self._pos = 0                         # file offset after the last frame encoded
         self._flushed = 0                     # file offset up to which the sink has the bytes
         self._batch = batch_bytes
+        self._max_bytes = max_bytes
         self._interval = flush_interval
         self._last_flush = time.monotonic()
         self._tick = self._tick_every = 128   # compiled code checks the time every so often
@@ -427,6 +432,12 @@ class TraceWriter:
             pend.clear()                 # the same list: compiled code appends to it
             self._put(data, len(data), True)
             self._flushed = self._pos
+        if self._max_bytes is not None and self._pos > self._max_bytes and not self._closed:
+            raise ResourceLimitError(
+                f"the trace {self.path} reached {size(self._pos)}, its size cap of "
+                f"{size(self._max_bytes)} (--max-trace-size); the run stopped after "
+                f"{self.iterations} recorded iterations, and the trace is closed, readable up "
+                f"to there.")
 
     def _put(self, item, nbytes: int, inline: bool = False) -> None:
         try:
