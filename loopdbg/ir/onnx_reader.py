@@ -257,10 +257,7 @@ class _Converter:
         b = _Builder(name, top, self, where or self.where)
         inits = {}
         for t in g.initializer:
-            try:
-                inits[t.name] = to_array(t)
-            except Exception as exc:
-                raise ModelError(f"{b.where}initializer '{t.name}' cannot be read: {exc}.") from None
+            inits[t.name] = self.tensor(b, t, f"initializer '{t.name}'")
         if g.sparse_initializer:
             raise ModelError(f"{b.where}the graph has sparse initializers, which loopdbg does not "
                              f"support.")
@@ -291,6 +288,7 @@ class _Converter:
 
     def node(self, b: _Builder, node) -> None:
         domain = node.domain or ""
+        self.check_arity(b, node)
         if domain in ("", "ai.onnx") and node.op_type == "Constant":
             self.constant_node(b, node)
             return
@@ -317,6 +315,30 @@ class _Converter:
             if t:
                 b.source[t] = (lid, j)
 
+    def check_arity(self, b: _Builder, node) -> None:
+        """The node's input and output counts against its operator's schema (onnx.defs), so a
+        Constant without an output or an If without a condition is one sentence, not an
+        IndexError in a kernel. Operators onnx does not know are left to their kernels."""
+        from onnx import defs
+
+        domain = node.domain or ""
+        try:
+            schema = defs.get_schema(node.op_type, self.opsets.get(domain or "ai.onnx", 1) or 1,
+                                     domain)
+        except Exception:  # noqa: BLE001 - an operator or domain onnx does not know
+            return
+        what = f"{b.where}node '{node.name or next(iter(node.output), '') or node.op_type}' " \
+               f"({node.op_type})"
+        for kind, got, low, high in (("inputs", len(node.input), schema.min_input,
+                                      schema.max_input),
+                                     ("outputs", len(node.output), schema.min_output,
+                                      schema.max_output)):
+            if not low <= got <= high:
+                want = f"{low}" if low == high else (f"at least {low}" if high > 1 << 20
+                                                    else f"{low} to {high}")
+                raise ModelError(f"{what} has {got} {kind if got != 1 else kind[:-1]}; its "
+                                 f"operator takes {want}.")
+
     def attributes(self, b: _Builder, node) -> dict[str, Any]:
         from onnx import helper
 
@@ -337,9 +359,11 @@ class _Converter:
                 raise ModelError(f"{b.where}node '{node.name or node.op_type}' refers to a function "
                                  f"attribute '{a.ref_attr_name}'; loopdbg reads plain graphs only.")
             if a.type == a.TENSOR:
-                value: Any = to_array(a.t)
+                value: Any = self.tensor(b, a.t, f"attribute '{a.name}' of node "
+                                                 f"'{node.name or node.op_type}'")
             elif a.type == a.TENSORS:
-                value = [to_array(t) for t in a.tensors]
+                value = [self.tensor(b, t, f"attribute '{a.name}' of node "
+                                           f"'{node.name or node.op_type}'") for t in a.tensors]
             else:
                 value = helper.get_attribute_value(a)
                 if isinstance(value, bytes):
@@ -350,12 +374,20 @@ class _Converter:
             data[a.name] = value
         return data
 
+    def tensor(self, b: _Builder, t, what: str) -> np.ndarray:
+        """A tensor of the file (an initializer, a Constant's value, a tensor attribute) as an
+        array; data that does not match its shape and type is one sentence naming ``what``."""
+        try:
+            return to_array(t)
+        except Exception as exc:  # noqa: BLE001 - numpy_helper's errors are many kinds
+            raise ModelError(f"{b.where}{what} cannot be read: {exc}.") from None
+
     def constant_node(self, b: _Builder, node) -> None:
         out = node.output[0]
         attrs = {a.name: a for a in node.attribute}
         what = f"Constant node '{node.name or out}'"
         if "value" in attrs:
-            value = to_array(attrs["value"].t)
+            value = self.tensor(b, attrs["value"].t, what)
         elif "value_float" in attrs:
             value = np.array(attrs["value_float"].f, dtype=np.float32)
         elif "value_floats" in attrs:
@@ -463,6 +495,10 @@ class _Converter:
         m = (self._attr_ints(node, "num_scan_inputs") or [None])[0]
         if m is None:
             raise ModelError(f"{b.where}Scan node '{lname}' has no num_scan_inputs attribute.")
+        n_scan_max = len(node.input) - (1 if opset < 9 else 0)
+        if not 1 <= m <= n_scan_max:
+            raise ModelError(f"{b.where}Scan node '{lname}' has num_scan_inputs={m}, but "
+                             f"it has {n_scan_max} input{'s' if n_scan_max != 1 else ''} to scan.")
         if opset < 9:
             self._scan8(b, node, lname, body, m)
             return
