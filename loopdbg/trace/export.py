@@ -17,7 +17,6 @@ is written one array at a time, so memory stays flat for any trace size.
 
 from __future__ import annotations
 
-import json
 import struct
 import zipfile
 
@@ -85,10 +84,8 @@ def _arrays(reader: TraceReader, wanted, outputs: bool):
             if kind == F.ITERATION:
                 path, outer, iteration = iteration_fields(meta)[:3]
             elif kind == F.LOOP_FINISH:
-                m = json.loads(meta)
-                path, outer = m["path"], tuple(int(k) for k in m["outer"])
-                if not isinstance(path, str):
-                    raise TypeError("its loop path is not text")
+                m = F.check_meta(kind, F.load_json(meta))
+                path, outer = m["path"], tuple(m["outer"])
         except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
             raise F.TraceError(f"{reader.path}: the {F.KIND_NAMES.get(kind)} frame at byte {off} "
                                f"cannot be exported: {exc}; nothing was written.") from None

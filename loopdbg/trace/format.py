@@ -87,6 +87,64 @@ def parse_locator(raw: bytes) -> tuple[int, int] | None:
     return off, length
 
 
+def load_json(meta: bytes | str):
+    """A frame's JSON meta, read with limits: UTF-8 only, integers of at most 4,300 digits
+    (Python's own limit), and nesting no deeper than the parser's recursion allows — anything
+    else is a ValueError (never a RecursionError escaping to the user)."""
+    try:
+        return json.loads(meta)
+    except RecursionError:
+        raise ValueError("its JSON is nested too deeply") from None
+
+
+# The JSON meta of each kind of frame that has one: field -> what its value must be. Fields
+# not listed are allowed (a newer minor version may add some); a field listed must be there.
+_TEXT, _INT, _BOOL, _OUTER = "text", "integer", "true or false", "a list of iteration numbers"
+META_SCHEMA = {
+    LOOP_START: {"path": _TEXT, "layer_id": _INT, "layer_name": _TEXT, "kind": _TEXT,
+                 "trip_count": (_INT, None), "execution_condition": _BOOL, "outer": _OUTER},
+    LOOP_FINISH: {"path": _TEXT, "outer": _OUTER, "iterations": _INT, "reason": _TEXT,
+                  "error": (_TEXT, None)},
+    NOTICE: {"path": _TEXT, "message": _TEXT, "rule": (_INT, None)},
+    RUN_FINISH: {"interrupted": _BOOL, "loops": _INT, "notices": _INT},
+    END: {"status": _TEXT, "error": (_TEXT, None), "frames": _INT, "iterations": _INT},
+}
+# Integers in a trace count frames, iterations and layers: nothing needs more than this.
+MAX_COUNT = 2**62
+
+
+def _fits(value, want) -> bool:
+    if isinstance(want, tuple):
+        return any(_fits(value, w) for w in want)
+    if want is None:
+        return value is None
+    if want == _TEXT:
+        return isinstance(value, str)
+    if want == _BOOL:
+        return isinstance(value, bool)
+    if want == _INT:
+        return type(value) is int and -MAX_COUNT <= value <= MAX_COUNT
+    if want == _OUTER:
+        return isinstance(value, list) and len(value) <= 64 and \
+            all(type(k) is int and 0 <= k <= MAX_COUNT for k in value)
+    return False
+
+
+def check_meta(kind: int, meta) -> dict:
+    """``meta`` (a frame's decoded JSON) if it is an object with the fields its kind of frame
+    must have, of the right types and in range; else ValueError naming the first that is not."""
+    if not isinstance(meta, dict):
+        raise ValueError("its meta is not a JSON object")
+    for name, want in META_SCHEMA.get(kind, {}).items():
+        if name not in meta:
+            raise ValueError(f"its meta has no '{name}'")
+        if not _fits(meta[name], want):
+            shown = " or ".join("null" if w is None else w
+                                for w in (want if isinstance(want, tuple) else (want,)))
+            raise ValueError(f"its meta's '{name}' is not {shown}")
+    return meta
+
+
 def json_bytes(obj) -> bytes:
     return json.dumps(obj, separators=(",", ":"), default=_jsonable).encode()
 

@@ -10,7 +10,6 @@ queries.
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import struct
@@ -80,7 +79,7 @@ class TraceFile:
             raise F.TraceError(f"{self.path}: the first frame is not a header.")
         try:
             meta, _ = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
-            self.header: dict = json.loads(meta)
+            self.header: dict = F.load_json(meta)
             if not isinstance(self.header, dict):
                 raise ValueError("it is not a JSON object")
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
@@ -108,7 +107,7 @@ class TraceFile:
             if kind != F.FOOTER:
                 return None
             meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
-            return Index.from_footer(json.loads(meta), {n: a for _, n, a in arrays},
+            return Index.from_footer(F.load_json(meta), {n: a for _, n, a in arrays},
                                      self.version[0])
         except (F.TraceError, ValueError, KeyError, TypeError, AttributeError, struct.error):
             self.index_damaged = True
@@ -146,10 +145,8 @@ class TraceFile:
                 row = ix.start(path, outer, -1, trip)
             ix.per_row[row].add(k, n, off)
         elif kind in (F.LOOP_START, F.LOOP_FINISH):
-            meta = json.loads(meta_bytes(data))
-            path, outer = meta["path"], tuple(int(k) for k in meta["outer"])
-            if not isinstance(path, str):
-                raise TypeError("the loop path is not text")
+            meta = F.check_meta(kind, F.load_json(meta_bytes(data)))
+            path, outer = meta["path"], tuple(meta["outer"])
             row = ix.row(path, outer)
             if kind == F.LOOP_START:
                 trip = meta.get("trip_count")
@@ -278,10 +275,7 @@ class TraceFile:
                 return Record(kind, off, iteration_frame(meta, arrays, off), arrays)
             if kind == F.BATCH:
                 return Record(kind, off, batch_frame(meta, arrays, off), arrays)
-            decoded = json.loads(meta)
-            if not isinstance(decoded, dict):
-                raise ValueError("its meta is not a JSON object")
-            return Record(kind, off, decoded, arrays)
+            return Record(kind, off, F.check_meta(kind, F.load_json(meta)), arrays)
         except (ValueError, KeyError, struct.error, UnicodeDecodeError) as exc:
             raise self._damaged(what, off, f"its contents cannot be decoded ({exc})") from None
 
@@ -300,8 +294,8 @@ class TraceFile:
                 meta, _ = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size, raw=True)
                 if kind == F.ITERATION:
                     iteration_fields(meta)
-                elif not isinstance(json.loads(meta), dict):
-                    raise ValueError("its meta is not a JSON object")
+                else:
+                    F.check_meta(kind, F.load_json(meta))
             except (ValueError, struct.error, UnicodeDecodeError) as exc:
                 problems.append(f"the {F.KIND_NAMES.get(kind, 'unknown')} frame at byte {off} is "
                                 f"invalid: {exc}")
