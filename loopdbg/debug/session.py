@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
+from loopdbg.debug.jump import current_outer, parse_target
 from loopdbg.debug.stop import (BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUSED, START, STEP,
                                 NodeStep, Stop)
 from loopdbg.engine import events as ev
@@ -465,6 +466,43 @@ class Session:
     def last(self) -> Stop:
         """To the newest iteration run so far."""
         return self._jump(self.newest, "last recorded iteration")
+
+    def jump(self, text: str) -> Stop:
+        """Go to the iteration ``text`` names (``loopdbg.debug.jump``: "17", "-1",
+        "outer/inner 3 5"): through the history when it holds it, else forward by running; an
+        iteration behind the history's window is a one-sentence LoopdbgError."""
+        target = parse_target(text, list(self.engine.loops), self.current)
+        path, outer, k = target.path, target.outer, target.iteration
+        timeline = self.timeline
+        if k < 0:                             # from the end of that execution
+            held = timeline.iterations(path, outer)
+            last = timeline.at(held[-1]) if held else None
+            if last is None or last.continues:
+                stop = self._advance(lambda e: e.path == path and e.outer == outer
+                                     and not e.continues, f"go to {target}")
+                if k == -1 or stop.event is None or stop.event.path != path or \
+                        stop.event.continues:
+                    return stop
+                last = stop.event
+            k = last.iteration + 1 + k
+            if k < 0:
+                raise LoopdbgError(f"loop '{path}' ran {last.iteration + 1} iterations there; "
+                                   f"{target} does not exist.")
+        n = timeline.find(path, k, outer)
+        if n is not None:
+            return self._jump(n, f"go to {target}")
+        held = timeline.iterations(path, outer)
+        now = current_outer(path, len(outer), self.current)
+        if (held and timeline.at(held[0]).iteration > k) or \
+                (len(now) == len(outer) and outer < now):
+            raise LoopdbgError(timeline.missing(path, k, outer).rstrip(".") +
+                               " any more: the history keeps the newest iterations (record "
+                               "the run with --trace to reach every one).")
+        if held and not timeline.at(held[-1]).continues:
+            raise LoopdbgError(f"loop '{path}' stopped after {timeline.at(held[-1]).iteration + 1}"
+                               f" iterations there; it has no iteration {k}.")
+        return self._advance(lambda e: e.path == path and e.iteration == k and e.outer == outer,
+                             f"go to iteration {k} of loop '{path}'")
 
     def goto(self, path: str, iteration: int, outer: tuple = ()) -> Stop:
         """Straight to ``iteration`` of loop ``path`` at ``outer``, if the timeline holds it

@@ -58,7 +58,7 @@ class LoopdbgApp(PromptActions, App):
 
     n next · N back · s step (into / node by node) · f finish · c continue · space pause ·
     b breakpoint · w watch · i inspect · / find · z maximise · [ ] tabs · R reverse-continue ·
-    g/G first/last · r restart · q quit
+    g/G first/last · : go to iteration · r restart · q quit
     """
 
     CSS_PATH = Path(__file__).with_name("app.tcss")   # absolute: subclasses elsewhere find it too
@@ -85,6 +85,7 @@ class LoopdbgApp(PromptActions, App):
         Binding("R", "command('reverse')", "reverse-continue", show=False),
         Binding("g", "command('first')", "first", show=False),
         Binding("G", "command('last')", "last", show=False),
+        Binding("colon", "jump", "go to", show=False),
         Binding("ctrl+c", "interrupt", "pause / quit", show=False, priority=True),
     ]
 
@@ -166,13 +167,13 @@ class LoopdbgApp(PromptActions, App):
         self.graph.action_detail()
 
     # -- running commands ---------------------------------------------------------------------
-    def action_command(self, name: str) -> None:
+    def action_command(self, name: str, *args) -> None:
         if self.busy:
             self.notify("busy: press space to pause the running command", severity="warning")
             return
         self.busy = True
         self.post_message(Busy(True, name))
-        self.engine.start(name)
+        self.engine.start(name, *args)
 
     def _stopped_in_thread(self, stop: Stop, name: str) -> None:
         """Called in the engine thread: hand the stop to the UI (post_message is thread-safe)."""

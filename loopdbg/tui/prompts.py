@@ -1,4 +1,4 @@
-"""The app's prompts: breakpoints, watches, the inspector and the node search (a mixin of
+"""The app's prompts: breakpoints, watches, go-to, the inspector and the node search (a mixin of
 ``LoopdbgApp``, kept apart so that the app holds the layout and the commands).
 
 Every error is shown in the prompt where it was typed; nothing typed is read as markup.
@@ -11,6 +11,7 @@ from dataclasses import replace
 from textual.widgets import TabbedContent
 
 from loopdbg.debug.breakpoints import EventLookup
+from loopdbg.debug.jump import HINT, parse_target
 from loopdbg.errors import LoopdbgError
 from loopdbg.tui.messages import DeleteBreakpoint, DeleteWatch, EditBreakpoint, ToggleBreakpoint
 from loopdbg.tui.screens.prompt import PromptBar
@@ -84,6 +85,21 @@ class PromptActions:
         """Show ``text`` (a name or an expression) in the Inspector tab."""
         self.query_one(TabbedContent).active = "tab-inspect"
         self.query_one(Inspector).inspect(text)
+
+    def action_jump(self) -> None:
+        """`:` go to an iteration (``loopdbg.debug.jump``): checked as typed, run in the engine
+        thread (a target ahead runs the engine; space pauses it)."""
+        def check(text: str) -> str | None:
+            try:
+                parse_target(text, list(self.session.engine.loops), self.session.current)
+            except LoopdbgError as exc:
+                return str(exc)
+            return None
+
+        def done(result):
+            if result:
+                self.action_command("jump", result)
+        self.ask("Go to iteration …", HINT, check, done)
 
     def action_find(self) -> None:
         def check(text: str) -> str | None:

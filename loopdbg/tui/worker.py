@@ -19,7 +19,7 @@ from loopdbg.errors import LoopdbgError
 COMMANDS = {
     "next": "next", "back": "back", "step": "step", "finish": "finish", "continue": "continue_",
     "restart": "restart", "first": "first", "last": "last", "reverse": "reverse_continue",
-    "step_node": "step_node",
+    "step_node": "step_node", "jump": "jump",
 }
 
 
@@ -35,18 +35,19 @@ class EngineThread:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, name: str) -> None:
-        """Run command ``name`` (a key of ``COMMANDS``) of the session in a new thread."""
+    def start(self, name: str, *args) -> None:
+        """Run command ``name`` (a key of ``COMMANDS``) of the session, with ``args``, in a new
+        thread."""
         if self.running:
             raise RuntimeError("a command is already running")
         method = getattr(self.session, COMMANDS[name])
-        self._thread = threading.Thread(target=self._run, args=(method, name), daemon=True,
+        self._thread = threading.Thread(target=self._run, args=(method, name, args), daemon=True,
                                         name=f"loopdbg-{name}")
         self._thread.start()
 
-    def _run(self, method, name: str) -> None:
+    def _run(self, method, name: str, args: tuple = ()) -> None:
         try:
-            stop = method()
+            stop = method(*args)
         except LoopdbgError as exc:
             stop = Stop(kind=ERROR, reason=str(exc), event=self.session.current, error=exc)
         except Exception as exc:  # noqa: BLE001 - a bug must show, not crash the UI

@@ -215,3 +215,28 @@ async def test_help_opens_in_place_and_lists_the_new_keys():
         await pilot.press("escape")
         await pilot.pause()
         assert not app.screen.has_class("show-help") and app.query_one("#top").display
+
+
+async def test_colon_goes_to_an_iteration_and_says_what_is_wrong():
+    sess = session("nested_loop")
+    app = LoopdbgApp(sess, title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("colon")
+        await pilot.pause()
+        await pilot.press(*"cols_loop 2 1", "enter")
+        await settle(pilot)
+        e = sess.current
+        assert (e.path, e.outer, e.iteration) == ("rows_loop/cols_loop", (2,), 1)
+        await pilot.press("colon")
+        await pilot.pause()
+        await pilot.press(*"nowhere 3", "enter")     # refused where it was typed
+        await pilot.pause()
+        assert "no loop is named" in str(app.screen.query_one("#prompt-error").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("colon")
+        await pilot.pause()
+        await pilot.press("minus", "1", "enter")      # the last of this execution
+        await settle(pilot)
+        assert (sess.current.iteration, sess.current.continues) == (3, False)

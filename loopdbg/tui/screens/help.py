@@ -21,6 +21,7 @@ KEYS = (
         ("space, ctrl+c", "pause a running continue"),
         ("R", "reverse-continue: back to the previous breakpoint hit"),
         ("g / G", "first / last recorded iteration"),
+        (":", "go to an iteration: 17, -1 (the last), outer/inner 3 5"),
         ("r", "restart the run (breakpoints and watches are kept)"),
     )),
     ("Looking", (
