@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
-from loopdbg.debug.jump import current_outer, parse_target
+from loopdbg.debug.jump import Target, current_outer, parse_target
 from loopdbg.debug.stop import (BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUSED, START, STEP,
                                 NodeStep, Stop)
 from loopdbg.engine import events as ev
@@ -112,6 +112,7 @@ class Session:
         self.loop_started: dict[str, ev.LoopStarted] = {}
         self.loop_ends: dict[str, ev.LoopFinished] = {}
         self.notices: list[ev.Notice] = []
+        self.marks: dict[int, str] = {}        # ordinal -> the kind of stop made there (hits)
         timeline = self.timeline
         if timeline.complete:                  # a replay: the timeline is the whole run
             self._gen = None
@@ -467,11 +468,12 @@ class Session:
         """To the newest iteration run so far."""
         return self._jump(self.newest, "last recorded iteration")
 
-    def jump(self, text: str) -> Stop:
+    def jump(self, text: "str | Target") -> Stop:
         """Go to the iteration ``text`` names (``loopdbg.debug.jump``: "17", "-1",
-        "outer/inner 3 5"): through the history when it holds it, else forward by running; an
-        iteration behind the history's window is a one-sentence LoopdbgError."""
-        target = parse_target(text, list(self.engine.loops), self.current)
+        "outer/inner 3 5", or a Target): through the history when it holds it, else forward by
+        running; an iteration behind the history's window is a one-sentence LoopdbgError."""
+        target = text if isinstance(text, Target) else \
+            parse_target(text, list(self.engine.loops), self.current)
         path, outer, k = target.path, target.outer, target.iteration
         timeline = self.timeline
         if k < 0:                             # from the end of that execution
@@ -543,6 +545,8 @@ class Session:
             loop_end = self._loop_end_of(event)
         stop = Stop(kind=kind, reason=reason, event=event, hit=hit, loop_end=loop_end, node=node,
                     watches=self._watches(event), position=self._pos)
+        if kind in (BREAKPOINT, NAN):
+            self.marks[self._pos] = kind
         self.stop = stop
         return stop
 

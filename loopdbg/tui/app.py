@@ -27,7 +27,7 @@ from textual.widgets import Header, RichLog, TabbedContent, TabPane
 from loopdbg.debug.report import headline
 from loopdbg.debug.session import Session, Stop
 from loopdbg.tui.commands import LoopdbgCommands
-from loopdbg.tui.messages import Busy, InspectValue, Stopped
+from loopdbg.tui.messages import Busy, GoTo, InspectValue, Stopped
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.prompts import PromptActions
 from loopdbg.tui.screens.help import HelpPanel
@@ -39,12 +39,13 @@ from loopdbg.tui.widgets.graph import GraphView
 from loopdbg.tui.widgets.inspector import Inspector
 from loopdbg.tui.widgets.state import LoopState
 from loopdbg.tui.widgets.tables import BackEdgeTable, ScanPanel
+from loopdbg.tui.widgets.timeline import TimelinePanel
 from loopdbg.tui.worker import EngineThread
 
 # Every panel, in the order it appears in its area (Panel.AREA); the Log tab comes last.
 PANELS: tuple[type[Panel], ...] = (
     GraphView, LoopState, CodePanel,
-    BackEdgeTable, ScanPanel, Inspector, BreakpointTable, WatchTable,
+    BackEdgeTable, ScanPanel, TimelinePanel, Inspector, BreakpointTable, WatchTable,
 )
 
 NARROW_WIDTH = 110          # below: the side column and the tabs give way to the graph
@@ -58,7 +59,7 @@ class LoopdbgApp(PromptActions, App):
 
     n next · N back · s step (into / node by node) · f finish · c continue · space pause ·
     b breakpoint · w watch · i inspect · / find · z maximise · [ ] tabs · R reverse-continue ·
-    g/G first/last · : go to iteration · r restart · q quit
+    g/G first/last · : go to iteration · t timeline · r restart · q quit
     """
 
     CSS_PATH = Path(__file__).with_name("app.tcss")   # absolute: subclasses elsewhere find it too
@@ -86,6 +87,7 @@ class LoopdbgApp(PromptActions, App):
         Binding("g", "command('first')", "first", show=False),
         Binding("G", "command('last')", "last", show=False),
         Binding("colon", "jump", "go to", show=False),
+        Binding("t", "timeline", "timeline", show=False),
         Binding("ctrl+c", "interrupt", "pause / quit", show=False, priority=True),
     ]
 
@@ -174,6 +176,22 @@ class LoopdbgApp(PromptActions, App):
         self.busy = True
         self.post_message(Busy(True, name))
         self.engine.start(name, *args)
+
+    def on_go_to(self, message: GoTo) -> None:
+        """A panel asks to move (the timeline's keys)."""
+        if message.target is not None:
+            self.action_command(message.command, message.target)
+        else:
+            self.action_command(message.command)
+
+    def action_timeline(self) -> None:
+        """`t`: the Timeline tab, focused (again: back to the graph)."""
+        panel = self.query_one(TimelinePanel)
+        if self.focused is panel:
+            self.graph.focus()
+            return
+        self.query_one(TabbedContent).active = TimelinePanel.TAB_ID
+        panel.focus()
 
     def _stopped_in_thread(self, stop: Stop, name: str) -> None:
         """Called in the engine thread: hand the stop to the UI (post_message is thread-safe)."""

@@ -58,3 +58,13 @@ class InspectValue(Message):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
+
+
+class GoTo(Message):
+    """Move the session: ``command`` is a session command ("next", "back", "jump"); ``target``
+    (a ``loopdbg.debug.jump.Target``) says where a jump goes."""
+
+    def __init__(self, command: str, target=None) -> None:
+        super().__init__()
+        self.command = command
+        self.target = target

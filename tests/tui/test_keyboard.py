@@ -240,3 +240,28 @@ async def test_colon_goes_to_an_iteration_and_says_what_is_wrong():
         await pilot.press("minus", "1", "enter")      # the last of this execution
         await settle(pilot)
         assert (sess.current.iteration, sess.current.continues) == (3, False)
+
+
+async def test_t_opens_the_timeline_and_its_keys_move_the_session():
+    from loopdbg.tui.widgets.timeline import TimelinePanel
+
+    sess = session("nested_loop")
+    app = LoopdbgApp(sess, title="m")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await press(pilot, "n", "n", "t")
+        panel = app.query_one(TimelinePanel)
+        assert app.focused is panel
+        assert app.query_one(TabbedContent).active == TimelinePanel.TAB_ID
+        text = str(panel.render())
+        assert "rows_loop › cols_loop" in text and "▲" in text
+        await press(pilot, "end")
+        assert (sess.current.iteration, sess.current.continues) == (3, False)
+        await press(pilot, "home")
+        assert sess.current.iteration == 0
+        await press(pilot, "right")
+        assert sess.current.iteration == 1
+        await press(pilot, "left")
+        assert sess.current.iteration == 0
+        await press(pilot, "t")                      # again: back to the graph
+        assert app.focused is app.query_one(GraphView)

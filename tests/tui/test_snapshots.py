@@ -120,3 +120,10 @@ def test_graph_maximised_at_80x24(snap_compare):
     """z at 80x24: the graph takes the screen (issue 18, item 3)."""
     app = make_app("loop_while_iter")
     assert snap_compare(app, terminal_size=(80, 24), run_before=keys("n", "z"))
+
+
+def test_timeline_tab(snap_compare):
+    """`t` after a few iterations and a breakpoint hit: the strip with its markers."""
+    app = make_app("loop_while_iter")
+    app.session.breakpoints.add("i == 1")
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("c", "n", "n", "t"))

@@ -22,6 +22,7 @@ KEYS = (
         ("R", "reverse-continue: back to the previous breakpoint hit"),
         ("g / G", "first / last recorded iteration"),
         (":", "go to an iteration: 17, -1 (the last), outer/inner 3 5"),
+        ("t", "timeline: the loop's iterations as a strip (←/→, Home/End, PgUp/PgDn move)"),
         ("r", "restart the run (breakpoints and watches are kept)"),
     )),
     ("Looking", (
