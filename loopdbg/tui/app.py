@@ -37,6 +37,7 @@ from loopdbg.tui.widgets.code import CodePanel
 from loopdbg.tui.widgets.footer import KeyFooter
 from loopdbg.tui.widgets.graph import GraphView
 from loopdbg.tui.widgets.inspector import Inspector
+from loopdbg.tui.widgets.outputs import OutputsPanel
 from loopdbg.tui.widgets.state import LoopState
 from loopdbg.tui.widgets.tables import BackEdgeTable, ScanPanel
 from loopdbg.tui.widgets.timeline import TimelinePanel
@@ -45,7 +46,8 @@ from loopdbg.tui.worker import EngineThread
 # Every panel, in the order it appears in its area (Panel.AREA); the Log tab comes last.
 PANELS: tuple[type[Panel], ...] = (
     GraphView, LoopState, CodePanel,
-    BackEdgeTable, ScanPanel, TimelinePanel, Inspector, BreakpointTable, WatchTable,
+    BackEdgeTable, ScanPanel, TimelinePanel, OutputsPanel, Inspector, BreakpointTable,
+    WatchTable,
 )
 
 NARROW_WIDTH = 110          # below: the side column and the tabs give way to the graph

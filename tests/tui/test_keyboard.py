@@ -265,3 +265,23 @@ async def test_t_opens_the_timeline_and_its_keys_move_the_session():
         assert sess.current.iteration == 0
         await press(pilot, "t")                      # again: back to the graph
         assert app.focused is app.query_one(GraphView)
+
+
+async def test_the_outputs_tab_shows_the_loop_s_outputs_so_far_then_the_model_s():
+    from loopdbg.tui.widgets.outputs import OutputsPanel, OutputTable
+
+    app = LoopdbgApp(session("while_loop"), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await press(pilot, "n", "n")
+        app.query_one(TabbedContent).active = OutputsPanel.TAB_ID
+        await pilot.pause()
+        table = app.query_one(OutputTable)
+        rows = [table.get_row_at(k) for k in range(table.row_count)]
+        assert [str(r[0]) for r in rows] == ["x_final", "x_trace", "x_final", "x_trace"]
+        assert "concatenated so far (3 pieces)" in rows[1][4] and str(rows[1][2]) == "(3,)"
+        assert rows[2][4].startswith("not yet")
+        await press(pilot, "c")
+        rows = [table.get_row_at(k) for k in range(table.row_count)]
+        assert [r[4] for r in rows] == ["final"] * 4
+        shown = str(app.query_one("#outputs-value-text").render())
+        assert "x_final" in shown and "dtype float32" in shown
