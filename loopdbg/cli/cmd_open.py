@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from loopdbg.cli import common
 
@@ -25,6 +26,9 @@ def add_parser(sub) -> None:
                    help="record the run to a trace file as it goes (replay it later with "
                         "`loopdbg FILE.ltrace`)")
     common.add_trace_size_arg(p)
+    p.add_argument("--no-restore", action="store_true",
+                   help="start without the breakpoints and watches saved for this model (they "
+                        "are saved on leaving, per model, in $XDG_STATE_HOME/loopdbg)")
     p.set_defaults(handler=run)
 
 
@@ -59,9 +63,21 @@ def run(args) -> int:
                           on_nan=args.on_nan, source=source, record=record)
     for text in args.breaks:
         session.breakpoints.add(text)
+    notes, on_leave = [], None
+    if not str(args.model).endswith(".ltrace"):
+        from loopdbg.debug import saved
+        files = [f for _, f in common.model_reads(model) if f and Path(f).is_file()]
+        if not args.no_restore:
+            note = saved.restore(files, session.breakpoints)
+            if note:
+                notes.append(note)
+
+        def on_leave():
+            saved.save(files, session.breakpoints)
     from loopdbg.tui.app import LoopdbgApp, model_title
     try:
-        LoopdbgApp(session, title=model_title(title)).run()
+        LoopdbgApp(session, title=model_title(title), notes=tuple(notes),
+                   on_leave=on_leave).run()
     finally:
         session.close()
     if getattr(args, "trace", None):

@@ -93,9 +93,14 @@ class LoopdbgApp(PromptActions, App):
         Binding("ctrl+c", "interrupt", "pause / quit", show=False, priority=True),
     ]
 
-    def __init__(self, session: Session, *, title: str = "", autostart: bool = True):
+    def __init__(self, session: Session, *, title: str = "", autostart: bool = True,
+                 notes: tuple[str, ...] = (), on_leave=None):
+        """``notes``: lines for the Log (and a notification) at start; ``on_leave``: called
+        when the app ends, before anything may end the process (saving breakpoints)."""
         super().__init__()
         self.session = session
+        self.notes = notes
+        self.on_leave = on_leave
         self.model_title = title
         self.sub_title = title
         self.autostart = autostart
@@ -136,6 +141,9 @@ class LoopdbgApp(PromptActions, App):
         self.query_one("#side").border_title = "loop"
         self.log_line("loopdbg: press n for the next iteration, s to step, c to continue, "
                       "b to add a breakpoint, ? for help")
+        for note in self.notes:
+            self.log_line(f"loopdbg: {note}")
+            self.notify(note, markup=False, timeout=6)
         self.refresh_all(self.session.stop)
         self.graph.focus()
         if self.autostart:
@@ -283,6 +291,8 @@ class LoopdbgApp(PromptActions, App):
         try:
             return super().run(*args, **kwargs)
         finally:
+            if self.on_leave is not None:
+                self.on_leave()
             if not self.engine.stop(self.STOP_TIMEOUT):
                 if self.session.record is not None:
                     print("loopdbg: quit in the middle of an iteration: the trace ends before it "
