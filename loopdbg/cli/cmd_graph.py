@@ -13,7 +13,17 @@ def add_parser(sub) -> None:
                                    "inputs by role, its outputs and its back edges. The format "
                                    "follows the file name: .svg or .png (rendered with Graphviz's "
                                    "dot), .dot (the DOT source).")
-    p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it)")
+    p.add_argument("model", help="model.xml (OpenVINO IR, with its .bin beside it), model.onnx, "
+                                 "or a recorded FILE.ltrace")
+    p.add_argument("inputs", nargs="?",
+                   help="with --iteration: inputs.npz to run the model on (default: inputs.npz "
+                        "beside the model, else random inputs)")
+    p.add_argument("--iteration", type=int, metavar="K",
+                   help="draw each node's value at iteration K of the loop (-1: the last), the "
+                        "values that changed since K-1 marked in red")
+    p.add_argument("--outer", metavar="I,J",
+                   help="with --iteration: the iterations of the enclosing loops (default: the "
+                        "first execution)")
     p.add_argument("--loop", metavar="PATH",
                    help="the loop to draw (its path, e.g. outer/inner, or its name; default: "
                         "the outermost)")
@@ -38,14 +48,87 @@ def run(args) -> int:
     if fmt is None:
         raise LoopdbgError(f"{out}: say which format to write with the file name: .svg, .png "
                            f"or .dot.")
-    model = read_model(args.model)
-    output = Output(args.output, common.model_reads(model), what="the drawing")
-    engine = Engine(model, require_kernels=False)     # drawing needs no kernels
+    if args.outer is not None and args.iteration is None:
+        raise LoopdbgError("--outer says which execution --iteration draws; give --iteration K.")
+    if str(args.model).endswith(".ltrace"):
+        from loopdbg.trace.replay import open_trace
+        timeline = open_trace(args.model)
+        engine, reads = timeline.engine, [("the trace", args.model)]
+    else:
+        timeline = None
+        model = read_model(args.model)
+        reads = common.model_reads(model, getattr(args, "inputs", None))
+        engine = Engine(model, require_kernels=args.iteration is not None)
+    output = Output(args.output, reads, what="the drawing")
     spec = choose_loop(engine, args.loop)
-    source = graph_to_dot(spec, consts="fold" if args.fold_consts else "show")
+    values, changed, title = {}, set(), ""
+    if args.iteration is not None:
+        values, changed, title = node_values_at(args, engine, timeline, spec)
+    source = graph_to_dot(spec, consts="fold" if args.fold_consts else "show", values=values,
+                          changed=changed, title=title)
     output.write_bytes(source.encode() if fmt == "dot" else render(source, fmt))
     common.err(f"{spec.kind} '{common.safe(spec.path)}' drawn in {common.safe(output.path)}")
     return 0
+
+
+def node_values_at(args, engine, timeline, spec):
+    """Each body layer's value at ``args.iteration`` of ``spec``'s loop (a line of text per
+    layer id), the ids whose value changed since the iteration before, and a title."""
+    import numpy as np
+
+    from loopdbg.debug import Session
+    from loopdbg.debug.jump import Target
+    from loopdbg.debug.report import fmt_value
+    from loopdbg.errors import LoopdbgError
+
+    depth = sum(1 for p in engine.loops if spec.path.startswith(p + "/"))
+    outer = (0,) * depth
+    if args.outer is not None:
+        try:
+            outer = tuple(int(k) for k in args.outer.replace(",", " ").split())
+        except ValueError:
+            raise LoopdbgError(f"--outer {args.outer[:40]!r}: give iteration numbers, e.g. "
+                               f"--outer 2 or --outer 1,0.") from None
+        if len(outer) != depth or any(k < 0 for k in outer):
+            raise LoopdbgError(f"--outer: loop '{spec.path}' is inside {depth} loop"
+                               f"{'s' * (depth != 1)}; give {depth} iteration number"
+                               f"{'s' * (depth != 1)} from 0.")
+    if timeline is not None:
+        session = Session(engine, timeline.inputs, timeline=timeline, source=timeline.source)
+    else:
+        _, inputs, source = common.load_model_and_inputs(args)
+        session = Session(engine, inputs, source=source,
+                          max_memory=common.default_memory_budget())
+    stop = session.jump(Target(spec.path, args.iteration, outer))
+    e = stop.event
+    if e is None or e.path != spec.path or tuple(e.outer) != outer or \
+            (args.iteration >= 0 and e.iteration != args.iteration):
+        raise LoopdbgError(f"loop '{spec.path}' did not reach iteration {args.iteration}"
+                           + (f" in outer iterations {list(outer)}" if outer else "")
+                           + f" ({stop.reason}).")
+    now = session.values(e)
+    prev_event = session.timeline.previous(e)
+    before = session.values(prev_event) if prev_event is not None else None
+    values, changed = {}, set()
+    for layer_id, layer in spec.body.graph.layers.items():
+        if layer.name not in now:
+            continue
+        value = now[layer.name]
+        values[layer_id] = common.safe(fmt_value(value, width=40))
+        if before is not None and layer.name in before and layer.type != "Const" and \
+                not _same(before[layer.name], value, np):
+            changed.add(layer_id)
+    where = f", outer {list(outer)}" if outer else ""
+    session.close()
+    note = f"; red: changed since iteration {e.iteration - 1}" if before is not None else ""
+    return values, changed, f" at iteration {e.iteration}{where}{note}"
+
+
+def _same(a, b, np) -> bool:
+    try:
+        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+    except (TypeError, ValueError):
+        return a is b
 
 
 def choose_loop(engine, name: str | None):

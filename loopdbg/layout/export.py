@@ -20,17 +20,22 @@ _ROLE_COLOR = {"current_iteration": "#fde68a", "condition": "#fecaca", "sliced":
                "last value": "#bbf7d0", "execution condition": "#fecaca"}
 
 
-def graph_to_dot(spec: "LoopSpec", *, consts: str = "show") -> str:
+def graph_to_dot(spec: "LoopSpec", *, consts: str = "show", values=None, changed=(),
+                 title: str = "") -> str:
     """DOT source of a loop: its body, the port map (loop inputs/outputs) and the back edges.
 
     For ``loopdbg graph -o file.svg|png|dot``: render with ``dot -Tsvg``. Constants are boxes
     by default (``consts="fold"`` folds them into their consumers as for the terminal view).
+    ``values``: a line of text per body layer id (its value at some iteration), added to its
+    box; the ids in ``changed`` are drawn with a thick red border; ``title`` is added to the
+    graph's label (which iteration).
     """
+    values = values or {}
     bg = body_graph(spec, consts=consts)
     layer = spec.layer
     out = [f"digraph {quote(spec.path or layer.name)} {{",
            '  graph [rankdir=TB, fontname="Helvetica", fontsize=11, newrank=true, '
-           f"label={quote(f'{layer.type} {layer.name!r} ({spec.path})')}, labelloc=t];",
+           f"label={quote(f'{layer.type} {layer.name!r} ({spec.path}){title}')}, labelloc=t];",
            '  node [fontname="Helvetica", fontsize=10];',
            '  edge [fontname="Helvetica", fontsize=9];']
     ext_names = _loop_input_names(spec)
@@ -45,6 +50,8 @@ def graph_to_dot(spec: "LoopSpec", *, consts: str = "show") -> str:
                'color="#6b7280";')
     for n in bg.nodes:
         label = "\\n".join(_esc(s) for s in n.lines)
+        if n.id in values:
+            label += "\\n= " + _esc(values[n.id])
         if n.role_text:
             label = f"{_esc(n.role_text)}\\n{label}"
         if n.kind == "parameter":
@@ -59,6 +66,8 @@ def graph_to_dot(spec: "LoopSpec", *, consts: str = "show") -> str:
             attrs += f", fillcolor={quote(_ROLE_COLOR.get(n.roles[0], '#ffffff'))}"
         elif n.kind in ("parameter", "result"):
             attrs += ', fillcolor="#ffffff"'
+        if n.id in changed:
+            attrs += ', color="#dc2626", penwidth=2.5'
         out.append(f'    {node_ref(n.id)} [{attrs}, label="{label}"];')
     out.append("  }")
     for m in sorted(spec.sub.inputs, key=lambda m: m.external_port_id):
