@@ -87,8 +87,13 @@ class View:
         return self.session.breakpoints
 
     def values(self, event) -> dict[str, Any]:
-        """Every value of an iteration by name (body Parameters, nodes, Results)."""
-        return self.session.values(event)
+        """Every value of an iteration by name (body Parameters, nodes, Results); computed
+        once per view and iteration (the panels that show node values share it)."""
+        cache = self.__dict__.setdefault("_values", {})
+        key = id(event)
+        if key not in cache:
+            cache[key] = (event, self.session.values(event))   # the event kept: ids stay unique
+        return cache[key][1]
 
     def crumbs(self, path: str) -> str:
         """A loop path as breadcrumbs, ``outer › inner``: split only where an enclosing loop's

@@ -1,4 +1,5 @@
-"""The loop as pseudo-code, with the lines of the current phase highlighted."""
+"""The loop as pseudo-code, with the lines of the current phase highlighted and, after an
+iteration, the value each body assignment gave in it (``// = ...``, the graph's short form)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from loopdbg.teach.pseudocode import pseudocode
 from loopdbg.text import safe
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import update_text
+from loopdbg.tui.widgets.valuetext import value_text
+
+
+_NONE = object()
 
 
 def phase_of(stop) -> str:
@@ -55,17 +60,28 @@ class PseudoCode(Static):
             return
         phase = phase_of(stop)
         node = stop.node.index if stop.node is not None else None
-        key = (id(e.spec), e.spec.path, view.mode, phase, node)
-        if key == self._shown:        # the same code, the same lines lit: nothing to redraw
+        key = (id(e), id(e.spec), e.spec.path, view.mode, phase, node)
+        if key == self._shown:        # the same iteration, the same lines lit: nothing to redraw
             return
         self._shown = key
+        steps = e.spec.body.steps
+        try:
+            values = view.values(e) if stop.node is None else {}
+        except Exception:  # noqa: BLE001 - values are a help here; the code shows without them
+            values = {}
         body_line = -1
         for line in pseudocode(e.spec, started=view.started, detail=True, by_mode=True):
+            value = None
             if line.phase == "body":
                 body_line += 1          # detail mode: one body line per plan step, in order
+                if body_line < len(steps):
+                    value = values.get(steps[body_line].layer.name, _NONE)
             current = (body_line == node) if node is not None and line.phase == "body" else (
                 line.phase == phase and node is None)
-            text.append(safe(line.render()) + "\n", style="reverse bold" if current else "")
+            text.append(safe(line.render()), style="reverse bold" if current else "")
+            if value is not None and value is not _NONE:     # the value it gave this iteration
+                text.append(f"  // {safe(value_text(value, 28))}", style="dim cyan")
+            text.append("\n")
         update_text(self, text)
 
 
