@@ -38,6 +38,7 @@ from loopdbg.tui.widgets.footer import KeyFooter
 from loopdbg.tui.widgets.graph import GraphView
 from loopdbg.tui.widgets.inspector import Inspector
 from loopdbg.tui.widgets.outputs import OutputsPanel
+from loopdbg.tui.widgets.plot import PlotPanel
 from loopdbg.tui.widgets.state import LoopState
 from loopdbg.tui.widgets.tables import BackEdgeTable, ScanPanel
 from loopdbg.tui.widgets.timeline import TimelinePanel
@@ -46,8 +47,8 @@ from loopdbg.tui.worker import EngineThread
 # Every panel, in the order it appears in its area (Panel.AREA); the Log tab comes last.
 PANELS: tuple[type[Panel], ...] = (
     GraphView, LoopState, CodePanel,
-    BackEdgeTable, ScanPanel, TimelinePanel, OutputsPanel, Inspector, BreakpointTable,
-    WatchTable,
+    BackEdgeTable, ScanPanel, TimelinePanel, PlotPanel, OutputsPanel, Inspector,
+    BreakpointTable, WatchTable,
 )
 
 NARROW_WIDTH = 110          # below: the side column and the tabs give way to the graph
@@ -61,7 +62,7 @@ class LoopdbgApp(PromptActions, App):
 
     n next · N back · s step (into / node by node) · f finish · c continue · space pause ·
     b breakpoint · w watch · i inspect · / find · z maximise · [ ] tabs · R reverse-continue ·
-    g/G first/last · : go to iteration · t timeline · r restart · q quit
+    g/G first/last · : go to iteration · t timeline · p plot · r restart · q quit
     """
 
     CSS_PATH = Path(__file__).with_name("app.tcss")   # absolute: subclasses elsewhere find it too
@@ -90,6 +91,7 @@ class LoopdbgApp(PromptActions, App):
         Binding("G", "command('last')", "last", show=False),
         Binding("colon", "jump", "go to", show=False),
         Binding("t", "timeline", "timeline", show=False),
+        Binding("p", "plot", "plot", show=False),
         Binding("ctrl+c", "interrupt", "pause / quit", show=False, priority=True),
     ]
 

@@ -28,6 +28,7 @@ COMMANDS = (
     ("last recorded iteration", "G", "command('last')"),
     ("go to iteration", ": · 17, -1 (the last), outer/inner 3 5", "jump"),
     ("timeline of the loop", "t · its iterations with breakpoint hits, NaN, the end", "timeline"),
+    ("plot over the iterations", "p · mean(h); norm(c) in the Plot tab", "plot"),
     ("restart the run", "r · breakpoints and watches are kept", "command('restart')"),
     ("pause", "space · stop a running continue", "pause"),
     ("add a breakpoint", "b · a condition such as i == 3", "add_breakpoint"),

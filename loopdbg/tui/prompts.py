@@ -101,6 +101,31 @@ class PromptActions:
                 self.action_command("jump", result)
         self.ask("Go to iteration …", HINT, check, done)
 
+    def action_plot(self) -> None:
+        """`p`: expressions to plot over the iterations (several: separated by ';')."""
+        from loopdbg.tui.widgets.plot import PlotPanel
+
+        panel = self.query_one(PlotPanel)
+        scope = self.last_stop.event.path if self.last_stop.event else None
+
+        def check(text: str) -> str | None:
+            texts = [t.strip() for t in text.split(";") if t.strip()]
+            if not texts:
+                return "type an expression, e.g. mean(h)"
+            try:
+                for t in texts:
+                    self.session.breakpoints.compile(t, scope)
+            except LoopdbgError as exc:
+                return str(exc)
+            return None
+
+        def done(result):
+            if result:
+                panel.set_expressions([t.strip() for t in result.split(";") if t.strip()])
+                self.query_one(TabbedContent).active = PlotPanel.TAB_ID
+        self.ask("Plot over the iterations …", "mean(h)   ·   norm(c); h[0, 3]", check, done,
+                 value="; ".join(panel.expressions))
+
     def action_find(self) -> None:
         def check(text: str) -> str | None:
             if self.graph.find(text) is None:

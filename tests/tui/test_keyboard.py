@@ -285,3 +285,37 @@ async def test_the_outputs_tab_shows_the_loop_s_outputs_so_far_then_the_model_s(
         assert [r[4] for r in rows] == ["final"] * 4
         shown = str(app.query_one("#outputs-value-text").render())
         assert "x_final" in shown and "dtype float32" in shown
+
+
+async def test_p_plots_expressions_over_the_iterations():
+    from loopdbg.tui.widgets.plot import PlotPanel
+
+    sess = session("ti_lstm")
+    app = LoopdbgApp(sess, title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await press(pilot, "c")
+        await pilot.press("p")
+        await pilot.pause()
+        await pilot.press(*"nosuch(h)", "enter")              # refused where it was typed
+        await pilot.pause()
+        assert str(app.screen.query_one("#prompt-error").render())
+        await pilot.press(*["backspace"] * 9, *"mean(h); norm(c)", "enter")
+        await settle(pilot)
+        panel = app.query_one(PlotPanel)
+        assert panel.expressions == ["mean(h)", "norm(c)"]
+        assert app.query_one(TabbedContent).active == PlotPanel.TAB_ID
+        assert "iterations held" in str(app.query_one("#plot-note").render())
+        await press(pilot, "N")                                # the plot follows the stop
+        assert "iterations held" in str(app.query_one("#plot-note").render())
+
+
+async def test_without_textual_plotext_the_plot_tab_says_how_to_get_it(monkeypatch):
+    from loopdbg.tui.widgets import plot
+
+    monkeypatch.setattr(plot, "plot_widget", lambda: None)
+    app = LoopdbgApp(session("while_loop"), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await press(pilot, "n")
+        app.query_one(plot.PlotPanel).set_expressions(["x_next[0]"])
+        await pilot.pause()
+        assert "loopdbg[ui-plot]" in str(app.query_one("#plot-note").render())

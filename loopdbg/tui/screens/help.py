@@ -23,6 +23,7 @@ KEYS = (
         ("g / G", "first / last recorded iteration"),
         (":", "go to an iteration: 17, -1 (the last), outer/inner 3 5"),
         ("t", "timeline: the loop's iterations as a strip (←/→, Home/End, PgUp/PgDn move)"),
+        ("p", "plot expressions over the iterations: mean(h); norm(c) (the Plot tab)"),
         ("r", "restart the run (breakpoints and watches are kept)"),
     )),
     ("Looking", (
