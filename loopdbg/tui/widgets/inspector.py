@@ -21,6 +21,7 @@ from textual.widgets import Input, Static
 from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.debug.expr import Expression
 from loopdbg.debug.values import is_sequence, numbers, type_text
+from loopdbg.teach.node_info import node_lines
 from loopdbg.text import safe_lines
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import plain
@@ -141,4 +142,14 @@ class Inspector(Panel, Vertical):
         except Exception as exc:  # noqa: BLE001 - shown where it was typed
             view.update(plain(f"{self._text}: {exc}", "red"))
             return
-        view.update(describe(value, self._full))
+        text = describe(value, self._full)
+        about = node_lines(event.spec, self._text, v.values(event)) if v is not None else None
+        if about:                     # a node's name: what it is, as Netron shows a node
+            head = Text()
+            for k, line in enumerate(about):
+                head.append_text(plain(line, "bold" if k == 0 else ""))
+                head.append("\n")
+            head.append("\n")
+            head.append_text(text)
+            text = head
+        view.update(text)
