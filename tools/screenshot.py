@@ -1,10 +1,11 @@
-"""Make demos/screenshot.svg, the README's picture of the debugger.
+"""Make demos/screenshot.svg and demos/screenshot_life.svg, the README's pictures of the debugger.
 
-    python tools/screenshot.py [OUT.svg]
+    python tools/screenshot.py [OUT.svg [LIFE.svg]]
 
 The TensorIterator LSTM demo stopped at the breakpoint ``i == 3`` in a 160x48 terminal, the
 graph's cursor on the LSTMCell node and the heat map tab open: made with Textual's headless
-driver and ``save_screenshot``, so it shows exactly what the UI draws.
+driver and ``save_screenshot``, so it shows exactly what the UI draws. The second: the same run
+at its end, ``mean(h); norm(c)`` plotted over the iterations in the Plot tab.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-async def make(out: Path) -> None:
+async def make(out: Path, life: Path) -> None:
     from loopdbg.debug import Session
     from loopdbg.tui.app import LoopdbgApp
 
@@ -38,9 +39,16 @@ async def make(out: Path) -> None:
         app.query_one("#tabs").active = "tab-scan"
         await pilot.pause(0.5)
         app.save_screenshot(filename=out.name, path=str(out.parent))
+        await pilot.press("c")
+        await settle()
+        app.query_one("#plot").set_expressions(["mean(h)", "norm(c)"])
+        app.query_one("#tabs").active = "tab-plot"
+        await pilot.pause(0.5)
+        app.save_screenshot(filename=life.name, path=str(life.parent))
 
 
 if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "demos" / "screenshot.svg"
-    asyncio.run(make(target.resolve()))
-    print(target)
+    life = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "demos" / "screenshot_life.svg"
+    asyncio.run(make(target.resolve(), life.resolve()))
+    print(target, life)
