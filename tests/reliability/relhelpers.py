@@ -93,3 +93,51 @@ def endless_loop(folder: Path, *, scan: bool = False, width: int = 4) -> tuple[P
     inputs = folder / "in.npz"
     np.savez(inputs, x0=np.zeros((1, width), np.float32))
     return xml, inputs
+
+
+# -- fuzzers (test_fuzz_parser.py, test_fuzz_onnx.py) ------------------------------------------
+def run_fuzz_worker(worker: str, cfg: dict, timeout: float) -> list[dict]:
+    """Run a fuzzer's ``worker`` script (its cases from ``cfg``, which the script reads as JSON)
+    in a child process; its per-case JSON results. A worker that dies fails the test, naming
+    the case it was running."""
+    import json
+    import subprocess
+    import sys
+
+    import pytest
+
+    proc = subprocess.run([sys.executable, "-c", worker, str(Path(__file__).parent),
+                           json.dumps(cfg)], capture_output=True, text=True, env=subprocess_env(),
+                          timeout=timeout)
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    results = [r for r in lines if "case" in r]
+    if proc.returncode != 0 or len(results) != len(cfg["cases"]):
+        started = [r["start"] for r in lines if "start" in r]
+        pytest.fail(f"the worker died (exit {proc.returncode}) during case "
+                    f"{started[-1] if started else '?'} ({cfg['out']}):\n{proc.stderr[-3000:]}")
+    return results
+
+
+def fuzz_problem(r: dict) -> str | None:
+    """Why a fuzz case's outcome is not a run or one clear error; None when it is fine."""
+    if r["exc"] is not None:
+        return r["exc"]
+    if r["out_has_traceback"] or "Traceback" in r["err"]:
+        return "a traceback was printed:\n" + r["err"]
+    if r["code"] == 0:
+        return None
+    lines = r["err"].strip("\n").split("\n")
+    if r["code"] != 2 or len(lines) != 1 or not lines[0].startswith("loopdbg: "):
+        return f"exit {r['code']} with stderr:\n{r['err']}"
+    return None
+
+
+def assert_fuzz_results(results: list[dict]) -> None:
+    """Every case ran or failed clearly, and the mutations were neither all fatal nor all
+    harmless."""
+    bad = [(r, fuzz_problem(r)) for r in results if fuzz_problem(r) is not None]
+    report = "\n\n".join(f"case {r['case']} ({r['source']}: {r['mutation']}; "
+                          f"loopdbg {' '.join(r['argv'])}):\n{why}" for r, why in bad[:5])
+    assert not bad, f"{len(bad)} of {len(results)} cases failed:\n{report}"
+    if len(results) >= 40:
+        assert {0, 2} <= {r["code"] for r in results}

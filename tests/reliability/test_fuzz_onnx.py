@@ -15,17 +15,14 @@ LOOPDBG_ONNX_FUZZ_SEED (default 0).
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from relhelpers import ROOT, subprocess_env
+from relhelpers import ROOT, assert_fuzz_results, run_fuzz_worker
 
 onnx = pytest.importorskip("onnx")
 
@@ -194,30 +191,7 @@ def run_shard(shard: int, out_dir: Path) -> list[dict]:
     cases = [i for i in range(CASES) if i % SHARDS == shard]
     cfg = {"cases": cases, "seed": SEED, "corpus": [str(p) for p in CORPUS], "out": str(out_dir),
            "seconds": CASE_SECONDS, "memory": MEMORY_LIMIT}
-    proc = subprocess.run([sys.executable, "-c", WORKER, str(Path(__file__).parent),
-                           json.dumps(cfg)], capture_output=True, text=True, env=subprocess_env(),
-                          timeout=CASE_SECONDS * len(cases) + 120)
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    results = [r for r in lines if "case" in r]
-    if proc.returncode != 0 or len(results) != len(cases):
-        started = [r["start"] for r in lines if "start" in r]
-        pytest.fail(f"the worker died (exit {proc.returncode}) during case "
-                    f"{started[-1] if started else '?'} ({out_dir}):\n{proc.stderr[-3000:]}")
-    return results
-
-
-def problem(r: dict) -> str | None:
-    """Why a case's outcome is not a run or one clear error; None when it is fine."""
-    if r["exc"] is not None:
-        return r["exc"]
-    if r["out_has_traceback"] or "Traceback" in r["err"]:
-        return "a traceback was printed:\n" + r["err"]
-    if r["code"] == 0:
-        return None
-    lines = r["err"].strip("\n").split("\n")
-    if r["code"] != 2 or len(lines) != 1 or not lines[0].startswith("loopdbg: "):
-        return f"exit {r['code']} with stderr:\n{r['err']}"
-    return None
+    return run_fuzz_worker(WORKER, cfg, CASE_SECONDS * len(cases) + 120)
 
 
 def test_the_corpus_has_onnx_models():
@@ -227,13 +201,7 @@ def test_the_corpus_has_onnx_models():
 @pytest.mark.no_alarm             # each case has its alarm, each worker a time limit
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_mutated_onnx_models_run_or_fail_clearly(shard, tmp_path):
-    results = run_shard(shard, tmp_path)
-    bad = [(r, problem(r)) for r in results if problem(r) is not None]
-    report = "\n\n".join(f"case {r['case']} ({r['source']}: {r['mutation']}; "
-                         f"loopdbg {' '.join(r['argv'])}):\n{why}" for r, why in bad[:5])
-    assert not bad, f"{len(bad)} of {len(results)} cases failed:\n{report}"
-    if len(results) >= 40:        # the mutations are neither all fatal nor all harmless
-        assert {0, 2} <= {r["code"] for r in results}
+    assert_fuzz_results(run_shard(shard, tmp_path))
 
 
 def test_mutate_is_deterministic():
