@@ -43,6 +43,10 @@ class EditBreakpoint(_Numbered):
     """Ask for a new condition for the breakpoint (in a prompt)."""
 
 
+class IgnoreBreakpoint(_Numbered):
+    """Ask how many of the breakpoint's next hits to ignore (in a prompt)."""
+
+
 class DeleteBreakpoint(_Numbered):
     """Delete the breakpoint."""
 

@@ -13,7 +13,8 @@ from textual.widgets import TabbedContent
 from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.debug.jump import HINT, parse_target
 from loopdbg.errors import LoopdbgError
-from loopdbg.tui.messages import DeleteBreakpoint, DeleteWatch, EditBreakpoint, ToggleBreakpoint
+from loopdbg.tui.messages import (DeleteBreakpoint, DeleteWatch, EditBreakpoint,
+                                  IgnoreBreakpoint, ToggleBreakpoint)
 from loopdbg.tui.screens.prompt import PromptBar
 from loopdbg.tui.widgets.inspector import Inspector
 
@@ -163,6 +164,23 @@ class PromptActions:
         self.ask(f"Edit breakpoint {number}", bp.text,
                  _check_expr(lambda t: self.session.breakpoints.edit(number, t)), done,
                  value=bp.text)
+
+    def on_ignore_breakpoint(self, message: IgnoreBreakpoint) -> None:
+        number = message.number
+        bp = self.session.breakpoints.get(number)
+
+        def check(text: str) -> str | None:
+            t = text.strip()
+            if not t.isdigit() or int(t) >= 2**31:
+                return "type how many of its next hits to ignore: 0, 1, 2, ..."
+            return None
+
+        def done(result):
+            if result:
+                bp.ignore = int(result.strip())
+                self.show_again()
+        self.ask(f"Ignore the next … hits of breakpoint {number} ({bp.text})", "0   ·   3", check,
+                 done, value=str(bp.ignore))
 
     def on_delete_breakpoint(self, message: DeleteBreakpoint) -> None:
         self.session.breakpoints.delete(message.number)

@@ -319,3 +319,26 @@ async def test_without_textual_plotext_the_plot_tab_says_how_to_get_it(monkeypat
         app.query_one(plot.PlotPanel).set_expressions(["x_next[0]"])
         await pilot.pause()
         assert "loopdbg[ui-plot]" in str(app.query_one("#plot-note").render())
+
+
+async def test_the_breakpoint_table_sets_an_ignore_count():
+    from loopdbg.tui.widgets.breakpoints import BreakpointTable
+
+    sess = session("while_loop")
+    bp = sess.breakpoints.add("i >= 1")
+    app = LoopdbgApp(sess, title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        app.query_one(TabbedContent).active = BreakpointTable.TAB_ID
+        app.query_one(BreakpointTable).focus()
+        await pilot.pause()
+        await pilot.press("I")
+        await pilot.pause()
+        await pilot.press("backspace", *"x", "enter")            # refused where typed
+        await pilot.pause()
+        assert "how many" in str(app.screen.query_one("#prompt-error").render())
+        await pilot.press("backspace", "2", "enter")
+        await pilot.pause()
+        assert bp.ignore == 2
+        await press(pilot, "c")                                    # hits 1 and 2 ignored
+        assert sess.current.iteration == 3 and bp.hits == 3

@@ -49,6 +49,7 @@ KEYS = (
     ("In the tables and the Inspector", (
         ("t / enter", "enable or disable the selected breakpoint"),
         ("e / d", "edit / delete the selected breakpoint (d deletes a watch too)"),
+        ("I", "ignore the next N hits of the selected breakpoint"),
         ("escape", "leave the Inspector's input (keys work again)"),
     )),
 )

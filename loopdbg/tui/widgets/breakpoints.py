@@ -5,7 +5,8 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from loopdbg.tui.messages import DeleteBreakpoint, DeleteWatch, EditBreakpoint, ToggleBreakpoint
+from loopdbg.tui.messages import (DeleteBreakpoint, DeleteWatch, EditBreakpoint,
+                                  IgnoreBreakpoint, ToggleBreakpoint)
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import plain
 from loopdbg.tui.widgets.valuetext import value_text
@@ -14,14 +15,14 @@ from loopdbg.tui.widgets.valuetext import value_text
 class BreakpointTable(Panel, DataTable):
     """Breakpoints: number, condition, loop, enabled, hits, ignore.
 
-    Keys: enter/space toggles the selected breakpoint, e edits it, d deletes it (each posts a
-    message; the app changes the session).
+    Keys: enter/t toggles the selected breakpoint, e edits it, I sets how many hits to ignore,
+    d deletes it (each posts a message; the app changes the session).
     """
 
     TAB, TAB_ID, ID = "Breakpoints", "tab-bp", "bps"
 
     BINDINGS = [Binding("enter,t", "toggle", "enable/disable"), Binding("e", "edit", "edit"),
-                Binding("d,delete", "delete", "delete")]
+                Binding("I", "ignore", "ignore hits"), Binding("d,delete", "delete", "delete")]
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
@@ -50,6 +51,11 @@ class BreakpointTable(Panel, DataTable):
         n = self._selected()
         if n is not None:
             self.post_message(EditBreakpoint(n))
+
+    def action_ignore(self) -> None:
+        n = self._selected()
+        if n is not None:
+            self.post_message(IgnoreBreakpoint(n))
 
     def action_delete(self) -> None:
         n = self._selected()
