@@ -127,3 +127,26 @@ def test_timeline_tab(snap_compare):
     app = make_app("loop_while_iter")
     app.session.breakpoints.add("i == 1")
     assert snap_compare(app, terminal_size=SIZE, run_before=keys("c", "n", "n", "t"))
+
+
+def test_outputs_tab(snap_compare):
+    """The loop's outputs so far, after two iterations."""
+    app = make_app("loop_while_iter")
+
+    async def run_before(pilot):
+        await keys("n", "n")(pilot)
+        app.query_one("#tabs").active = "tab-outputs"
+        await pilot.pause(0.2)
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_plot_tab(snap_compare):
+    """An expression plotted over the iterations at the end of the run."""
+    app = make_app("loop_while_iter")
+
+    async def run_before(pilot):
+        await keys("c")(pilot)
+        app.query_one("#plot").set_expressions(["body_count", "mean(body_x)"])
+        app.query_one("#tabs").active = "tab-plot"
+        await pilot.pause(0.2)
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
