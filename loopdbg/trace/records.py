@@ -119,17 +119,7 @@ def _parse_iter_meta(meta: bytes) -> tuple:
 
 def iteration_frame(meta: bytes, arrays: list, off: int) -> IterationFrame:
     path, outer, it, trip, cond, cont = _parse_iter_meta(meta)
-    f = IterationFrame(path, it, trip, cond, cont, outer, offset=off)
-    for group, name, a in arrays:
-        attr = _GROUP_ATTR.get(group)
-        if attr is None:
-            continue
-        d = getattr(f, attr)
-        if d is None:
-            d = {}
-            setattr(f, attr, d)
-        d[name] = a
-    return f
+    return iteration_frame_of(path, it, trip, cond, cont, outer, arrays, off)
 
 
 @dataclass
