@@ -114,8 +114,9 @@ class View:
         the worker thread, which alone may use the timeline then.
         """
         view = View(stop if stop is not None else self.stop, self.session)
-        if "history" in self.__dict__:
-            view.__dict__["history"] = self.__dict__["history"]
+        for kept in ("history", "_values"):
+            if kept in self.__dict__:
+                view.__dict__[kept] = self.__dict__[kept]
         return view
 
 

@@ -64,25 +64,40 @@ class PseudoCode(Static):
         if key == self._shown:        # the same iteration, the same lines lit: nothing to redraw
             return
         self._shown = key
+        lines = self._code(e, view, phase, node)
         steps = e.spec.body.steps
         try:
             values = view.values(e) if stop.node is None else {}
         except Exception:  # noqa: BLE001 - values are a help here; the code shows without them
             values = {}
-        body_line = -1
-        for line in pseudocode(e.spec, started=view.started, detail=True, by_mode=True):
-            value = None
-            if line.phase == "body":
-                body_line += 1          # detail mode: one body line per plan step, in order
-                if body_line < len(steps):
-                    value = values.get(steps[body_line].layer.name, _NONE)
-            current = (body_line == node) if node is not None and line.phase == "body" else (
-                line.phase == phase and node is None)
-            text.append(safe(line.render()), style="reverse bold" if current else "")
-            if value is not None and value is not _NONE:     # the value it gave this iteration
-                text.append(f"  // {safe(value_text(value, 28))}", style="dim cyan")
+        for rendered, current, step in lines:
+            text.append(rendered, style="reverse bold" if current else "")
+            if step is not None and step < len(steps):
+                value = values.get(steps[step].layer.name, _NONE)
+                if value is not _NONE and value is not None:   # what it gave this iteration
+                    text.append(f"  // {safe(value_text(value, 28))}", style="dim cyan")
             text.append("\n")
         update_text(self, text)
+
+    _code_key = None
+    _code_lines: list = []
+
+    def _code(self, e, view: View, phase: str, node) -> list:
+        """The pseudo-code's lines as (text, lit, body step or None), made once per loop,
+        mode and phase (a step then only adds the values)."""
+        key = (id(e.spec), e.spec.path, view.mode, phase, node)
+        if key != self._code_key:
+            out, body_line = [], -1
+            for line in pseudocode(e.spec, started=view.started, detail=True, by_mode=True):
+                step = None
+                if line.phase == "body":
+                    body_line += 1      # detail mode: one body line per plan step, in order
+                    step = body_line
+                current = (body_line == node) if node is not None and line.phase == "body" \
+                    else (line.phase == phase and node is None)
+                out.append((safe(line.render()), current, step))
+            self._code_key, self._code_lines = key, out
+        return self._code_lines
 
 
 def _loop_without_iteration(view: View):

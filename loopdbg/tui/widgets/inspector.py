@@ -143,7 +143,10 @@ class Inspector(Panel, Vertical):
             view.update(plain(f"{self._text}: {exc}", "red"))
             return
         text = describe(value, self._full)
-        about = node_lines(event.spec, self._text, v.values(event)) if v is not None else None
+        about = None
+        if v is not None and any(lay.name == self._text
+                                 for lay in event.spec.body.graph.layers.values()):
+            about = node_lines(event.spec, self._text, v.values(event))
         if about:                     # a node's name: what it is, as Netron shows a node
             head = Text()
             for k, line in enumerate(about):
