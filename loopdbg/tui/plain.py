@@ -16,12 +16,35 @@ def plain(text, style: str = "") -> Text:
     return Text(safe(text), style=style)
 
 
-def update_text(widget, text: Text) -> None:
+def update_text(widget, text) -> None:
     """``widget.update(text)`` (a Static), asking for a layout of the screen only when the
-    text's size changed: a layout costs a full repaint, tens of milliseconds per key."""
-    plain_text = text.plain
-    lines = plain_text.split("\n")
-    shape = (len(lines), max(len(line) for line in lines))
-    layout = shape != getattr(widget, "_loopdbg_text_shape", None)
-    widget._loopdbg_text_shape = shape
-    widget.update(text, layout=layout)
+    widget is displayed and its content would change size: a layout repaints the whole screen,
+    tens of milliseconds per key on a big body, where repainting the widget costs a few.
+
+    A widget in a hidden tab never asks: showing the tab lays the screen out anyway, from the
+    content as it is then (``update`` drops the widget's cached dimensions)."""
+    widget.update(text, layout=False)
+    if not widget.is_mounted or not displayed(widget):
+        return
+    styles, size = widget.styles, widget.content_size
+    if not size.width:
+        widget.refresh(layout=True)             # never laid out yet
+        return
+    container, viewport = widget.container_size, widget.app.size
+    grows = False
+    if styles.width is not None and styles.width.is_auto:
+        grows = widget.get_content_width(container, viewport) != size.width
+    if not grows and (styles.height is None or styles.height.is_auto):
+        grows = widget.get_content_height(container, viewport, size.width) != size.height
+    if grows:
+        widget.refresh(layout=True)
+
+
+def displayed(widget) -> bool:
+    """Whether ``widget`` and every container around it are displayed (not in a hidden tab)."""
+    node = widget
+    while node is not None:
+        if not getattr(node, "display", True):
+            return False
+        node = node.parent
+    return True

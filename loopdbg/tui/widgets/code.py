@@ -6,12 +6,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
 
 from loopdbg.teach.pseudocode import pseudocode
 from loopdbg.text import safe
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import update_text
 from loopdbg.tui.widgets.valuetext import value_text
 
 
@@ -30,21 +31,76 @@ def phase_of(stop) -> str:
     return "cond" if e.spec.kind == "Loop" else "carry"
 
 
-class PseudoCode(Static):
-    """C-like pseudo-code of the current loop (from loopdbg.teach), current phase in reverse video."""
+class Lines(Widget):
+    """Lines of text drawn one at a time, as the screen asks for them: only the lines in view
+    are rendered, and a change repaints only the lines that changed (a converted body's
+    pseudo-code has hundreds of lines, and a step changes the values at their ends). A line
+    longer than the widget ends in an ellipsis."""
 
-    DEFAULT_CSS = "PseudoCode { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }"
+    DEFAULT_CSS = "Lines { width: 1fr; height: auto; padding: 0 1; }"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._lines: list[Text] = []
+        self._strips: dict[int, Strip] = {}
+
+    @property
+    def content(self) -> Text:
+        """Every line as one Text (what the widget shows, for tests and the clipboard)."""
+        return Text("\n").join(self._lines)
+
+    def render(self) -> Text:
+        return self.content
+
+    def set_lines(self, lines: list[Text]) -> None:
+        old = self._lines
+        self._lines = lines
+        if len(lines) != len(old):
+            self._strips.clear()
+            self.refresh(layout=True)
+            return
+        changed = [y for y, (a, b) in enumerate(zip(old, lines))
+                   if a.plain != b.plain or a.spans != b.spans or a.style != b.style]
+        for y in changed:
+            self._strips.pop(y, None)
+        if changed:
+            width = self.size.width
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(self._lines)
+
+    def get_content_width(self, container, viewport) -> int:
+        return max((line.cell_len for line in self._lines), default=0)
+
+    def render_line(self, y: int) -> Strip:
+        width, style = self.content_size.width, self.rich_style
+        if not 0 <= y < len(self._lines):
+            return Strip.blank(width, style)
+        strip = self._strips.get(y)
+        if strip is None or strip.cell_length != width:
+            text = self._lines[y]
+            if text.cell_len > width:
+                text = text.copy()
+                text.truncate(width, overflow="ellipsis")
+            strip = Strip(text.render(self.app.console)).apply_style(style)
+            strip = self._strips[y] = strip.extend_cell_length(width, style)
+        return strip
+
+
+class PseudoCode(Lines):
+    """C-like pseudo-code of the current loop (from loopdbg.teach), current phase in reverse video."""
 
     _shown = None             # what the text shows: (loop, mode, phase, node)
 
     def show(self, view: View) -> None:
         stop, e = view.stop, view.event
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text()
         if e is None:
             self._shown = None
             spec, phase = _loop_without_iteration(view)
             if spec is None:
-                update_text(self, Text("(no loop has started)", style="dim"))
+                self.set_lines([Text("(no loop has started)", style="dim")])
                 return
             if phase == "init":
                 text.append(f"(no loop has started; loop {safe(spec.path)} will run:)\n",
@@ -56,7 +112,7 @@ class PseudoCode(Static):
                                    detail=True, by_mode=True):
                 text.append(safe(line.render()) + "\n",
                             style="reverse bold" if line.phase == phase == "output" else "")
-            update_text(self, text)
+            self.set_lines(text.split("\n"))
             return
         phase = phase_of(stop)
         node = stop.node.index if stop.node is not None else None
@@ -70,14 +126,15 @@ class PseudoCode(Static):
             values = view.values(e) if stop.node is None else {}
         except Exception:  # noqa: BLE001 - values are a help here; the code shows without them
             values = {}
+        out = []
         for rendered, current, step in lines:
-            text.append(rendered, style="reverse bold" if current else "")
+            line = Text(rendered, style="reverse bold" if current else "")
             if step is not None and step < len(steps):
                 value = values.get(steps[step].layer.name, _NONE)
                 if value is not _NONE and value is not None:   # what it gave this iteration
-                    text.append(f"  // {safe(value_text(value, 28))}", style="dim cyan")
-            text.append("\n")
-        update_text(self, text)
+                    line.append(f"  // {safe(value_text(value, 28))}", style="dim cyan")
+            out.append(line)
+        self.set_lines(out)
 
     _code_key = None
     _code_lines: list = []

@@ -24,7 +24,7 @@ from loopdbg.debug.values import is_sequence, numbers, type_text
 from loopdbg.teach.node_info import node_lines
 from loopdbg.text import safe_lines
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import plain
+from loopdbg.tui.plain import plain, update_text
 
 FULL_LIMIT = 20000         # elements printed in full on request (beyond: numpy's summary)
 
@@ -126,21 +126,21 @@ class Inspector(Panel, Vertical):
     def _update_view(self) -> None:
         view = self.query_one("#inspect-view", Static)
         if not self._text:
-            view.update("")
+            update_text(view, "")
             return
         v = self._view
         event = v.event if v is not None else None
         if event is None:
             outputs = v.outputs if v is not None else {}
             if self._text in outputs:
-                view.update(describe(outputs[self._text], self._full))
+                update_text(view, describe(outputs[self._text], self._full))
             else:
-                view.update(Text("no iteration has run yet", style="dim"))
+                update_text(view, Text("no iteration has run yet", style="dim"))
             return
         try:
             value = Expression(self._text).evaluate(EventLookup(event, extra=v.outputs))
         except Exception as exc:  # noqa: BLE001 - shown where it was typed
-            view.update(plain(f"{self._text}: {exc}", "red"))
+            update_text(view, plain(f"{self._text}: {exc}", "red"))
             return
         text = describe(value, self._full)
         about = None
@@ -155,4 +155,4 @@ class Inspector(Panel, Vertical):
             head.append("\n")
             head.append_text(text)
             text = head
-        view.update(text)
+        update_text(view, text)

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Static
 from loopdbg.debug.outputs import loop_outputs, model_outputs
 from loopdbg.debug.values import shape_text, type_text
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import plain
+from loopdbg.tui.plain import plain, update_text
 from loopdbg.tui.widgets.inspector import describe
 
 
@@ -57,13 +57,13 @@ class OutputsPanel(Panel, Horizontal):
     def _show_value(self, row: int) -> None:
         text = self.query_one("#outputs-value-text", Static)
         if not 0 <= row < len(self._rows):
-            text.update("")
+            update_text(text, "")
             return
         o = self._rows[row]
         head = plain(f"{o.name} ({o.owner}, {o.state})", "bold")
         head.append("\n")
         if o.value is None:
-            text.update(head)
+            update_text(text, head)
             return
         head.append_text(describe(o.value))
-        text.update(head)
+        update_text(text, head)

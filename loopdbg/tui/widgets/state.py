@@ -36,10 +36,24 @@ class LoopState(Panel, Static):
     def __init__(self, **kw):
         super().__init__(**kw)
         self._view: View | None = None
+        self._rows = (None, 0)        # (loop path, the most lines its texts had)
 
     def show(self, view: View) -> None:
         self._view = view
-        update_text(self, self._text(view, self._width()))
+        update_text(self, self._steady(view, self._text(view, self._width())))
+
+    def _steady(self, view: View, text: Text) -> Text:
+        """``text`` padded to the most lines this loop's texts had at this width: stepping
+        does not move the pseudo-code below up and down (nor lay the screen out again)."""
+        e = view.event
+        path = (e.path if e is not None else None, self._width())
+        lines = text.plain.count("\n")
+        most = max(lines, self._rows[1]) if path == self._rows[0] else lines
+        self._rows = (path, most)
+        if most > lines:
+            text = text.copy()
+            text.append("\n" * (most - lines))
+        return text
 
     def on_resize(self, event) -> None:
         # after this layout pass, and with a layout of its own: the text's height follows
@@ -48,9 +62,8 @@ class LoopState(Panel, Static):
             self.call_after_refresh(self._relayout)
 
     def _relayout(self) -> None:
-        text = self._text(self._view, self._width())
-        self._loopdbg_text_shape = None
-        update_text(self, text)
+        self._rows = (None, 0)
+        update_text(self, self._text(self._view, self._width()))
 
     def _width(self) -> int:
         return max((self.size.width or 60) - 2, 24)

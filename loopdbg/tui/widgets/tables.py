@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
@@ -10,6 +11,7 @@ from textual.widgets import DataTable, Static
 from loopdbg.debug.report import fmt_value
 from loopdbg.debug.values import is_sequence, mean_of, numbers, shape_text, type_text
 from loopdbg.teach.pseudocode import result_source
+from loopdbg.text import safe
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import plain, update_text
 from loopdbg.tui.widgets.heatmap import heatmap
@@ -61,8 +63,8 @@ class BackEdgeTable(Panel, DataTable):
             past = [mean_of(h.body_out[r]) for h in history]
             lo, hi, mean = stats(value)
             arrow = f"{p} ← {result_source(spec, r)}"
-            self.add_row(plain(arrow), shape_text(value), type_text(value), lo, hi, mean,
-                         sparkline(past), key=p)
+            self.add_row(*(Text(cell) for cell in (safe(arrow), shape_text(value),
+                           type_text(value), lo, hi, mean, sparkline(past))), key=p)
 
 
 class ScanTable(DataTable):
@@ -81,7 +83,7 @@ class ScanTable(DataTable):
             so_far = e.partial(o.name)
             direction = " (reversed)" if o.stride < 0 else ""
             how = f"new axis {o.axis} (stacked)" if e.spec.onnx else f"{o.axis}"
-            self.add_row(plain(o.name), f"{how}{direction}", shape_text(so_far),
+            self.add_row(plain(o.name), Text(f"{how}{direction}"), Text(shape_text(so_far)),
                          plain(fmt_value(e.scan_slices[o.name], width=50)), key=o.name)
 
 

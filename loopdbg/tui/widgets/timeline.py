@@ -16,6 +16,7 @@ from loopdbg.debug import strips as S
 from loopdbg.debug.jump import Target
 from loopdbg.tui.messages import GoTo
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import update_text
 
 # What each marker looks like: (character, style), weakest first (see debug.strips).
 LOOK = {
@@ -63,7 +64,7 @@ class TimelinePanel(Panel, Static, can_focus=True):
         width = max(self.size.width - 2, 10) if self.size.width else 60
         self._width, self._cells_width = self.size.width, width
         self._strips = S.strips(view.session, view.event, width, self._cache)
-        self.update(self._text(view))
+        update_text(self, self._text(view))
 
     def _text(self, view: View) -> Text:
         if not self._strips:

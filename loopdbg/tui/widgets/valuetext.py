@@ -33,10 +33,25 @@ def shape_text(shape) -> str:
 
 
 def _elements(a: np.ndarray, digits: int) -> str:
-    items = [number(v, digits) for v in a.reshape(-1)]
+    kind = a.dtype.kind                      # the common cases without number()'s type tests
+    if kind == "f":
+        items = [_float(f, digits) for f in a.reshape(-1).tolist()]
+    elif kind in "iu":
+        items = [str(v) for v in a.reshape(-1).tolist()]
+    elif kind == "b":
+        items = ["true" if v else "false" for v in a.reshape(-1).tolist()]
+    else:
+        items = [number(v, digits) for v in a.reshape(-1)]
     if a.ndim == 0:
         return items[0]
     return "[" + " ".join(items) + "]"
+
+
+def _float(f: float, digits: int) -> str:
+    """``number`` of a Python float."""
+    if f == f and abs(f) < 1e15 and f == int(f):
+        return str(int(f)) + "."
+    return f"{f:.{digits}g}"
 
 
 def value_text(value, width: int = 24) -> str:
@@ -61,12 +76,16 @@ def value_text(value, width: int = 24) -> str:
         return _cut(f"{shape} empty", width)
     lead = "" if a.ndim <= 1 else shape + " "
     # every element, if even the shortest spelling fits (cheap test first: one cell each)
-    if a.size <= 16 and len(lead) + 2 * a.size + 1 <= width and \
-            len(lead + _elements(a, 2)) <= width:
-        for digits in (6, 4, 3, 2):
-            text = lead + _elements(a, digits)
+    if a.size <= 16 and len(lead) + 2 * a.size + 1 <= width:
+        if kind in "iub":                               # no digits to drop
+            text = lead + _elements(a, 6)
             if len(text) <= width:
                 return text
+        elif len(lead + _elements(a, 2)) <= width:
+            for digits in (6, 4, 3, 2):
+                text = lead + _elements(a, digits)
+                if len(text) <= width:
+                    return text
     if kind == "b":
         return _cut(f"{shape} {int(a.sum())} true", width)
     finite = a[np.isfinite(a)] if kind in "fc" else a
