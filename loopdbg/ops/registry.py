@@ -58,10 +58,13 @@ from each caller was the other way, but every test and demo that builds a model 
 had to pass it. The engine asks only for kernels (``make_kernel``), once per layer, when it
 builds a plan.
 
-How the table fills. On the first lookup every module of this package whose name does not start
-with ``_`` is imported, in name order, and the ``op`` entries of the family modules among them
-fill the table (``args``, ``budget``, ``shape_rules`` and ``catalog`` are helpers and register
-nothing).
+How the table fills. A lookup of a type imports the family modules that register it, as
+``_families.py`` lists them (importing all of them costs ~0.15 s, a third of opening a small
+model); a type that list does not name, and every question about the whole table, imports every
+module of this package whose name does not start with ``_``, in name order, and the ``op``
+entries of the family modules among them fill the table (``args``, ``budget``, ``shape_rules``
+and ``catalog`` are helpers and register nothing). ``_families.py`` is written from the table
+(``python -m loopdbg.ops._families --write``), and a test holds the two to each other.
 Nothing lists the families, so adding an op to a family is editing one file, and adding a family
 is adding one; family modules import this module, which imports none of them by name.
 ``docs/ops.md`` is written from the table (``python -m loopdbg.ops.catalog``), and
@@ -74,6 +77,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -109,6 +113,7 @@ _REGISTRY: dict[str, dict[int, KernelSpec]] = {}
 _DEFAULTS: dict[str, int] = {}           # builder default versions that are not the newest
 _REFUSED: dict[tuple[str, int], str] = {}  # (type, version) -> why loopdbg does not run it
 _LOADED = False
+_MODULES: dict[str, set[str]] = {}      # type -> the family modules registering or refusing it
 _OPSETS: dict[str, int] = {}             # opset_number's answers (a model asks once per layer)
 
 # Versions that are not "opsetN": where OpenVINO takes such ops from (DESER create_node).
@@ -146,6 +151,7 @@ def op(type_: str, *, versions: Sequence[int] = (1,), outputs: int | Callable[[L
             if v in table:
                 raise ValueError(f"{type_} version {v} is registered twice")
             table[v] = KernelSpec(type_, v, factory, outputs, shape, no_shape, notes, constants)
+        _MODULES.setdefault(type_, set()).add(sys._getframe(1).f_globals["__name__"])
         if default_version is not None:
             if _DEFAULTS.setdefault(type_, default_version) != default_version:
                 raise ValueError(f"{type_} has two builder default versions")
@@ -158,6 +164,7 @@ def refuse(type_: str, versions: Sequence[int], reason: str) -> None:
     """Record that loopdbg does not run ``type_`` at ``versions`` (opset numbers), and why: a
     layer of it is refused with ``reason`` (one clause, e.g. "its output depends on OpenVINO's
     random generator, which loopdbg does not reproduce")."""
+    _MODULES.setdefault(type_, set()).add(sys._getframe(1).f_globals["__name__"])
     for v in versions:
         if (type_, v) in _REFUSED:
             raise ValueError(f"{type_} version {v} is refused twice")
@@ -200,9 +207,28 @@ def _load_all() -> None:
     _LOADED = True
 
 
+def families() -> dict[str, list[str]]:
+    """Each type with the family modules that register or refuse it (for ``_families.py``)."""
+    _load_all()
+    return {t: sorted(m.rsplit(".", 1)[-1] for m in mods) for t, mods in sorted(_MODULES.items())}
+
+
+def _load_for(type_: str) -> None:
+    """Import the family modules that register ``type_`` (every module for a type not listed)."""
+    if _LOADED:
+        return
+    from loopdbg.ops._families import FAMILIES
+    names = FAMILIES.get(type_)
+    if names is None:
+        _load_all()
+        return
+    for name in names:
+        importlib.import_module(f"{__package__}.{name}")
+
+
 def lookup(type_: str, version: str) -> KernelSpec | None:
     """The kernel serving ``type_`` in ``version``, or None."""
-    _load_all()
+    _load_for(type_)
     versions = _REGISTRY.get(type_)
     if not versions:
         return None
@@ -259,6 +285,7 @@ def check_supported(graph, file: str) -> None:
             missing.setdefault((layer.type, layer.version), []).append(layer.describe() + where)
     if not missing:
         return
+    _load_all()                                 # the reasons of refused ops, from every family
     parts = []
     for (type_, version), places in sorted(missing.items()):
         reason = _refusal(type_, version)

@@ -77,6 +77,7 @@ def test_every_kernel_has_a_shape_rule_or_a_reason_it_needs_none():
 
 def test_op_refuses_an_incomplete_or_repeated_registration(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", {t: dict(v) for t, v in registry._REGISTRY.items()})
+    monkeypatch.setattr(registry, "_MODULES", {t: set(m) for t, m in registry._MODULES.items()})
     with pytest.raises(TypeError, match="shape rule"):
         op("Mystery")
     with pytest.raises(TypeError, match="shape rule"):
@@ -103,10 +104,40 @@ def test_kernels_sit_where_openvino_introduces_a_version(type_):
 
 
 def test_family_modules_are_found_without_a_list():
-    infrastructure = {"__init__", "args", "budget", "catalog", "registry", "shape_rules"}
+    infrastructure = {"__init__", "_families", "args", "budget", "catalog", "registry", "shape_rules"}
     files = {p.stem for p in (ROOT / "loopdbg" / "ops").glob("*.py")} - infrastructure
     families = {spec.factory.__module__.rsplit(".", 1)[-1] for spec in specs()}
     assert families == files
+
+
+def test_the_families_list_is_the_table_s():
+    from loopdbg.ops import _families
+
+    assert _families.text() == Path(_families.__file__).read_text(encoding="utf-8"), \
+        "loopdbg/ops/_families.py is out of date: python -m loopdbg.ops._families --write"
+
+
+def test_a_lookup_imports_only_the_families_of_its_type():
+    probe = ("import sys; from loopdbg.ops import registry; "
+             "k = registry.lookup('Add', 'opset1'); g = registry.lookup('Gather', 'opset8'); "
+             "print(k is not None and g is not None, registry._LOADED, sorted(m for m in "
+             "sys.modules if m.startswith('loopdbg.ops.') and m.count('.') == 2))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    found, loaded, modules = proc.stdout.strip().split(" ", 2)
+    assert (found, loaded) == ("True", "False")
+    assert "loopdbg.ops.elementwise" in modules and "loopdbg.ops.gather" in modules
+    assert "loopdbg.ops.conv" not in modules and "loopdbg.ops.nms" not in modules
+
+
+def test_a_type_the_list_does_not_name_loads_the_whole_table():
+    probe = ("from loopdbg.ops import registry; "
+             "print(registry.lookup('NoSuchOp', 'opset1'), registry._LOADED)")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["None", "True"]
 
 
 def test_the_whole_table_loads_without_onnx_or_the_onnx_reader():

@@ -27,9 +27,19 @@ class KeyFooter(Footer):
             self.compact = compact
         self.call_after_refresh(self.recompose)
 
-    def compose(self):
-        if not self._bindings_ready:
-            return
+    _composed = None          # what the keys shown were made from (``recompose`` skips a repeat)
+
+    async def recompose(self) -> None:
+        """Make the keys again only when what they show changed: focus moves, bindings and
+        resizes ask often (four times while the app opens), and each costs ~40 ms."""
+        if self.is_attached:
+            shown = self._shown()
+            if shown == self._composed:
+                return
+        await super().recompose()
+
+    def _shown(self) -> tuple:
+        """(the keys that fit, the palette's key or None, compact) as plain values."""
         app = self.app
         width = self.size.width or app.size.width
         shown = []
@@ -49,18 +59,26 @@ class KeyFooter(Footer):
             seen_actions.add(binding.action)
             items.append((binding, enabled, tooltip, app.get_key_display(binding)))
         room = width - (PALETTE_WIDTH if self.show_command_palette else 0)
-        keep = _fit(items, room, self.compact)
-        for binding, enabled, tooltip, key in keep:
+        keys = tuple(_fit(items, room, self.compact))
+        palette = None
+        if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
+            palette = self.screen.active_bindings.get(app.COMMAND_PALETTE_BINDING)
+            if palette is not None:
+                _, binding, enabled, _ = palette
+                palette = (binding, enabled, app.get_key_display(binding))
+        return keys, palette, self.compact
+
+    def compose(self):
+        # The app's keys are known at once: shown with the first frame, not after the focus
+        # settles (the focused widget's keys follow then, with a recompose if they change).
+        self._composed = keys, palette, _ = self._shown()
+        for binding, enabled, tooltip, key in keys:
             yield FooterKey(binding.key, key, binding.description, binding.action,
                             disabled=not enabled, tooltip=tooltip).data_bind(
                                 compact=Footer.compact)
-        if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
-            try:
-                _, binding, enabled, tooltip = self.screen.active_bindings[
-                    app.COMMAND_PALETTE_BINDING]
-            except KeyError:
-                return
-            yield FooterKey(binding.key, app.get_key_display(binding), binding.description,
+        if palette is not None:
+            binding, enabled, key = palette
+            yield FooterKey(binding.key, key, binding.description,
                             binding.action, classes="-command-palette", disabled=not enabled,
                             tooltip=binding.tooltip or binding.description)
 
