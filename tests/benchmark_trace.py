@@ -51,20 +51,47 @@ def trace_rows(engine, inputs, iters, state_model, state_inputs, rows, repeat, t
     rows.append((f"open the trace, read iteration {iters - 1}", f"{t_read * 1e3:.1f} ms", "", "",
                  "< 50 ms", t_read < 0.05))
 
+    # Each run writes a new file (the last one removed before the clock starts): rewriting the
+    # same 200 MiB file makes either side pay, at random, for the file system dropping the old
+    # one's pages (truncating a just-written file here costs 40-90 ms, as much as the writing).
     state_engine = Engine(state_model)
-    spath = os.path.join(tmp, "state.ltrace")
-    ppath = os.path.join(tmp, "plain.bin")
-    t_state, t_run = _best_pair(lambda: record(state_engine.run(state_inputs), spath),
-                                lambda: state_engine.run_to_end(state_inputs), repeat)
+    runs = iter(range(10 ** 6))
+
+    def fresh(stem: str) -> str:
+        for name in os.listdir(tmp):
+            if name.startswith(stem):
+                os.unlink(os.path.join(tmp, name))
+        return os.path.join(tmp, f"{stem}{next(runs)}")
+
+    spath = ""
+
+    def rec_state():
+        nonlocal spath
+        spath = fresh("state")
+        t0 = time.perf_counter()
+        record(state_engine.run(state_inputs), spath)
+        return time.perf_counter() - t0
+
+    def run_state():
+        t0 = time.perf_counter()
+        state_engine.run_to_end(state_inputs)
+        return time.perf_counter() - t0
+
+    t_state = t_run = float("inf")
+    for _ in range(repeat):
+        t_state, t_run = min(t_state, rec_state()), min(t_run, run_state())
     written = os.path.getsize(spath)
     chunk = np.ones(262144, np.float32).tobytes()
     n_chunks = max(written // len(chunk), 1)
 
     def plain_write():
+        ppath = fresh("plain")
+        t0 = time.perf_counter()
         with open(ppath, "wb") as f:
             for _ in range(n_chunks):
                 f.write(chunk)
-    t_write = min(_best_pair(plain_write, plain_write, repeat))
+        return time.perf_counter() - t0
+    t_write = min(plain_write() for _ in range(repeat))
     ours = written / max(t_state - t_run, 1e-9)
     plain = n_chunks * len(chunk) / t_write
     rows.append(("recording the 1 MiB-state loop: write speed", f"{ours / 2**20:.0f} MiB/s",

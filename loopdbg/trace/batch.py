@@ -16,7 +16,6 @@ written before the cut.
 
 from __future__ import annotations
 
-import zlib
 
 import numpy as np
 
@@ -71,7 +70,7 @@ class BatchLayout:
             parts += [F.ENTRY.pack(group, len(nb), len(hdr) + len(data)), nb, hdr, data]
         body = b"".join(parts)
         head = F.HEAD.pack(F.SYNC, F.BATCH, 0, 0, len(body))
-        frame = head + body + F.CRC.pack(zlib.crc32(body, zlib.crc32(head)))
+        frame = head + body + F.CRC.pack(F.crc32(body, F.crc32(head)))
         base = self.writer.append_frames(frame, 1)
         self.runs.add(first, n, base)
         for rows in self.data:

@@ -9,12 +9,16 @@ from __future__ import annotations
 import io
 import json
 import struct
-import zlib
 
 import numpy as np
 
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.elements import npy_descr
+
+try:            # the same crc32, ~15x faster on big frames (ISA-L): the optional extra fast-trace
+    from isal.isal_zlib import crc32
+except ImportError:  # pragma: no cover - zlib's own, where isal is not installed
+    from zlib import crc32
 
 MAGIC = b"\x89LDTRACE\r\n\x1a\n"            # 12 bytes, PNG-style: catches text-mode mangling
 VERSION = (2, 0)                             # (major, minor) written
@@ -74,7 +78,7 @@ def preamble() -> bytes:
 
 def locator(footer_offset: int, footer_length: int) -> bytes:
     body = struct.pack("<8sQQ", LOCATOR_MAGIC, footer_offset, footer_length)
-    return body + CRC.pack(zlib.crc32(body)) + LOCATOR_TAIL
+    return body + CRC.pack(crc32(body)) + LOCATOR_TAIL
 
 
 def parse_locator(raw: bytes) -> tuple[int, int] | None:
@@ -82,7 +86,7 @@ def parse_locator(raw: bytes) -> tuple[int, int] | None:
     if len(raw) != LOCATOR.size:
         return None
     magic, off, length, crc, tail = LOCATOR.unpack(raw)
-    if magic != LOCATOR_MAGIC or tail != LOCATOR_TAIL or zlib.crc32(raw[:24]) != crc:
+    if magic != LOCATOR_MAGIC or tail != LOCATOR_TAIL or crc32(raw[:24]) != crc:
         return None
     return off, length
 
@@ -308,7 +312,7 @@ def crc_ok(data) -> bool:
     """Does a whole frame (head, body, crc) carry the checksum of its head and body?"""
     n = len(data)
     return n >= HEAD.size + CRC.size and \
-        zlib.crc32(memoryview(data)[:n - CRC.size]) == CRC.unpack_from(data, n - CRC.size)[0]
+        crc32(memoryview(data)[:n - CRC.size]) == CRC.unpack_from(data, n - CRC.size)[0]
 
 
 # -- whole frames, and the ITERATION frames a BATCH frame stands for -----------------------------
@@ -322,7 +326,7 @@ def encode_frame(kind: int, meta: bytes, arrays) -> bytes:
         parts += [ENTRY.pack(group, len(nb), len(hdr) + v.nbytes), nb, hdr, v.tobytes()]
     body = b"".join(parts)
     head = HEAD.pack(SYNC, kind, 0, 0, len(body))
-    return head + body + CRC.pack(zlib.crc32(body, zlib.crc32(head)))
+    return head + body + CRC.pack(crc32(body, crc32(head)))
 
 
 def iteration_tail(path: str, outer: tuple) -> bytes:

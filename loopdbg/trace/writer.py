@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
 from typing import Mapping
 
 import numpy as np
@@ -36,7 +35,7 @@ _pack_crc = F.CRC.pack
 _pack_meta_len = F.META_LEN.pack
 _pack_count = F.COUNT.pack
 _pack_iter = F.ITER_FIXED.pack
-_crc32 = zlib.crc32
+_crc32 = F.crc32
 _ndarray = np.ndarray
 _asarray = np.asarray
 _SYNC = F.SYNC
