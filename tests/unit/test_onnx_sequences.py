@@ -113,7 +113,7 @@ def test_the_ui_shows_a_sequences_length_and_its_tensors():
             table = app.query_one(BackEdgeTable)
             rows = [table.get_row_at(k) for k in range(table.row_count)]
             seq_row = next(r for r in rows if "seq_in" in str(r[0]))
-            assert seq_row[1] == "[1 tensor]" and seq_row[2] == "sequence of float32"
+            assert str(seq_row[1]) == "[1 tensor]" and str(seq_row[2]) == "sequence of float32"
 
     asyncio.run(asyncio.wait_for(drive(), timeout=60))
 
