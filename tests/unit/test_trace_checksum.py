@@ -27,26 +27,24 @@ def test_the_trace_crc32_is_zlib_s(size):
     assert F.crc32(view, 7) == zlib.crc32(view, 7)
 
 
-def _record(path: Path, without_isal: bool) -> None:
+def _loopdbg(args: list[str], without_isal: bool) -> str:
+    """``loopdbg ARGS`` in a child process, with ISA-L hidden from it or not; its output."""
     block = "import sys; sys.modules['isal'] = None; sys.modules['isal.isal_zlib'] = None; " \
         if without_isal else ""
-    code = (f"{block}from loopdbg.cli import main; raise SystemExit(main(['run', "
-            f"{str(DEMO / 'model.xml')!r}, {str(DEMO / 'inputs.npz')!r}, '--trace', "
-            f"{str(path)!r}]))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 0, proc.stderr
-
-
-def _check(path: Path, without_isal: bool) -> str:
-    block = "import sys; sys.modules['isal'] = None; sys.modules['isal.isal_zlib'] = None; " \
-        if without_isal else ""
-    code = (f"{block}from loopdbg.cli import main; raise SystemExit(main(['trace', 'info', "
-            f"'--check', {str(path)!r}]))")
+    code = f"{block}from loopdbg.cli import main; raise SystemExit(main({args!r}))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
+
+
+def _record(path: Path, without_isal: bool) -> None:
+    _loopdbg(["run", str(DEMO / "model.xml"), str(DEMO / "inputs.npz"), "--trace", str(path)],
+             without_isal)
+
+
+def _check(path: Path, without_isal: bool) -> str:
+    return _loopdbg(["trace", "info", "--check", str(path)], without_isal)
 
 
 def test_traces_written_with_and_without_isal_are_the_same_and_read_by_both(tmp_path):

@@ -95,13 +95,13 @@ class PseudoCode(Lines):
 
     def show(self, view: View) -> None:
         stop, e = view.stop, view.event
-        text = Text()
         if e is None:
             self._shown = None
             spec, phase = _loop_without_iteration(view)
             if spec is None:
                 self.set_lines([Text("(no loop has started)", style="dim")])
                 return
+            text = Text()
             if phase == "init":
                 text.append(f"(no loop has started; loop {safe(spec.path)} will run:)\n",
                             style="dim")
