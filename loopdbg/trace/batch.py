@@ -26,27 +26,45 @@ BATCH = 16384               # iterations per BATCH frame (at most)
 
 
 class BatchLayout:
-    """The tensors of one loop execution's iterations, waiting to be written as a BATCH frame."""
+    """The tensors of one loop execution's iterations, waiting to be written as a BATCH frame.
+
+    The compiled writer (``fastpath``, batch mode) touches three attributes per iteration:
+    ``next`` (the iteration it expects, then the one after), the rows' ``append`` and
+    ``check_at`` (the iteration at which ``TraceWriter._batch_check`` looks at the batch next);
+    the batch's first iteration is ``first``, so it holds ``next - first`` iterations."""
+
+    __slots__ = ("writer", "runs", "next", "first", "path", "outer", "trip", "slots", "data",
+                 "flags", "row_bytes", "size", "capacity", "step", "check_at")
 
     def __init__(self, writer, path: str, outer: tuple, trip: int | None, slots: list,
-                 next_iteration: int, runs):
-        """``slots``: [(group, name, dtype, shape)] of the tensors, in frame order."""
+                 next_iteration: int, runs, same: tuple = ()):
+        """``slots``: [(group, name, dtype, shape)] of the tensors, in frame order; ``same[k]``
+        is the slot whose value slot ``k`` always is (a back edge that is also a scan slice
+        shares its rows), or ``k``."""
         self.writer = writer
         self.runs = runs
-        self.next = next_iteration
+        self.next = self.first = next_iteration
         self.path, self.outer, self.trip = path, outer, trip
         self.slots = slots
-        self.data: list[list] = [[] for _ in slots]    # each tensor's rows: the arrays (the
-        #                                                engine never writes them again)
+        same = same or tuple(range(len(slots)))
+        rows: list[list] = []
+        for k in range(len(slots)):             # each tensor's rows: the arrays themselves (the
+            rows.append(rows[same[k]] if same[k] < k else [])   # engine never writes them again)
+        self.data = rows
         self.flags = bytearray()             # cond | continues << 1, per iteration
-        self.n = 0
         self.row_bytes = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                              for _, _, dtype, shape in slots)
         self.size = self.row_bytes + 1      # bytes per iteration in the file (plus the batch's)
-        held = self.size + 120 * len(slots)  # ... and in memory while waiting (array objects)
+        distinct = len({id(r) for r in rows})
+        held = self.size + 120 * distinct   # ... and in memory while waiting (array objects)
         self.capacity = max(64, min(BATCH, writer._batch // held))
         self.step = min(256, self.capacity)
-        self.check_at = self.step
+        self.check_at = self.first + self.step
+
+    @property
+    def n(self) -> int:
+        """Iterations waiting in this batch."""
+        return self.next - self.first
 
     @staticmethod
     def fits(frame_size: int) -> bool:
@@ -54,19 +72,23 @@ class BatchLayout:
 
     def materialize(self) -> None:
         """Write the waiting iterations as one BATCH frame into the writer's pending bytes."""
-        n = self.n
+        n = self.next - self.first
         if not n:
             return
-        first = self.next - n
+        first = self.first
         meta = F.batch_meta(first, n, self.trip, self.path, self.outer, bytes(self.flags))
         parts = [F.META_LEN.pack(len(meta)), meta, F.COUNT.pack(len(self.slots))]
+        joined: dict[int, bytes] = {}       # shared rows are joined once
         for (group, name, dtype, shape), rows in zip(self.slots, self.data):
             nb = name.encode()
             hdr = F.npy_header(dtype, (n,) + tuple(shape))
-            try:
-                data = b"".join(rows)
-            except TypeError:               # a strided view: copy each row in C order
-                data = b"".join(np.ascontiguousarray(r) for r in rows)
+            data = joined.get(id(rows))
+            if data is None:
+                try:
+                    data = b"".join(rows)
+                except TypeError:               # a strided view: copy each row in C order
+                    data = b"".join(np.ascontiguousarray(r) for r in rows)
+                joined[id(rows)] = data
             parts += [F.ENTRY.pack(group, len(nb), len(hdr) + len(data)), nb, hdr, data]
         body = b"".join(parts)
         head = F.HEAD.pack(F.SYNC, F.BATCH, 0, 0, len(body))
@@ -76,5 +98,5 @@ class BatchLayout:
         for rows in self.data:
             rows.clear()
         self.flags.clear()
-        self.n = 0
-        self.check_at = self.step
+        self.first = self.next
+        self.check_at = self.next + self.step

@@ -107,7 +107,8 @@ def promote(writer, ex: Execution) -> None:
     sig, prefixes, lead, post, total, trip = ex.static
     slots = [(group, name, dtype, shape)
              for (_, _, group, name), (dtype, shape) in zip(ex.slots, sig)]
-    layout = BatchLayout(writer, ex.path, ex.outer, trip, slots, len(ex.offs), ex.offs)
+    layout = BatchLayout(writer, ex.path, ex.outer, trip, slots, len(ex.offs), ex.offs,
+                         _same(ex.slots))
     ns = _namespace(writer, ex, sig, prefixes)
     ns.update(OUTER=ex.outer, TRIP=trip, B=layout, flags_append=layout.flags.append,
               batch_check=writer._batch_check)
@@ -116,6 +117,12 @@ def promote(writer, ex: Execution) -> None:
     ex.layout = layout
     ex.fast, ex.write = _functions(ex, "batch", ns)
     ex.promotable = False
+
+
+def _same(slots) -> tuple[int, ...]:
+    """For each slot, the first slot that holds the same value (itself if none does)."""
+    first: dict = {}
+    return tuple(first.setdefault((is_out, idx), k) for k, (is_out, idx, _, _) in enumerate(slots))
 
 
 def _namespace(writer, ex: Execution, sig, prefixes) -> dict:
@@ -150,24 +157,22 @@ def _compile(ex: Execution, mode: str, fallback: str):
            "    if spec is not SPEC or outer is not OUTER or nodes is not None"
            + (" or it != B.next or trip != TRIP:" if mode == "batch" else ":"),
            f"        {fallback}"]
-    seen: dict = {}
+    same = _same(ex.slots)
     for k, (is_out, idx, _, _) in enumerate(ex.slots):
-        if (is_out, idx) in seen:            # the same value in two groups (a back edge that is
-            src.append(f"    v{k} = v{seen[is_out, idx]}")     # also a scan slice): checked once
+        if same[k] != k:                     # the same value in two groups (a back edge that is
+            src.append(f"    v{k} = v{same[k]}")       # also a scan slice): checked once
             continue
-        seen[is_out, idx] = k
         src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
                 f"    if type(v{k}) is not ndarray:",
                 f"        v{k} = asarray(v{k})",
                 f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
                 f"        {fallback}"]
     if mode == "batch":                 # the arrays themselves: batch.materialize joins them
-        src += [f"    data{k}_append(v{k})" for k in range(n)]
+        src += [f"    data{k}_append(v{k})" for k in range(n) if same[k] == k]  # shared rows
         src += ["    flags_append((3 if cont else 1) if cond else (2 if cont else 0))",
-                "    B.next = it + 1",
-                "    m = B.n + 1",
-                "    B.n = m",
-                "    if m >= B.check_at:",
+                "    it += 1",
+                "    B.next = it",
+                "    if it >= B.check_at:",
                 "        batch_check()"]
     else:
         parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))

@@ -341,7 +341,7 @@ class TraceWriter:
         elif time.monotonic() - self._last_flush >= self._interval:
             self._flush()
         else:
-            layout.check_at = layout.n + layout.step
+            layout.check_at = layout.next + layout.step
 
     def _materialize(self) -> None:
         layout = self._layout
