@@ -33,6 +33,7 @@ import numpy as np
 
 from loopdbg.engine import events as ev
 from loopdbg.engine import loop as L
+from loopdbg.engine.elide import fits
 from loopdbg.engine.interp import COMPILE_LIMIT
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.errors import LoopdbgError
@@ -88,7 +89,7 @@ def compile_loop(spec: LoopSpec) -> Callable:
     if body.is_generator:
         src.append(f"{ind}ctx.outer.append(_L_i)")
     line_map: dict[int, int] = {}
-    for line, k in body.step_lines(ind):
+    for line, k in body.step_lines(ind, elide=True):
         line_map[len(src) + 1] = k
         src.append(line)
     if body.is_generator:
@@ -153,7 +154,7 @@ def compile_loop(spec: LoopSpec) -> Callable:
              "_L_counter_block": L._counter_block, "_L_new": tuple.__new__,
              "_L_done": ev.IterationDone, "_L_asarray": np.asarray, "_L_ndarray": np.ndarray,
              "_L_tensor_piece": L._tensor_piece, "_L_checkpoint": L.checkpoint,
-             "_L_BUDGET": BUDGET, "_L_Pace": L.Pace,
+             "_L_BUDGET": BUDGET, "_L_Pace": L.Pace, "_E_fits": fits,
              "LoopdbgError": LoopdbgError}
     return body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from loopdbg.engine.elide import MIN_BYTES, candidates
 from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of
 from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunError
 from loopdbg.ir.model import Graph, Layer
@@ -219,9 +220,12 @@ class GraphPlan:
         lines += [line.format(**fill) for line in after]
         return "\n".join(lines) + "\n", line_to_step
 
-    def step_lines(self, indent: str) -> list[tuple[str, int]]:
+    def step_lines(self, indent: str, elide: bool = False) -> list[tuple[str, int]]:
         """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
-        body's lines into the code of its loop; the names are this plan's)."""
+        body's lines into the code of its loop; the names are this plan's). With ``elide``, a
+        step that may write into a big temporary input does so when ``_E_fits`` (see
+        ``engine.elide``) says it computes the same."""
+        into = candidates(self.steps, self.result_locals) if elide else {}
         out = []
         for k, step in enumerate(self.steps):
             args = ", ".join(a if a is not None else "None" for a in step.ins)
@@ -230,6 +234,11 @@ class GraphPlan:
             else:
                 target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
                 call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
+                if k in into:
+                    t = step.ins[into[k]]
+                    others = "".join(f", {a}" for a in step.ins if a != t)
+                    call = (f"k{k}({args}, out={t}) if {t}.nbytes >= {MIN_BYTES} and "
+                            f"_E_fits(k{k}, {t}{others}) else {call}")
             out.append((f"{indent}{target} = {call}", k))
         return out
 

@@ -89,11 +89,14 @@ class BatchLayout:
                 except TypeError:               # a strided view: copy each row in C order
                     data = b"".join(np.ascontiguousarray(r) for r in rows)
                 joined[id(rows)] = data
-            parts += [F.ENTRY.pack(group, len(nb), len(hdr) + len(data)), nb, hdr, data]
-        body = b"".join(parts)
-        head = F.HEAD.pack(F.SYNC, F.BATCH, 0, 0, len(body))
-        frame = head + body + F.CRC.pack(F.crc32(body, F.crc32(head)))
-        base = self.writer.append_frames(frame, 1)
+            parts += [F.ENTRY.pack(group, len(nb), len(hdr) + len(data)) + nb + hdr, data]
+        head = F.HEAD.pack(F.SYNC, F.BATCH, 0, 0, sum(len(p) for p in parts))
+        crc = F.crc32(head)
+        for p in parts:                     # the rows are copied once, here, and once more
+            crc = F.crc32(p, crc)           # when the pending frames are written
+        parts.insert(0, head)
+        parts.append(F.CRC.pack(crc))
+        base = self.writer.append_frames(parts, 1)
         self.runs.add(first, n, base)
         for rows in self.data:
             rows.clear()

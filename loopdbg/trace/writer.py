@@ -41,6 +41,8 @@ _asarray = np.asarray
 _SYNC = F.SYNC
 _BIG = F.BIG
 _CRC_SIZE = F.CRC.size
+_JOIN_PARTS = 64                 # a flush of at most this many pending parts holding at least
+_JOIN_BYTES = 256 << 10          # this many bytes writes them unjoined (os.writev), else joined
 
 
 class TraceWriter:
@@ -167,12 +169,12 @@ class TraceWriter:
         if self._tick < 0:
             self._maybe_flush()
 
-    def append_frames(self, rows: bytes, count: int) -> int:
-        """Append ``count`` whole frames, checksums included (``batch`` encodes a BATCH frame);
-        return the offset of the first."""
+    def append_frames(self, parts: list, count: int) -> int:
+        """Append ``count`` whole frames, checksums included, given as consecutive byte strings
+        (``batch`` encodes a BATCH frame); return the offset of the first."""
         base = self._pos
-        self._pend.append(rows)
-        self._pos = base + len(rows)
+        self._pend.extend(parts)            # one call: a Ctrl+C leaves all or none of them
+        self._pos = base + sum(len(p) for p in parts)
         self._nframes += count
         return base
 
@@ -427,9 +429,14 @@ class TraceWriter:
         self._last_flush = time.monotonic()
         pend = self._pend
         if pend:
-            data = b"".join(pend)
+            if len(pend) <= _JOIN_PARTS and \
+                    (nbytes := sum(len(p) for p in pend)) >= _JOIN_BYTES:
+                data = pend[:]               # a few big parts (batches): written as they are
+            else:                            # many small frames: one copy, one write
+                data = b"".join(pend)
+                nbytes = len(data)
             pend.clear()                 # the same list: compiled code appends to it
-            self._put(data, len(data), True)
+            self._put(data, nbytes, True)
             self._flushed = self._pos
         if self._max_bytes is not None and self._pos > self._max_bytes and not self._closed:
             raise ResourceLimitError(
