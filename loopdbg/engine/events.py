@@ -55,8 +55,22 @@ class LoopStarted:
     spec: "LoopSpec | None" = field(default=None, repr=False)
 
 
-_FIELDS = ("path", "iteration", "trip_count", "cond", "continues", "spec", "body_in", "body_out",
-           "collected", "outer", "nodes", "stop_reason")
+class LoopRun:
+    """One execution of one loop: what all of its IterationDone events share (made once per
+    execution, so an event carries one reference for these five fields)."""
+
+    __slots__ = ("path", "trip_count", "spec", "collected", "outer")
+
+    def __init__(self, path: str, trip_count: int | None, spec: "LoopSpec | None",
+                 collected: tuple = (), outer: tuple[int, ...] = ()):
+        self.path, self.trip_count, self.spec = path, trip_count, spec
+        self.collected, self.outer = collected, outer
+
+    def __repr__(self) -> str:
+        return f"LoopRun(path={self.path!r}, trip_count={self.trip_count}, outer={self.outer})"
+
+
+_FIELDS = ("run", "iteration", "cond", "continues", "body_in", "body_out", "nodes", "stop_reason")
 
 
 class IterationDone(tuple):
@@ -65,27 +79,51 @@ class IterationDone(tuple):
     ``iteration`` is the 0-based index of the iteration that just ran; ``cond`` is the body
     condition it produced (always True for a TensorIterator); ``continues`` says whether another
     iteration follows, and ``stop_reason`` why not. ``body_in``/``body_out`` are the body
-    Parameter/Result values in plan order; ``collected`` the append-only piece lists of the
-    concatenated outputs; ``outer`` the iterations of the enclosing loops, outermost first.
+    Parameter/Result values in plan order; ``run`` is the loop execution (``LoopRun``) whose
+    ``path``, ``trip_count``, ``spec``, ``collected`` (the append-only piece lists of the
+    concatenated outputs) and ``outer`` (the iterations of the enclosing loops, outermost
+    first) are attributes of the event too.
 
-    One is made per iteration, so it is a tuple underneath: the engine makes it with
-    ``tuple.__new__(IterationDone, fields)`` (``make_iteration``), one C call, where a class
-    with an ``__init__`` costs several hundred nanoseconds more. The fields are read-only
-    attributes; events compare and hash by identity, as any object (never by their arrays).
+    One is made per iteration, so it is a tuple underneath, made by the engine with one C call,
+    ``IterationDone((run, iteration, cond, continues, body_in, body_out, nodes, stop_reason))``;
+    ``IterationDone.make`` takes the fields by name. The fields are read-only attributes; events
+    compare and hash by identity, as any object (never by their arrays).
     """
 
     __slots__ = ()
 
-    def __new__(cls, path: str, iteration: int, trip_count: int | None, cond: bool,
-                continues: bool, spec: "LoopSpec", body_in: tuple, body_out: tuple,
-                collected: tuple = (), outer: tuple[int, ...] = (),
-                nodes: Mapping[str, Any] | None = None, stop_reason: str | None = None):
-        return tuple.__new__(cls, (path, iteration, trip_count, cond, continues, spec, body_in,
-                                   body_out, collected, outer, nodes, stop_reason))
+    @classmethod
+    def make(cls, path: str, iteration: int, trip_count: int | None, cond: bool,
+             continues: bool, spec: "LoopSpec", body_in: tuple, body_out: tuple,
+             collected: tuple = (), outer: tuple[int, ...] = (),
+             nodes: Mapping[str, Any] | None = None,
+             stop_reason: str | None = None) -> "IterationDone":
+        run = LoopRun(path, trip_count, spec, collected, outer)
+        return cls((run, iteration, cond, continues, body_in, body_out, nodes, stop_reason))
 
     __eq__ = object.__eq__
     __ne__ = object.__ne__
     __hash__ = object.__hash__
+
+    @property
+    def path(self) -> str:
+        return self[0].path
+
+    @property
+    def trip_count(self) -> int | None:
+        return self[0].trip_count
+
+    @property
+    def spec(self) -> "LoopSpec":
+        return self[0].spec
+
+    @property
+    def collected(self) -> tuple:
+        return self[0].collected
+
+    @property
+    def outer(self) -> tuple[int, ...]:
+        return self[0].outer
 
     def __repr__(self) -> str:
         return (f"IterationDone(path={self.path!r}, iteration={self.iteration}, "
@@ -140,11 +178,6 @@ class IterationDone(tuple):
 
 for _k, _name in enumerate(_FIELDS):
     setattr(IterationDone, _name, property(itemgetter(_k), doc=f"field {_k} of the event"))
-
-
-def make_iteration(fields: tuple, _new=tuple.__new__, _cls=IterationDone) -> IterationDone:
-    """An IterationDone from its twelve fields in ``_FIELDS`` order (the engine's fast way)."""
-    return _new(_cls, fields)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ class Start:
     """What the setup of one loop execution (``begin``) hands to the iteration code."""
 
     __slots__ = ("outer", "trip", "params", "sliced", "n_slices", "limit", "cap", "held",
-                 "back_edges", "collected", "outputs")
+                 "back_edges", "collected", "outputs", "run")
 
 
 def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
@@ -78,6 +78,7 @@ def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
     st.back_edges = [(p, r, params[p].dtype if isinstance(params[p], np.ndarray) else None)
                      for p, r in spec.back_edges]       # ONNX sequences and optionals: no dtype
     st.collected = tuple([] for _ in spec.concats)
+    st.run = ev.LoopRun(path, trip, spec, st.collected, outer)    # shared by its events
     return st
 
 
@@ -140,7 +141,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     nodes = None
     cond = True
     n_slices = st.n_slices
-    new, done = tuple.__new__, ev.IterationDone            # ev.make_iteration, inlined
+    done, execution = ev.IterationDone, st.run
     i = 0
     try:
         while True:
@@ -184,8 +185,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 stop = None
             else:
                 stop = stop_reason(cond, trip, i, is_loop)
-            yield new(done, (path, i - 1, trip, cond, stop is None, spec, body_in, outs,
-                             collected, outer, nodes, stop))
+            yield done((execution, i - 1, cond, stop is None, body_in, outs, nodes, stop))
             if stop is not None:
                 break
             if i >= check_at:                                 # the memory budget's checkpoint
@@ -227,6 +227,31 @@ def piece_shape(spec: LoopSpec, k: int, shape: tuple, first, i: int):
                if spec.onnx else "the pieces of a concatenation must agree in every dimension "
                "but the axis."), loop_path=spec.path, iteration=i)
     return first
+
+
+# The compiled code (loopcode) compares each piece's shape with a key: the first piece's shape
+# when that was an array of rank 1 or more, else this (equal to no shape), so that numpy scalars
+# and 0-d pieces always take ``piece_check``.
+NOT_KEY = object()
+
+
+def piece_check(spec: LoopSpec, k: int, piece, first, i: int):
+    """What the compiled code does with a piece whose shape is not the key: make it a tensor,
+    check its shape (``piece_shape``); return (piece, first shape, key)."""
+    if type(piece) is not np.ndarray:
+        piece = _tensor_piece(spec, k, piece, i)
+    shape = piece.shape
+    if shape != first:
+        first = piece_shape(spec, k, shape, first, i)
+    return piece, first, first if piece.ndim else NOT_KEY
+
+
+def same_dtype(spec: LoopSpec, p: int, r: int, dt, v, i: int) -> None:
+    """Rule 5: a back edge keeps its dtype (values without one, ONNX sequences and optionals,
+    are not checked)."""
+    vd = getattr(v, "dtype", None)
+    if dt is not None and vd is not dt and vd != dt:
+        raise dtype_changed(spec, p, r, dt, v, i)
 
 
 # What a held scan piece costs beyond its data: the array object and its slot in the list.

@@ -15,7 +15,7 @@ work, so each loop also gets code of its own, generated once from its ``LoopSpec
             v1_0 = k1(v0_0, p1)
             outs = (v1_0, v0_0)
             ...                                         # scan pieces, condition, stop
-            yield new(done, (PATH, i - 1, ...))         # IterationDone
+            yield done((RUN, i - 1, ...))               # IterationDone
             p0, = (v0_0,)                               # back edges, all at once
         return (yield from end(SPEC, ctx, st, i, stop, outs))
 
@@ -56,7 +56,7 @@ def compile_loop(spec: LoopSpec) -> Callable:
         "    _L_params = st.params",
         "    " + "".join(f"p{k}, " for k in range(n_params)) + "= _L_params"
         if n_params else "    pass",
-        "    _L_outer, _L_trip, _L_limit, _L_collected = st.outer, st.trip, st.limit, st.collected",
+        "    _L_run, _L_trip, _L_limit, _L_collected = st.run, st.trip, st.limit, st.collected",
         "    _L_budget = ctx.max_memory",
         "    _L_pace = _L_Pace()                      # the memory checkpoints (loop.checkpoint)",
         "    _L_check_at = 1 if _L_BUDGET.limit is not None else _L_limit",
@@ -69,7 +69,8 @@ def compile_loop(spec: LoopSpec) -> Callable:
     if spec.sliced:
         src.append("    _L_n_slices = st.n_slices")
     for k in range(len(spec.concats)):
-        src += [f"    _L_first{k} = None", f"    _L_append{k} = _L_collected[{k}].append"]
+        src += [f"    _L_first{k} = None", f"    _L_key{k} = _L_NOT_KEY",
+                f"    _L_append{k} = _L_collected[{k}].append"]
     for m in range(len(spec.back_edges)):
         src.append(f"    _L_dt{m} = st.back_edges[{m}][2]")
     if feed_counter:
@@ -99,11 +100,13 @@ def compile_loop(spec: LoopSpec) -> Callable:
         value = results[o.result_pos]
         piece = f"_L_piece{k}"
         src += [f"{ind}{piece} = {value}",
-                f"{ind}if type({piece}) is not _L_ndarray:    # a numpy scalar, a sequence ...",
-                f"{ind}    {piece} = _L_tensor_piece(_L_SPEC, {k}, {piece}, _L_i)",
-                f"{ind}if {piece}.shape != _L_first{k}:",
-                f"{ind}    _L_first{k} = _L_piece_shape(_L_SPEC, {k}, {piece}.shape, "
-                f"_L_first{k}, _L_i)",
+                f"{ind}try:             # the key is the first piece's shape if it is an array",
+                f"{ind}    if {piece}.shape != _L_key{k}:     # of rank 1 or more, else NOT_KEY",
+                f"{ind}        {piece}, _L_first{k}, _L_key{k} = _L_piece_check(_L_SPEC, {k}, "
+                f"{piece}, _L_first{k}, _L_i)",
+                f"{ind}except AttributeError:               # not a tensor (a sequence, None)",
+                f"{ind}    {piece}, _L_first{k}, _L_key{k} = _L_piece_check(_L_SPEC, {k}, "
+                f"{piece}, _L_first{k}, _L_i)",
                 f"{ind}_L_append{k}({piece})",
                 f"{ind}if _L_budget is not None:",
                 f"{ind}    _L_count_bytes(_L_SPEC, ctx, {piece}, _L_budget, _L_i)"]
@@ -115,26 +118,25 @@ def compile_loop(spec: LoopSpec) -> Callable:
                 f"{ind}    raise _L_bad_condition(_L_SPEC, {c}, _L_i) from None"]
     src += [f"{ind}_L_i += 1",
             f"{ind}if _L_cond and _L_i < _L_check_at:   # the usual case: another one follows",
-            f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, True, "
-            f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, None))",
+            f"{ind}    yield _L_done((_L_run, _L_i - 1, _L_cond, True, _L_body_in, _L_outs, None, "
+            f"None))",
             f"{ind}elif _L_cond and _L_i < _L_limit:    # the same, and a memory checkpoint",
-            f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, True, "
-            f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, None))",
+            f"{ind}    yield _L_done((_L_run, _L_i - 1, _L_cond, True, _L_body_in, _L_outs, None, "
+            f"None))",
             f"{ind}    _L_check_at = _L_checkpoint(_L_SPEC, _L_i, _L_limit, _L_pace, ("
             + "".join(f"{results[r]}, " for _, r in spec.back_edges) + "))",
             f"{ind}else:",
             f"{ind}    _L_stop = _L_stop_reason(_L_cond, _L_trip, _L_i, _L_IS_LOOP)",
-            f"{ind}    yield _L_new(_L_done, (_L_PATH, _L_i - 1, _L_trip, _L_cond, False, "
-            f"_L_SPEC, _L_body_in, _L_outs, _L_collected, _L_outer, None, _L_stop))",
+            f"{ind}    yield _L_done((_L_run, _L_i - 1, _L_cond, False, _L_body_in, _L_outs, None, "
+            f"_L_stop))",
             f"{ind}    break"]
     for m, (p, r) in enumerate(spec.back_edges):
         v = results[r]                      # (no dtype: an ONNX sequence or optional)
         src += [f"{ind}try:",
-                f"{ind}    _L_vd = {v}.dtype",
-                f"{ind}except AttributeError:",
-                f"{ind}    _L_vd = None",
-                f"{ind}if _L_vd is not _L_dt{m} and _L_dt{m} is not None and _L_vd != _L_dt{m}:",
-                f"{ind}    raise _L_dtype_changed(_L_SPEC, {p}, {r}, _L_dt{m}, {v}, _L_i - 1)"]
+                f"{ind}    if {v}.dtype is not _L_dt{m}:",
+                f"{ind}        _L_same_dtype(_L_SPEC, {p}, {r}, _L_dt{m}, {v}, _L_i - 1)",
+                f"{ind}except AttributeError:               # no dtype: a sequence, an optional",
+                f"{ind}    _L_same_dtype(_L_SPEC, {p}, {r}, _L_dt{m}, {v}, _L_i - 1)"]
     if spec.back_edges:                      # rule 5: all at once (a Result may be a Parameter)
         src.append(ind + "".join(f"p{p}, " for p, _ in spec.back_edges) + "= "
                    + "".join(f"{results[r]}, " for _, r in spec.back_edges))
@@ -148,12 +150,13 @@ def compile_loop(spec: LoopSpec) -> Callable:
             "    return (yield from _L_end(_L_SPEC, ctx, st, _L_i, _L_stop, _L_outs))"]
     names = {"_L_SPEC": spec, "_L_PATH": spec.path, "_L_IS_LOOP": spec.kind == "Loop",
              "_L_begin": L.begin, "_L_end": L.end, "_L_fail": L.fail,
-             "_L_no_slice": L.no_slice, "_L_piece_shape": L.piece_shape,
+             "_L_no_slice": L.no_slice, "_L_piece_check": L.piece_check,
+             "_L_NOT_KEY": L.NOT_KEY, "_L_same_dtype": L.same_dtype,
              "_L_count_bytes": L.count_bytes, "_L_bad_condition": L.bad_condition,
-             "_L_stop_reason": L.stop_reason, "_L_dtype_changed": L.dtype_changed,
-             "_L_counter_block": L._counter_block, "_L_new": tuple.__new__,
-             "_L_done": ev.IterationDone, "_L_asarray": np.asarray, "_L_ndarray": np.ndarray,
-             "_L_tensor_piece": L._tensor_piece, "_L_checkpoint": L.checkpoint,
+             "_L_stop_reason": L.stop_reason,
+             "_L_counter_block": L._counter_block,
+             "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
+             "_L_checkpoint": L.checkpoint,
              "_L_BUDGET": BUDGET, "_L_Pace": L.Pace, "_E_fits": fits,
              "LoopdbgError": LoopdbgError}
     return body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")

@@ -37,13 +37,13 @@ class Execution:
     """One run of one loop (key: path, outer) as the writer sees it."""
 
     __slots__ = ("path", "outer", "spec", "offs", "slots", "tail", "fast", "write", "layout",
-                 "plans", "promotable", "static", "single")
+                 "plans", "promotable", "static", "single", "run")
 
     def __init__(self, path: str, outer: tuple, spec, offs, slots):
         self.path, self.outer, self.spec, self.offs, self.slots = path, outer, spec, offs, slots
         pb = path.encode()
         self.tail = struct.pack(f"<HH{len(outer)}q", len(outer), len(pb), *outer) + pb
-        self.fast = self.write = self.layout = self.static = self.single = None
+        self.fast = self.write = self.layout = self.static = self.single = self.run = None
         self.plans = 0
         self.promotable = False             # batch mode allowed (small frames, not interleaved)
 
@@ -87,7 +87,9 @@ def plan(writer, ex: Execution, e) -> None:
     ex.static = (sig, prefixes, lead, post, total, e.trip_count)
     ex.promotable = BatchLayout.fits(total)
     ns = dict(base)
-    ns.update(OUTER=ex.outer, POST=post, OFFS=ex.offs)
+    ex.run = e.run                          # the compiled code takes this execution's events
+    trip = e.trip_count
+    ns.update(RUN=ex.run, TRIP=-1 if trip is None else trip, POST=post, OFFS=ex.offs)
     writer._tick_every = max(1, min(128, writer._batch // total))
     ex.fast, ex.write = ex.single = _functions(ex, "single", ns)
 
@@ -110,7 +112,7 @@ def promote(writer, ex: Execution) -> None:
     layout = BatchLayout(writer, ex.path, ex.outer, trip, slots, len(ex.offs), ex.offs,
                          _same(ex.slots))
     ns = _namespace(writer, ex, sig, prefixes)
-    ns.update(OUTER=ex.outer, TRIP=trip, B=layout, flags_append=layout.flags.append,
+    ns.update(RUN=ex.run, B=layout, flags_append=layout.flags.append,
               batch_check=writer._batch_check)
     for k, rows in enumerate(layout.data):
         ns[f"data{k}_append"] = rows.append
@@ -149,13 +151,14 @@ def _functions(ex: Execution, mode: str, ns: dict):
 
 def _compile(ex: Execution, mode: str, fallback: str):
     n = len(ex.slots)
-    # IterationDone is a tuple: one unpacking reads every field (engine.events._FIELDS)
+    # IterationDone is a tuple: one unpacking reads every field (engine.events._FIELDS); the
+    # loop execution (its LoopRun: path, outer, spec, trip count) is one identity check
     src = ["def f(e):",
            "    if type(e) is not IterationDone:",
            f"        {fallback}",
-           "    _, it, trip, cond, cont, spec, i, o, _, outer, nodes, _ = e",
-           "    if spec is not SPEC or outer is not OUTER or nodes is not None"
-           + (" or it != B.next or trip != TRIP:" if mode == "batch" else ":"),
+           "    run, it, cond, cont, i, o, nodes, _ = e",
+           "    if run is not RUN or nodes is not None"
+           + (" or it != B.next:" if mode == "batch" else ":"),
            f"        {fallback}"]
     same = _same(ex.slots)
     for k, (is_out, idx, _, _) in enumerate(ex.slots):
@@ -163,9 +166,10 @@ def _compile(ex: Execution, mode: str, fallback: str):
             src.append(f"    v{k} = v{same[k]}")       # also a scan slice): checked once
             continue
         src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
-                f"    if type(v{k}) is not ndarray:",
-                f"        v{k} = asarray(v{k})",
-                f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
+                "    try:                    # an array or a numpy scalar (both have the bytes)",
+                f"        if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
+                f"            {fallback}",
+                "    except AttributeError:  # a sequence, an optional, a Python number",
                 f"        {fallback}"]
     if mode == "batch":                 # the arrays themselves: batch.materialize joins them
         src += [f"    data{k}_append(v{k})" for k in range(n) if same[k] == k]  # shared rows
@@ -176,7 +180,7 @@ def _compile(ex: Execution, mode: str, fallback: str):
                 "        batch_check()"]
     else:
         parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))
-        src += ["    append_frame(join((LEAD, pack_iter(it, -1 if trip is None else trip, "
+        src += ["    append_frame(join((LEAD, pack_iter(it, TRIP, "
                 f"bool(cond), bool(cont)), POST{parts})), OFFS)"]
     src.append("    return True")
     module = compile("\n".join(src) + "\n", f"<loopdbg trace writer, {mode} mode>", "exec")

@@ -126,7 +126,7 @@ class TraceTimeline(Timeline):
         count = self._counts[(path, outer)]
         collected = tuple(_Pieces(reader, path, outer, o.name, count) for o in spec.concats)
         end = self._reasons.get((path, outer)) if not frame.continues else None
-        return ev.IterationDone(path, k, frame.trip_count, frame.cond, frame.continues, spec,
+        return ev.IterationDone.make(path, k, frame.trip_count, frame.cond, frame.continues, spec,
                                 body_in, body_out, collected, outer, frame.nodes,
                                 stop_reason=end.reason if end is not None else None)
 

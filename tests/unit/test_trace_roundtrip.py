@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from loopdbg.engine import Engine, IterationDone, LoopFinished, LoopStarted, Notice, RunFinished
+from loopdbg.engine.events import LoopRun
 from loopdbg.engine.inputs import load_npz
 from loopdbg.builder import GraphBuilder
 from loopdbg.ir.load import read_model
@@ -212,7 +213,7 @@ def test_every_kind_of_array_round_trips(tmp_path):
         outs = tuple(ODD_ARRAYS[n] if not isinstance(ODD_ARRAYS[n], np.ndarray) or i == 0
                      else ODD_ARRAYS[n] * (i + 1) if ODD_ARRAYS[n].dtype.kind != "b"
                      else ~ODD_ARRAYS[n] for n in names)
-        events.append(IterationDone("odd", i, 3, True, i < 2, spec, outs, outs))
+        events.append(IterationDone.make("odd", i, 3, True, i < 2, spec, outs, outs))
     events.append(LoopFinished("odd", 3, "trip_count", {}))
     events.append(RunFinished({"out": ODD_ARRAYS["big"]}))
     path = tmp_path / "odd.ldt"
@@ -232,7 +233,7 @@ def test_object_arrays_are_refused_never_pickled(tmp_path):
     with TraceWriter(tmp_path / "o.ldt") as w:
         w.write(LoopStarted("l", 1, "l", "Loop", 1, True, (), spec))
         with pytest.raises(TraceError, match="pickl"):
-            w.write(IterationDone("l", 0, 1, True, False, spec, (bad,), (bad,)))
+            w.write(IterationDone.make("l", 0, 1, True, False, spec, (bad,), (bad,)))
 
 
 def test_read_the_last_of_many_iterations_through_the_footer(tmp_path, monkeypatch):
@@ -304,11 +305,12 @@ def test_batched_frames_are_the_bytes_of_one_by_one_frames(tmp_path, monkeypatch
         wide = case == "wide_state"          # 128 varying data bytes: crc32 row by row
         spec = fake_spec(["s", "k"], ["s2", "k2"], [("s", 0), ("k", 1)])
         events = [LoopStarted("w", 1, "w", "Loop", None, True, (), spec)]
+        run = LoopRun("w", None, spec)          # one execution, as the engine makes it
         for i in range(700):
             s = np.full(32 if wide else 1, i * 0.5, np.float32)
             k = np.array(i, np.int64)
-            events.append(IterationDone("w", i, None, np.bool_(i % 3 != 2), i < 699, spec,
-                                        (s, k), (s, k)))
+            events.append(IterationDone((run, i, np.bool_(i % 3 != 2), i < 699, (s, k), (s, k),
+                                         None, None)))
         events.append(LoopFinished("w", 700, "condition", {}))
     _write_all(tmp_path / "batched.ldt", events, batch_bytes=16 << 10)
     import loopdbg.trace.batch as batch
