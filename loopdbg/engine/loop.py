@@ -246,6 +246,21 @@ def piece_check(spec: LoopSpec, k: int, piece, first, i: int):
     return piece, first, first if piece.ndim else NOT_KEY
 
 
+def steady(new: tuple, old: tuple, keys: tuple) -> bool | None:
+    """After an iteration of a loop whose body only runs ufuncs (``loopcode.steady_kind``): do
+    the back edges feed values of the shapes and dtypes their Parameters had, and is every scan
+    piece's key a shape (an array of rank 1 or more)? Then every later iteration computes
+    values of the same shapes and dtypes, and the compiled code stops checking them. None: it
+    never will be (a scan of 0-d pieces keeps NOT_KEY)."""
+    if any(k is NOT_KEY for k in keys):
+        return None
+    for a, b in zip(new, old):
+        if getattr(a, "shape", None) != getattr(b, "shape", ()) or \
+                getattr(a, "dtype", None) != getattr(b, "dtype", ()):
+            return False
+    return True
+
+
 def same_dtype(spec: LoopSpec, p: int, r: int, dt, v, i: int) -> None:
     """Rule 5: a back edge keeps its dtype (values without one, ONNX sequences and optionals,
     are not checked)."""

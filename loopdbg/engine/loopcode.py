@@ -42,12 +42,8 @@ from loopdbg.ops.budget import BUDGET
 
 def compile_loop(spec: LoopSpec) -> Callable:
     """The generator function ``loop_run(ctx, args)`` of one execution of ``spec``'s loop."""
-    body = spec.body
     n_params = len(spec.param_names)
-    cur = spec.current_iteration
-    feed_counter = cur is not None and not spec.cur_fed_back
-    results = body.result_locals
-    ind = "            "
+    feed_counter = spec.current_iteration is not None and not spec.cur_fed_back
     src = [
         "def loop_run(ctx, args):",
         "    st = yield from _L_begin(_L_SPEC, ctx, args)",
@@ -63,6 +59,7 @@ def compile_loop(spec: LoopSpec) -> Callable:
         "    _L_i = 0",
         "    _L_cond = True",
         "    _L_stop = None",
+        "    _L_probe = True                          # may it still become steady?",
     ]
     for m, f in enumerate(spec.sliced):
         src.append(f"    _L_pieces{m} = st.sliced[{m}][1]")
@@ -76,11 +73,66 @@ def compile_loop(spec: LoopSpec) -> Callable:
     if feed_counter:
         src += ["    _L_block_base = 0", "    _L_block = _L_counter_block(_L_SPEC, 0)"]
     src += ["    try:", "        while True:"]
+    line_map: dict[int, int] = {}
+    _iteration(spec, src, line_map, "            ", checked=True)
+    if steady_kind(spec):                   # values keep their shapes and dtypes: checks end
+        new = "".join(f"p{p}, " for p, _ in spec.back_edges)
+        old = "".join(f"_L_body_in[{p}], " for p, _ in spec.back_edges)
+        keys = "".join(f"_L_key{k}, " for k in range(len(spec.concats)))
+        src += ["            if _L_probe:",
+                f"                _L_now = _L_steady(({new}), ({old}), ({keys}))",
+                "                if _L_now:",
+                "                    break",
+                "                _L_probe = _L_now is not None      # None: it never will be",
+                "        if _L_stop is None:",
+                "            while True:                  # steady: nothing left to check"]
+        _iteration(spec, src, line_map, "                ", checked=False)
+    src += ["    except Exception as _L_exc:",
+            "        _L_err = yield from _L_fail(_L_SPEC, ctx, st, _L_i, _L_exc)",
+            "        if _L_err is _L_exc:",
+            "            raise",
+            "        raise _L_err from None",
+            "    return (yield from _L_end(_L_SPEC, ctx, st, _L_i, _L_stop, _L_outs))"]
+    names = {"_L_SPEC": spec, "_L_PATH": spec.path, "_L_IS_LOOP": spec.kind == "Loop",
+             "_L_begin": L.begin, "_L_end": L.end, "_L_fail": L.fail,
+             "_L_no_slice": L.no_slice, "_L_piece_check": L.piece_check,
+             "_L_NOT_KEY": L.NOT_KEY, "_L_same_dtype": L.same_dtype, "_L_steady": L.steady,
+             "_L_count_bytes": L.count_bytes, "_L_bad_condition": L.bad_condition,
+             "_L_stop_reason": L.stop_reason, "_L_counter_block": L._counter_block,
+             "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
+             "_L_checkpoint": L.checkpoint, "_L_BUDGET": BUDGET, "_L_Pace": L.Pace,
+             "_E_fits": fits, "LoopdbgError": LoopdbgError}
+    return spec.body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
+
+
+_NUMPY2 = int(np.__version__.split(".")[0]) >= 2
+
+
+def steady_kind(spec: LoopSpec) -> bool:
+    """Can this loop reach a steady state, where every value keeps its shape and dtype from one
+    iteration to the next? When every body step is a numpy ufunc, their outputs' shapes and
+    dtypes follow from their inputs' alone (numpy 2 has no value-based casting), so once the
+    back edges feed values of the shapes and dtypes the Parameters had and every scan piece is
+    an array of rank 1 or more (``loop.steady``, asked after each iteration until then), all
+    later iterations repeat them: the code from there on checks nothing per iteration."""
+    steps = spec.body.steps
+    return _NUMPY2 and bool(steps) and all(
+        type(s.fn) is np.ufunc and not s.nested and not s.with_ctx for s in steps)
+
+
+def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: bool) -> None:
+    """Append one iteration's lines at indent ``ind``: feeds, the body, scan pieces, the
+    condition, the event, the back edges; ``checked``: with the checks of the pieces' shapes
+    and of the back edges' dtypes."""
+    body = spec.body
+    results = body.result_locals
+    n_params = len(spec.param_names)
+    cur = spec.current_iteration
     if spec.sliced:
         src += [f"{ind}if _L_i >= _L_n_slices:",
                 f"{ind}    raise _L_no_slice(_L_SPEC, st.sliced, _L_i)"]
         src += [f"{ind}p{f.pos} = _L_pieces{m}[_L_i]" for m, f in enumerate(spec.sliced)]
-    if feed_counter:
+    if cur is not None and not spec.cur_fed_back:
         src += [f"{ind}_L_j = _L_i - _L_block_base",
                 f"{ind}if _L_j >= {L._BLOCK}:",
                 f"{ind}    _L_block_base, _L_j = _L_i, 0",
@@ -89,7 +141,6 @@ def compile_loop(spec: LoopSpec) -> Callable:
     src.append(f"{ind}_L_body_in = (" + "".join(f"p{k}, " for k in range(n_params)) + ")")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.append(_L_i)")
-    line_map: dict[int, int] = {}
     for line, k in body.step_lines(ind, elide=True):
         line_map[len(src) + 1] = k
         src.append(line)
@@ -98,16 +149,17 @@ def compile_loop(spec: LoopSpec) -> Callable:
     src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
     for k, o in enumerate(spec.concats):
         value = results[o.result_pos]
-        piece = f"_L_piece{k}"
-        src += [f"{ind}{piece} = {value}",
-                f"{ind}try:             # the key is the first piece's shape if it is an array",
-                f"{ind}    if {piece}.shape != _L_key{k}:     # of rank 1 or more, else NOT_KEY",
-                f"{ind}        {piece}, _L_first{k}, _L_key{k} = _L_piece_check(_L_SPEC, {k}, "
-                f"{piece}, _L_first{k}, _L_i)",
-                f"{ind}except AttributeError:               # not a tensor (a sequence, None)",
-                f"{ind}    {piece}, _L_first{k}, _L_key{k} = _L_piece_check(_L_SPEC, {k}, "
-                f"{piece}, _L_first{k}, _L_i)",
-                f"{ind}_L_append{k}({piece})",
+        piece = f"_L_piece{k}" if checked else value
+        if checked:
+            src += [f"{ind}{piece} = {value}",
+                    f"{ind}try:         # the key is the first piece's shape if it is an array",
+                    f"{ind}    if {piece}.shape != _L_key{k}:     # of rank 1 or more, else NOT_KEY",
+                    f"{ind}        {piece}, _L_first{k}, _L_key{k} = _L_piece_check(_L_SPEC, {k}, "
+                    f"{piece}, _L_first{k}, _L_i)",
+                    f"{ind}except AttributeError:               # not a tensor (a sequence, None)",
+                    f"{ind}    {piece}, _L_first{k}, _L_key{k} = _L_piece_check(_L_SPEC, {k}, "
+                    f"{piece}, _L_first{k}, _L_i)"]
+        src += [f"{ind}_L_append{k}({piece})",
                 f"{ind}if _L_budget is not None:",
                 f"{ind}    _L_count_bytes(_L_SPEC, ctx, {piece}, _L_budget, _L_i)"]
     if spec.cond_result is not None:
@@ -116,21 +168,19 @@ def compile_loop(spec: LoopSpec) -> Callable:
                 f"{ind}    _L_cond = bool({c})",
                 f"{ind}except ValueError:",
                 f"{ind}    raise _L_bad_condition(_L_SPEC, {c}, _L_i) from None"]
+    event = "_L_done((_L_run, _L_i - 1, _L_cond, {}, _L_body_in, _L_outs, None, {}))"
     src += [f"{ind}_L_i += 1",
             f"{ind}if _L_cond and _L_i < _L_check_at:   # the usual case: another one follows",
-            f"{ind}    yield _L_done((_L_run, _L_i - 1, _L_cond, True, _L_body_in, _L_outs, None, "
-            f"None))",
+            f"{ind}    yield " + event.format("True", "None"),
             f"{ind}elif _L_cond and _L_i < _L_limit:    # the same, and a memory checkpoint",
-            f"{ind}    yield _L_done((_L_run, _L_i - 1, _L_cond, True, _L_body_in, _L_outs, None, "
-            f"None))",
+            f"{ind}    yield " + event.format("True", "None"),
             f"{ind}    _L_check_at = _L_checkpoint(_L_SPEC, _L_i, _L_limit, _L_pace, ("
             + "".join(f"{results[r]}, " for _, r in spec.back_edges) + "))",
             f"{ind}else:",
             f"{ind}    _L_stop = _L_stop_reason(_L_cond, _L_trip, _L_i, _L_IS_LOOP)",
-            f"{ind}    yield _L_done((_L_run, _L_i - 1, _L_cond, False, _L_body_in, _L_outs, None, "
-            f"_L_stop))",
+            f"{ind}    yield " + event.format("False", "_L_stop"),
             f"{ind}    break"]
-    for m, (p, r) in enumerate(spec.back_edges):
+    for m, (p, r) in enumerate(spec.back_edges if checked else ()):
         v = results[r]                      # (no dtype: an ONNX sequence or optional)
         src += [f"{ind}try:",
                 f"{ind}    if {v}.dtype is not _L_dt{m}:",
@@ -142,24 +192,6 @@ def compile_loop(spec: LoopSpec) -> Callable:
                    + "".join(f"{results[r]}, " for _, r in spec.back_edges))
     if spec.condition_param is not None:
         src.append(f"{ind}p{spec.condition_param} = _L_asarray(_L_cond)")
-    src += ["    except Exception as _L_exc:",
-            "        _L_err = yield from _L_fail(_L_SPEC, ctx, st, _L_i, _L_exc)",
-            "        if _L_err is _L_exc:",
-            "            raise",
-            "        raise _L_err from None",
-            "    return (yield from _L_end(_L_SPEC, ctx, st, _L_i, _L_stop, _L_outs))"]
-    names = {"_L_SPEC": spec, "_L_PATH": spec.path, "_L_IS_LOOP": spec.kind == "Loop",
-             "_L_begin": L.begin, "_L_end": L.end, "_L_fail": L.fail,
-             "_L_no_slice": L.no_slice, "_L_piece_check": L.piece_check,
-             "_L_NOT_KEY": L.NOT_KEY, "_L_same_dtype": L.same_dtype,
-             "_L_count_bytes": L.count_bytes, "_L_bad_condition": L.bad_condition,
-             "_L_stop_reason": L.stop_reason,
-             "_L_counter_block": L._counter_block,
-             "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
-             "_L_checkpoint": L.checkpoint,
-             "_L_BUDGET": BUDGET, "_L_Pace": L.Pace, "_E_fits": fits,
-             "LoopdbgError": LoopdbgError}
-    return body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 
 
 def runner(spec: LoopSpec) -> Callable:

@@ -156,3 +156,68 @@ def test_interpreted_plans_match_compiled_ones(case, monkeypatch):
             _same(a.body_out, b.body_out)
         elif type(a).__name__ in ("LoopFinished", "RunFinished"):
             _same(a.outputs, b.outputs)
+
+
+def _ufunc_loop(x0, c, trip=6, scan=True):
+    """x = x + c, a body of ufuncs only (loopcode.steady_kind), with a scan of x."""
+    from loopdbg.builder import GraphBuilder
+
+    b = GraphBuilder("steady")
+    x = b.parameter("x0", str(x0.dtype).replace("float", "f").replace("int", "i"), list(x0.shape))
+    loop = b.loop("acc", trip=trip, cond=True)
+    xb = loop.merged_input(x, "x")
+    nxt = loop.body.op("Add", [xb, c], name="x_next")
+    loop.back_edge(nxt, xb)
+    loop.condition(loop.body.const("true", np.array(True)))
+    b.result(loop.output_last(nxt, name="x_last"))
+    if scan:
+        b.result(loop.output_concat(nxt, axis=0, name="x_all"))
+    return b.build()
+
+
+def _steady_calls(monkeypatch):
+    from loopdbg.engine import loopcode
+
+    said = []
+    real = L.steady
+
+    def spy(*args):
+        said.append(real(*args))
+        return said[-1]
+
+    monkeypatch.setattr(L, "steady", spy)
+    return said, loopcode
+
+
+def test_a_body_of_ufuncs_stops_checking_once_steady(monkeypatch):
+    """The back edge grows from [1] to [3] in iteration 0 (broadcasting), is steady from
+    iteration 1 on: the compiled code asks twice, then runs unchecked; events as the general
+    code's."""
+    said, loopcode = _steady_calls(monkeypatch)
+    model = _ufunc_loop(np.zeros(1, np.float32), np.array([1, 2, 3], np.float32), trip=50)
+    assert loopcode.steady_kind(Engine(model).loops["acc"])
+    events, error = compare(model, {"x0": np.zeros(1, np.float32)}, monkeypatch)
+    assert error is None and said[:2] == [False, True] and said.count(True) == 1
+    assert events[-1].outputs["x_all"].shape == (150,)
+
+
+def test_a_dtype_change_is_caught_before_any_steady_state(monkeypatch):
+    model = _ufunc_loop(np.zeros(2, np.int32), np.ones(2, np.float32))
+    _, error = compare(model, {"x0": np.zeros(2, np.int32)}, monkeypatch)
+    assert error and "changed dtype" in error
+
+
+def test_0d_scan_pieces_never_make_a_loop_steady(monkeypatch):
+    """A scan of 0-d pieces (numpy scalars from the ufuncs) keeps its checks: asked once."""
+    said, _ = _steady_calls(monkeypatch)
+    model = _ufunc_loop(np.zeros((), np.float32), np.float32(1), trip=5)
+    events, error = compare(model, {"x0": np.zeros((), np.float32)}, monkeypatch)
+    assert error is None and said == [None]
+    assert events[-1].outputs["x_all"].tolist() == [1, 2, 3, 4, 5]
+
+
+def test_without_a_scan_a_loop_is_steady_after_its_first_iteration(monkeypatch):
+    said, _ = _steady_calls(monkeypatch)
+    model = _ufunc_loop(np.zeros(4, np.float32), np.float32(1), trip=5, scan=False)
+    _, error = compare(model, {"x0": np.zeros(4, np.float32)}, monkeypatch)
+    assert error is None and said == [True]
