@@ -14,6 +14,7 @@ again by the engine, so an event stays valid after the run has moved on.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Mapping
@@ -57,14 +58,19 @@ class LoopStarted:
 
 class LoopRun:
     """One execution of one loop: what all of its IterationDone events share (made once per
-    execution, so an event carries one reference for these five fields)."""
+    execution, so an event carries one reference for these five fields).
 
-    __slots__ = ("path", "trip_count", "spec", "collected", "outer")
+    ``steady_from``: the engine sets it when it has proved that every iteration from that one
+    on computes values of the same shapes and dtypes (``engine.loopcode.steady_kind``); a
+    consumer may then stop checking them (the trace writer does)."""
+
+    __slots__ = ("path", "trip_count", "spec", "collected", "outer", "steady_from")
 
     def __init__(self, path: str, trip_count: int | None, spec: "LoopSpec | None",
                  collected: tuple = (), outer: tuple[int, ...] = ()):
         self.path, self.trip_count, self.spec = path, trip_count, spec
         self.collected, self.outer = collected, outer
+        self.steady_from = sys.maxsize
 
     def __repr__(self) -> str:
         return f"LoopRun(path={self.path!r}, trip_count={self.trip_count}, outer={self.outer})"

@@ -82,6 +82,7 @@ def compile_loop(spec: LoopSpec) -> Callable:
         src += ["            if _L_probe:",
                 f"                _L_now = _L_steady(({new}), ({old}), ({keys}))",
                 "                if _L_now:",
+                "                    _L_run.steady_from = _L_i - 1   # (consumers may rely on it)",
                 "                    break",
                 "                _L_probe = _L_now is not None      # None: it never will be",
                 "        if _L_stop is None:",

@@ -51,7 +51,8 @@ class BatchLayout:
         for k in range(len(slots)):             # each tensor's rows: the arrays themselves (the
             rows.append(rows[same[k]] if same[k] < k else [])   # engine never writes them again)
         self.data = rows
-        self.flags = bytearray()             # cond | continues << 1, per iteration
+        self.flags: list = []                # (iteration, cond | continues << 1) where that is
+        #                                      not 3 (cond and continues: nearly every one)
         self.row_bytes = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                              for _, _, dtype, shape in slots)
         self.size = self.row_bytes + 1      # bytes per iteration in the file (plus the batch's)
@@ -76,7 +77,10 @@ class BatchLayout:
         if not n:
             return
         first = self.first
-        meta = F.batch_meta(first, n, self.trip, self.path, self.outer, bytes(self.flags))
+        flags = bytearray(b"\x03") * n
+        for it, f in self.flags:
+            flags[it - first] = f
+        meta = F.batch_meta(first, n, self.trip, self.path, self.outer, bytes(flags))
         parts = [F.META_LEN.pack(len(meta)), meta, F.COUNT.pack(len(self.slots))]
         joined: dict[int, bytes] = {}       # shared rows are joined once
         for (group, name, dtype, shape), rows in zip(self.slots, self.data):

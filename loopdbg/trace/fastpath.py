@@ -37,7 +37,7 @@ class Execution:
     """One run of one loop (key: path, outer) as the writer sees it."""
 
     __slots__ = ("path", "outer", "spec", "offs", "slots", "tail", "fast", "write", "layout",
-                 "plans", "promotable", "static", "single", "run")
+                 "plans", "promotable", "static", "single", "run", "planned")
 
     def __init__(self, path: str, outer: tuple, spec, offs, slots):
         self.path, self.outer, self.spec, self.offs, self.slots = path, outer, spec, offs, slots
@@ -88,8 +88,10 @@ def plan(writer, ex: Execution, e) -> None:
     ex.promotable = BatchLayout.fits(total)
     ns = dict(base)
     ex.run = e.run                          # the compiled code takes this execution's events
+    ex.planned = e.iteration                # ... with the tensors' dtypes and shapes of this one
     trip = e.trip_count
-    ns.update(RUN=ex.run, TRIP=-1 if trip is None else trip, POST=post, OFFS=ex.offs)
+    ns.update(RUN=ex.run, TRIP=-1 if trip is None else trip, POST=post, OFFS=ex.offs,
+              PLANNED=ex.planned)
     writer._tick_every = max(1, min(128, writer._batch // total))
     ex.fast, ex.write = ex.single = _functions(ex, "single", ns)
 
@@ -112,7 +114,7 @@ def promote(writer, ex: Execution) -> None:
     layout = BatchLayout(writer, ex.path, ex.outer, trip, slots, len(ex.offs), ex.offs,
                          _same(ex.slots))
     ns = _namespace(writer, ex, sig, prefixes)
-    ns.update(RUN=ex.run, B=layout, flags_append=layout.flags.append,
+    ns.update(RUN=ex.run, PLANNED=ex.planned, B=layout, flags_append=layout.flags.append,
               batch_check=writer._batch_check)
     for k, rows in enumerate(layout.data):
         ns[f"data{k}_append"] = rows.append
@@ -161,19 +163,24 @@ def _compile(ex: Execution, mode: str, fallback: str):
            + (" or it != B.next:" if mode == "batch" else ":"),
            f"        {fallback}"]
     same = _same(ex.slots)
-    for k, (is_out, idx, _, _) in enumerate(ex.slots):
-        if same[k] != k:                     # the same value in two groups (a back edge that is
-            src.append(f"    v{k} = v{same[k]}")       # also a scan slice): checked once
-            continue
-        src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]",
-                "    try:                    # an array or a numpy scalar (both have the bytes)",
-                f"        if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
-                f"            {fallback}",
-                "    except AttributeError:  # a sequence, an optional, a Python number",
-                f"        {fallback}"]
+    src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]"
+            for k, (is_out, idx, _, _) in enumerate(ex.slots) if same[k] == k]
+    src += [f"    v{k} = v{same[k]}" for k in range(n) if same[k] != k]   # a back edge that
+    # is also a scan slice: one value. Its dtype and shape are checked until the engine says
+    # that every iteration from one at or before the planned one on keeps them (steady_from).
+    if n:
+        src.append("    if PLANNED < run.steady_from:")
+    for k in range(n):
+        if same[k] == k:
+            src += ["        try:                # an array or a numpy scalar (both have the bytes)",
+                    f"            if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
+                    f"                {fallback}",
+                    "        except AttributeError:  # a sequence, an optional, a Python number",
+                    f"            {fallback}"]
     if mode == "batch":                 # the arrays themselves: batch.materialize joins them
         src += [f"    data{k}_append(v{k})" for k in range(n) if same[k] == k]  # shared rows
-        src += ["    flags_append((3 if cont else 1) if cond else (2 if cont else 0))",
+        src += ["    if cond is not True or cont is not True:       # the last one, a false cond",
+                "        flags_append((it, (3 if cont else 1) if cond else (2 if cont else 0)))",
                 "    it += 1",
                 "    B.next = it",
                 "    if it >= B.check_at:",

@@ -26,8 +26,6 @@ from loopdbg.engine import events as ev
 from loopdbg.trace import format as F
 from loopdbg.trace.writer import TraceWriter
 
-_RunFinished = ev.RunFinished
-
 
 def file_sha256(path) -> str | None:
     try:
@@ -134,8 +132,7 @@ class Recording:
     def __init__(self, events: Iterable, writer: TraceWriter):
         self._events = iter(events)
         self.writer = writer
-        self._state = _State()
-        self._gen = _record(self._events, writer, self._state)
+        self._gen = _record(self._events, writer)
 
     @property
     def path(self) -> str:
@@ -144,7 +141,7 @@ class Recording:
     @property
     def final(self) -> ev.RunFinished | None:
         """The RunFinished event, once it went by."""
-        return self._state.final
+        return self.writer.final
 
     def __iter__(self) -> Iterator:
         return self._gen
@@ -185,24 +182,15 @@ class Recording:
         return False
 
 
-class _State:
-    __slots__ = ("final",)
-
-    def __init__(self):
-        self.final = None
-
-
-def _record(events, writer: TraceWriter, state: _State):
+def _record(events, writer: TraceWriter):
     """Write each event, then pass it on; finish the file however the iteration ends."""
     try:
         for event in events:
             writer.write(event)             # looked up each time: the writer swaps it per loop
-            if type(event) is _RunFinished:
-                state.final = event
             yield event
     except GeneratorExit:                   # the consumer stopped early (close, or dropped us)
         _close_events(events)
-        _finish(writer, F.COMPLETE if state.final is not None else F.STOPPED, None)
+        _finish(writer, F.COMPLETE if writer.final is not None else F.STOPPED, None)
         raise
     except KeyboardInterrupt:
         _finish(writer, F.INTERRUPTED, "interrupted (Ctrl+C)")
@@ -210,7 +198,7 @@ def _record(events, writer: TraceWriter, state: _State):
     except BaseException as exc:
         _finish(writer, F.ERROR, str(exc) or type(exc).__name__)
         raise
-    writer.close(F.COMPLETE if state.final is not None else F.STOPPED)
+    writer.close(F.COMPLETE if writer.final is not None else F.STOPPED)
 
 
 def _finish(writer: TraceWriter, status: str, error: str | None) -> None:

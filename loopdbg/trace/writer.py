@@ -74,6 +74,7 @@ class TraceWriter:
         self._last_flush = time.monotonic()
         self._tick = self._tick_every = 128   # compiled code checks the time every so often
         self._closed = False
+        self.final: ev.RunFinished | None = None    # the run's last event, once written
         self.index = Index()
         self._nframes = 0
         self._entries: dict = {}              # (group, name, dtype, shape) -> entry prefix
@@ -145,6 +146,7 @@ class TraceWriter:
                 {"path": event.path, "message": event.message, "rule": event.rule}), ())
             self.index.notices.append(off)
         elif isinstance(event, ev.RunFinished):
+            self.final = event
             meta = {"interrupted": event.interrupted, "loops": len(event.loops),
                     "notices": len(event.notices), "outputs": list(event.outputs)}
             self.index.run_finish = self._frame(
