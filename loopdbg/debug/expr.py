@@ -330,6 +330,10 @@ class Expression:
             const = node.comparators[0]
             if isinstance(const, ast.Constant):       # `i == 7`: one call less per evaluation
                 value = const.value
+                left = node.left
+                if isinstance(left, ast.Name) and left.id in self.bare:
+                    name = left.id                    # ... and `name == 7` two calls less
+                    return lambda env: op(env.name(name), value)
                 return lambda env: op(first(env), value)
             return lambda env: op(first(env), right(env))
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Mapping
 
-import numpy as np
-
+from loopdbg.debug import frontier
 from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
 from loopdbg.debug.jump import Target, current_outer, parse_target
 from loopdbg.debug.stop import (BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUSED, START, STEP,
@@ -37,9 +36,7 @@ from loopdbg.ir.model import LAST_VALUE
 __all__ = ["BREAKPOINT", "END", "ERROR", "HISTORY", "NAN", "NODE", "PAUSED", "START", "STEP",
            "NodeStep", "Session", "Stop"]
 
-_FALSE = np.False_
 CANCELLED = "cancelled: the session is closing"
-_NO_HIT = object()
 
 
 class Session:
@@ -263,7 +260,8 @@ class Session:
         return self._pull()
 
     # -- moving forward -------------------------------------------------------------------------
-    def _advance(self, want: Callable[[ev.IterationDone], bool], reason: str) -> Stop:
+    def _advance(self, want: Callable[[ev.IterationDone], bool] | None, reason: str) -> Stop:
+        """Pull iterations until ``want`` (None: never) or a breakpoint stops."""
         self._node = None
         self._pause.clear()
         if self.cancelled:                # a cancel may have come just before the clear
@@ -275,12 +273,32 @@ class Session:
         timeline = self.timeline
         iteration_done = ev.IterationDone
         quick = breakpoints.quick_conditions() if breakpoints is not None else None
+        fast = not on_nan and (breakpoints is None or quick is not None)
         count = 0
         gen = None                    # set once the timeline is replayed and the engine is pulled
         while True:
-            if gen is not None:
-                # At the frontier: take the engine's next event here, without _forward/_pull
+            if gen is not None and fast:
+                # At the frontier, while every condition is plainly false: frontier.pull_quiet
                 # (the per-iteration cost of a breakpoint is a target of the benchmark).
+                try:
+                    kind, event = frontier.pull_quiet(self, gen, quick or [], want, lookup)
+                except BaseException:
+                    self._pull_failed()       # records a LoopdbgError, raises anything else
+                    return self._stop_at_end()
+                if kind is frontier.END:
+                    self._gen = None
+                    return self._stop_at_end()
+                if kind is frontier.STOP:
+                    return self._make_stop(STEP, reason, event)
+                if kind is frontier.PAUSE:
+                    return self._paused(event)
+                hit = breakpoints.check(lookup)          # CHECK: a condition said more
+                if hit is not None:
+                    return self._make_stop(BREAKPOINT, hit.reason, event, hit=hit)
+                if want is not None and want(event):
+                    return self._make_stop(STEP, reason, event)
+                continue
+            if gen is not None:
                 try:
                     event = next(gen)
                 except StopIteration:
@@ -308,30 +326,10 @@ class Session:
                     return stop
             elif breakpoints is not None:
                 lookup.event, lookup._nodes = event, None
-                if quick is not None:            # most iterations: every condition is plainly false
-                    for fn, paths in quick:
-                        if paths is not None and event.path not in paths:
-                            continue
-                        try:
-                            r = fn(lookup)
-                        except Exception:        # noqa: BLE001 - check() reports it
-                            r = None
-                            break
-                        if r is not False and r is not _FALSE:
-                            break
-                    else:
-                        r = _NO_HIT
-                    if r is _NO_HIT:
-                        if want(event):
-                            return self._make_stop(STEP, reason, event)
-                        count += 1
-                        if not count & 63 and self._pause.is_set():
-                            return self._paused(event)
-                        continue
                 hit = breakpoints.check(lookup)
                 if hit is not None:
                     return self._make_stop(BREAKPOINT, hit.reason, event, hit=hit)
-            if want(event):
+            if want is not None and want(event):
                 return self._make_stop(STEP, reason, event)
             count += 1
             if not count & 63 and self._pause.is_set():
@@ -386,7 +384,7 @@ class Session:
 
     def continue_(self) -> Stop:
         """To the next breakpoint (or NaN with on_nan), else to the end of the run."""
-        return self._advance(lambda e: False, "continue")
+        return self._advance(None, "continue")
 
     def run_to(self, iteration: int, loop: str | None = None) -> Stop:
         """To iteration ``iteration`` of ``loop`` (default: the current loop, else any)."""
