@@ -37,13 +37,14 @@ class Execution:
     """One run of one loop (key: path, outer) as the writer sees it."""
 
     __slots__ = ("path", "outer", "spec", "offs", "slots", "tail", "fast", "write", "layout",
-                 "plans", "promotable", "static", "single", "run", "planned")
+                 "plans", "promotable", "static", "single", "run", "planned", "pump")
 
     def __init__(self, path: str, outer: tuple, spec, offs, slots):
         self.path, self.outer, self.spec, self.offs, self.slots = path, outer, spec, offs, slots
         pb = path.encode()
         self.tail = struct.pack(f"<HH{len(outer)}q", len(outer), len(pb), *outer) + pb
         self.fast = self.write = self.layout = self.static = self.single = self.run = None
+        self.pump = None                    # batch modes: the write code as a loop (``drain``)
         self.plans = 0
         self.promotable = False             # batch mode allowed (small frames, not interleaved)
 
@@ -60,7 +61,7 @@ def slots_of(spec) -> list | None:
 
 def plan(writer, ex: Execution, e) -> None:
     """Compile single-mode code for the iterations after ``e`` (if its tensors allow)."""
-    ex.fast = ex.write = ex.layout = None
+    ex.fast = ex.write = ex.layout = ex.pump = None
     if ex.slots is None or e.nodes is not None or ex.plans >= MAX_PLANS:
         return
     ex.plans += 1
@@ -103,6 +104,7 @@ def demote(ex: Execution) -> None:
         ex.layout.materialize()
         ex.layout = None
         ex.fast, ex.write = ex.single
+        ex.pump = None
     ex.promotable = False
 
 
@@ -119,7 +121,10 @@ def promote(writer, ex: Execution) -> None:
     for k, rows in enumerate(layout.data):
         ns[f"data{k}_append"] = rows.append
     ex.layout = layout
-    ex.fast, ex.write = _functions(ex, "batch", ns)
+    # Every iteration written so far had the planned dtypes and shapes; if the engine has
+    # proved the loop steady by the last of them, the rest have them too: nothing to check.
+    steady = ex.run is not None and ex.run.steady_from <= len(ex.offs) - 1
+    ex.fast, ex.write = _functions(ex, "steady batch" if steady else "batch", ns)
     ex.promotable = False
 
 
@@ -130,7 +135,7 @@ def _same(slots) -> tuple[int, ...]:
 
 
 def _namespace(writer, ex: Execution, sig, prefixes) -> dict:
-    ns = {"SPEC": ex.spec, "general": type(writer).write.__get__(writer),
+    ns = {"SPEC": ex.spec, "general": type(writer).write.__get__(writer), "W": writer,
           "IterationDone": ev.IterationDone, "ndarray": np.ndarray, "asarray": np.asarray,
           "join": b"".join, "pack_iter": F.ITER_FIXED.pack}
     for k, (dtype, shape) in enumerate(sig):
@@ -145,16 +150,52 @@ def _functions(ex: Execution, mode: str, ns: dict):
     if codes is None:
         codes = tuple(_compile(ex, mode, fallback) for fallback in ("return False",
                                                                     "return general(e)"))
+        if mode != "single":
+            codes += (_compile(ex, mode, "return general(e)", pump=True),)
         if len(_code_cache) > 512:
             _code_cache.clear()
         _code_cache[key] = codes
+    ex.pump = None
+    if len(codes) > 2:
+        ex.pump = ns["SELF"] = types.FunctionType(codes[2], ns, "pump")
     return types.FunctionType(codes[0], ns, "fast"), types.FunctionType(codes[1], ns, "write")
 
 
-def _compile(ex: Execution, mode: str, fallback: str):
+def _pumped(src: list) -> list:
+    """The same code as a loop over the events (``TraceWriter.pump``): a fallback writes the
+    event by the general code and goes on unless that installed other code (then False);
+    True when the events are exhausted."""
+    out = ["def f(events):", "    for e in events:"]
+    for line in src[1:]:
+        ind = line[:len(line) - len(line.lstrip())]
+        body = line.strip()
+        if body == "return general(e)":
+            out += [f"    {ind}general(e)", f"    {ind}if W.pump is not SELF:",
+                    f"    {ind}    return False", f"    {ind}continue"]
+        elif body == "return True":
+            out.append(f"    {ind}continue")
+        else:
+            out.append("    " + line)
+    out.append("    return True")
+    return out
+
+
+def _compile(ex: Execution, mode: str, fallback: str, pump: bool = False):
     n = len(ex.slots)
     # IterationDone is a tuple: one unpacking reads every field (engine.events._FIELDS); the
     # loop execution (its LoopRun: path, outer, spec, trip count) is one identity check
+    same = _same(ex.slots)
+    if mode == "steady batch":          # only the engine's own events of this run come here
+        src = ["def f(e):",
+               "    try:",
+               "        run, it, cond, cont, i, o, _, _ = e",
+               "    except (TypeError, ValueError):  # another kind of event",
+               f"        {fallback}",
+               "    if run is not RUN or it != B.next:",
+               f"        {fallback}"]
+        src += [f"    data{k}_append({'o' if is_out else 'i'}[{idx}])"
+                for k, (is_out, idx, _, _) in enumerate(ex.slots) if same[k] == k]
+        return _finish(src, mode, pump)
     src = ["def f(e):",
            "    if type(e) is not IterationDone:",
            f"        {fallback}",
@@ -162,7 +203,6 @@ def _compile(ex: Execution, mode: str, fallback: str):
            "    if run is not RUN or nodes is not None"
            + (" or it != B.next:" if mode == "batch" else ":"),
            f"        {fallback}"]
-    same = _same(ex.slots)
     src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]"
             for k, (is_out, idx, _, _) in enumerate(ex.slots) if same[k] == k]
     src += [f"    v{k} = v{same[k]}" for k in range(n) if same[k] != k]   # a back edge that
@@ -179,16 +219,26 @@ def _compile(ex: Execution, mode: str, fallback: str):
                     f"            {fallback}"]
     if mode == "batch":                 # the arrays themselves: batch.materialize joins them
         src += [f"    data{k}_append(v{k})" for k in range(n) if same[k] == k]  # shared rows
-        src += ["    if cond is not True or cont is not True:       # the last one, a false cond",
-                "        flags_append((it, (3 if cont else 1) if cond else (2 if cont else 0)))",
-                "    it += 1",
-                "    B.next = it",
-                "    if it >= B.check_at:",
-                "        batch_check()"]
-    else:
-        parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))
-        src += ["    append_frame(join((LEAD, pack_iter(it, TRIP, "
-                f"bool(cond), bool(cont)), POST{parts})), OFFS)"]
-    src.append("    return True")
+        return _finish(src, mode, pump)
+    parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))
+    src += ["    append_frame(join((LEAD, pack_iter(it, TRIP, "
+            f"bool(cond), bool(cont)), POST{parts})), OFFS)",
+            "    return True"]
+    return _code(src, mode)
+
+
+def _finish(src: list, mode: str, pump: bool):
+    """The end of a batch-mode function: the flags, the next iteration, the batch's check."""
+    src += ["    if cond is not True or cont is not True:       # the last one, a false cond",
+            "        flags_append((it, (3 if cont else 1) if cond else (2 if cont else 0)))",
+            "    it += 1",
+            "    B.next = it",
+            "    if it >= B.check_at:",
+            "        batch_check()",
+            "    return True"]
+    return _code(_pumped(src) if pump else src, mode)
+
+
+def _code(src: list, mode: str):
     module = compile("\n".join(src) + "\n", f"<loopdbg trace writer, {mode} mode>", "exec")
     return next(c for c in module.co_consts if isinstance(c, types.CodeType))

@@ -149,6 +149,20 @@ class Recording:
     def __next__(self):
         return next(self._gen)
 
+    def drain(self) -> None:
+        """Write every event and pass none on (``record``): the same file as iterating,
+        without the pass-through generator. Use inside ``with``: an exception closes the file
+        with its status there."""
+        writer = self.writer
+        events = self._events
+        for event in events:
+            writer.write(event)             # looked up each time: the writer swaps it per loop
+            pump = writer.pump              # a batched execution: its code takes the events
+            if pump is not None and pump(events):
+                break                       # ... to the end
+        self._gen.close()                   # never started: nothing of it runs
+        writer.close(F.COMPLETE if writer.final is not None else F.STOPPED)
+
     def timeline(self, engine):
         """The run so far as read back from the trace (a ``RecordingTimeline``): how a live
         session steps back past its in-memory history."""
@@ -229,8 +243,7 @@ def recording(events: Iterable, path, *, model=None, inputs: Mapping | None = No
 def record(events: Iterable, path, **kw) -> ev.RunFinished | None:
     """Record a whole run; return its RunFinished (None if the stream had none)."""
     with recording(events, path, **kw) as rec:
-        for _ in rec:
-            pass
+        rec.drain()
     return rec.final
 
 

@@ -75,6 +75,9 @@ class TraceWriter:
         self._tick = self._tick_every = 128   # compiled code checks the time every so often
         self._closed = False
         self.final: ev.RunFinished | None = None    # the run's last event, once written
+        # The current execution's compiled code as a loop over the events (batch modes; see
+        # fastpath._pumped): ``Recording.drain`` hands it the event iterator.
+        self.pump = None
         self.index = Index()
         self._nframes = 0
         self._entries: dict = {}              # (group, name, dtype, shape) -> entry prefix
@@ -332,8 +335,9 @@ class TraceWriter:
         self._cur = ex
         if ex is None or ex.write is None:
             self.__dict__.pop("write", None)
+            self.pump = None
         else:
-            self.write = ex.write
+            self.write, self.pump = ex.write, ex.pump
 
     def _batch_check(self) -> None:
         """Every few hundred batched iterations: encode them when the batch is full or it is
@@ -415,7 +419,7 @@ class TraceWriter:
         ex = self._cur
         if ex is not None and ex.promotable and len(ex.offs) >= fastpath.PROMOTE:
             fastpath.promote(self, ex)          # a long run of small frames: batch them
-            self.write = ex.write
+            self.write, self.pump = ex.write, ex.pump
         if self._pos - self._flushed >= self._batch or \
                 time.monotonic() - self._last_flush >= self._interval:
             self._flush()

@@ -337,3 +337,30 @@ def test_batched_frames_are_the_bytes_of_one_by_one_frames(tmp_path, monkeypatch
                     np.testing.assert_array_equal(v, b.tensors()[name])
     with TraceReader(tmp_path / "batched.ldt") as t:
         assert t.verify() == []
+
+
+@pytest.mark.parametrize("case", ["scalar_while", "nested_long", "nested_short",
+                                  "loop_while_iter", "ti_gru"])
+def test_record_writes_what_iterating_a_recording_writes(tmp_path, case):
+    """``record`` drains the events through the writer's pump (the batched execution's code as
+    a loop over them); iterating a ``recording`` writes one event at a time. The frames are the
+    same bytes (the header differs only by its creation time)."""
+    if case == "scalar_while":
+        model, inputs = scalar_while(5000)
+    elif case.startswith("nested_"):
+        model, inputs = nested_while(*((4, 700) if case == "nested_long" else (300, 3)))
+    else:
+        model, inputs = read_model(CORPUS / case / "model.xml"), load_npz(CORPUS / case / "inputs.npz")
+    engine = Engine(model)
+    record(engine.run(inputs), tmp_path / "drained.ltrace", model=model, inputs=inputs)
+    for _ in recording(engine.run(inputs), tmp_path / "iterated.ltrace", model=model,
+                       inputs=inputs):
+        pass
+    with TraceReader(tmp_path / "drained.ltrace") as a, \
+            TraceReader(tmp_path / "iterated.ltrace") as b:
+        assert a.status == b.status == "complete"
+        frames_a = [(k, d) for _, k, d in a._walk() if k != F.HEADER]
+        frames_b = [(k, d) for _, k, d in b._walk() if k != F.HEADER]
+        assert frames_a == frames_b
+        if case in ("scalar_while", "nested_long"):
+            assert F.BATCH in [k for k, _ in frames_a]
