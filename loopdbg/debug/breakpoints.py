@@ -234,13 +234,14 @@ class Breakpoints:
 
     # -- checking -----------------------------------------------------------------------------
     def quick_conditions(self) -> list | None:
-        """``(condition, loops it applies to or None)`` pairs, when a plainly false result from each
-        that applies means "no stop" (every breakpoint enabled and not scoped with ``loop``);
-        else None and ``check`` decides every time."""
+        """``(condition, loops it applies to or None, K or None)`` triples, when a plainly false
+        result from each that applies means "no stop" (every breakpoint enabled and not scoped
+        with ``loop``), else None and ``check`` decides every time. K: the condition is
+        ``i == K`` (``Expression.iteration_equals``)."""
         items = list(self.items.values())
         if not items or any(not bp.enabled or bp.loop is not None for bp in items):
             return None
-        return [(bp.condition._fn, bp.paths) for bp in items]
+        return [(bp.condition._fn, bp.paths, bp.condition.iteration_equals) for bp in items]
 
     def check(self, lookup: EventLookup, count: bool = True) -> Hit | None:
         """The first breakpoint that stops at this iteration, counting hits (bdb semantics)."""

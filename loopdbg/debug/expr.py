@@ -139,6 +139,17 @@ class Lookup:
         return self.name(name)
 
 
+def _iteration_equals(node: ast.AST) -> int | None:
+    """K when the expression is ``i == K`` (or ``iteration == K``), the usual breakpoint: the
+    debugger's hot loop then compares the iteration itself (``i`` is always the built-in)."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
+            and isinstance(node.left, ast.Name) and node.left.id in ("i", "iteration"):
+        const = node.comparators[0]
+        if isinstance(const, ast.Constant) and type(const.value) is int:
+            return const.value
+    return None
+
+
 class Expression:
     """A compiled expression: ``expr.evaluate(lookup)``; ``expr.names`` lists the model names it reads."""
 
@@ -166,6 +177,7 @@ class Expression:
         self.quoted: set[str] = set()      # the names read as t["name"]: model values only
         self.bare: set[str] = set()        # the names written plainly (a built-in wins)
         self._fn = self._compile(tree.body)
+        self.iteration_equals = _iteration_equals(tree.body)
 
     @property
     def short(self) -> str:

@@ -4,7 +4,8 @@
 here, so this loop does per iteration only what it must: hold the event in the history (the
 timeline), bind the breakpoint lookup to it, run each breakpoint condition whose loops include
 this one (a plainly false answer, ``False`` or ``np.False_``, means "no stop" and nothing else
-is looked at), ask ``want`` and, every 64 iterations, whether a pause was asked for.
+is looked at; ``i == K`` is one comparison), ask ``want`` and, every 64 iterations, whether a
+pause was asked for.
 
 ``pull_quiet`` returns at the first iteration that needs the session's attention, with what it
 found; the engine's exceptions pass through to the session, which records them.
@@ -47,9 +48,13 @@ def pull_quiet(session, gen, quick: list, want: Callable | None, lookup) -> tupl
         run = event[0]                      # its LoopRun: one per loop execution
         if run is not last_run:
             last_run, path = run, run.path
-        for fn, paths in quick:
+        for fn, paths, k in quick:
             if paths is not None and path not in paths:
                 continue
+            if k is not None:                   # i == K: the iteration itself
+                if event[1] != k:
+                    continue
+                return CHECK, event
             try:
                 r = fn(lookup)
             except Exception:  # noqa: BLE001 - breakpoints.check reports it

@@ -495,3 +495,13 @@ def test_a_single_equals_sign_hints_at_the_comparison():
     with pytest.raises(ExprError) as info:
         Expression("i >= (3")
     assert "to compare" not in str(info.value)
+
+
+@pytest.mark.parametrize("text, k", [
+    ("i == 7", 7), ("iteration == 12", 12), ("  i==0 ", 0),
+    ("i == 7.0", None), ("i == True", None), ("7 == i", None), ("i != 7", None),
+    ("i == 7 == 7", None), ("x == 7", None), ("i == n", None), ("i == 7 and x", None),
+])
+def test_iteration_equals_marks_only_the_plain_form(text, k):
+    """The debugger compares the iteration itself for ``i == K`` (frontier.pull_quiet)."""
+    assert Expression(text).iteration_equals == k
