@@ -19,8 +19,13 @@ work, so each loop also gets code of its own, generated once from its ``LoopSpec
             p0, = (v0_0,)                               # back edges, all at once
         return (yield from end(SPEC, ctx, st, i, stop, outs))
 
-Every check is the general code's own function (``loop.no_slice``, ``piece_shape``,
+Every check is the general code's own function (``loop.no_slice``, ``piece_check``,
 ``stop_reason`` ...), so both say the same; tests run models both ways and compare every event.
+A body of numpy ufuncs only gets a second copy of the iteration without the per-iteration
+checks of the scan pieces' shapes and the back edges' dtypes, entered once ``loop.steady``
+proves that every later iteration repeats them (``steady_kind``); the loop execution's
+``LoopRun.steady_from`` tells consumers. Big elementwise temporaries are reused in place
+(``engine.elide``).
 A failing kernel is found by line as in any plan (``GraphPlan.compile_with``). Runs that record
 every node (``record_nodes``) take the general code.
 """
