@@ -134,11 +134,26 @@ def breakpoint_cost(engine, inputs, iters, repeat, rows):
         s.breakpoints.add(f"i == {iters - 1}")
         stop = s.continue_()
         assert stop.kind == "breakpoint", stop.reason
-    best = alternate({"break": with_break, "run": lambda: engine.run_to_end(inputs)}, repeat)
+    # The same run with a condition on a value (never true): the general path of a condition,
+    # where ``i == K`` is one comparison of the iteration (debug/frontier.py).
+    spec = next(iter(engine.loops.values()))
+    name = spec.param_names[0]
+    value_condition = f't["{name}"][0] < -1e30'
+
+    def with_value_break():
+        s = Session(engine, inputs, history=1000)
+        s.breakpoints.add(value_condition)
+        stop = s.continue_()
+        assert stop.kind == "end", stop.reason
+    best = alternate({"break": with_break, "value": with_value_break,
+                      "run": lambda: engine.run_to_end(inputs)}, repeat)
     ratio = best["break"] / best["run"]
     rows.append((f"breakpoint i == {iters - 1}", f"{best['break'] * 1e3:.1f} ms",
                  f"{best['run'] * 1e3:.1f} ms (run)", f"+{(ratio - 1) * 100:.0f}%", "<= +50%",
                  ratio <= 1.5))
+    ratio = best["value"] / best["run"]
+    rows.append((f"  a breakpoint on a value, {value_condition}", f"{best['value'] * 1e3:.1f} ms",
+                 f"{best['run'] * 1e3:.1f} ms (run)", f"+{(ratio - 1) * 100:.0f}%", "", True))
 
 
 def history_memory(engine, inputs, rows):

@@ -243,6 +243,9 @@ class Expression:
             return lambda env: env.value(name)
         value = self._compile(node.value)
         index = self._compile(node.slice)
+        is_const, key = _constant(node.slice)
+        if is_const:                                  # h[0]: one call less per evaluation
+            return lambda env: _subscript(value(env), key)
         return lambda env: _subscript(value(env), index(env))
 
     def _c_Slice(self, node):
@@ -339,9 +342,8 @@ class Expression:
         rest = [self._compile(c) for c in node.comparators]
         if len(ops) == 1:
             op, right = ops[0], rest[0]
-            const = node.comparators[0]
-            if isinstance(const, ast.Constant):       # `i == 7`: one call less per evaluation
-                value = const.value
+            is_const, value = _constant(node.comparators[0])
+            if is_const:                              # `i == 7`: one call less per evaluation
                 left = node.left
                 if isinstance(left, ast.Name) and left.id in self.bare:
                     name = left.id                    # ... and `name == 7` two calls less
@@ -408,9 +410,23 @@ def _len(x) -> int:
     return int(x.shape[0])
 
 
+def _constant(node: ast.AST) -> tuple[bool, Any]:
+    """(True, value) for a number or string written in the expression (``7``, ``-1e30``); the
+    compiled code then uses the value itself. The node has been compiled (checked) already."""
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and \
+            isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
+        v = node.operand.value
+        return True, -v if isinstance(node.op, ast.USub) else v
+    return False, None
+
+
 def _subscript(value, index):
     """``value[index]``: numpy indexing of a tensor; a sequence takes one position (a tensor)
     or a slice (a sequence)."""
+    if type(value) is np.ndarray:                 # the usual case first
+        return value[index]
     if isinstance(value, list):
         if isinstance(index, slice) or isinstance(index, (int, np.integer)):
             return value[index]
