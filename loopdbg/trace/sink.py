@@ -108,7 +108,7 @@ class Sink:
         while views:
             batch = views[:_IOV]
             k = os.writev(fd, batch)
-            if not k and batch:
+            if not k:
                 raise OSError("the file accepted no more bytes")
             self.written += k
             done = 0
