@@ -14,12 +14,15 @@ Two kinds of output:
 
 The promises, checked each time:
 
-* a path that names one of the command's inputs (the model's .xml or .bin, the inputs, a trace it
-  reads: the same file after following links, hard links included) or another of its outputs is
-  refused: loopdbg never overwrites a file it reads;
-* only regular files are written: an existing folder, device (``/dev/full``), FIFO or socket, or a
-  link to one, is refused; a link to a regular file is followed (the file it names is written,
-  the link stays);
+* a path that names one of the command's inputs (the model's .xml or .bin, an ONNX model's
+  external data files, the inputs, a trace it reads: the same file by its device and inode, so
+  through links and hard links too) or another of its outputs is refused: loopdbg never
+  overwrites a file it reads;
+* nothing is written through a symbolic link: an output that is a link (to a file, a folder, or
+  nothing) is refused, and files are created with ``O_NOFOLLOW`` (a temporary file also with
+  ``O_EXCL``), so a link planted in a model folder cannot redirect a write;
+* only regular files are written: an existing folder, device (``/dev/full``), FIFO or socket is
+  refused;
 * the path given is the path written: ``.npz`` is added only to a name without a suffix that does
   not exist yet, and ``Output.note`` says so;
 * a failure (no space left, no permission, no such folder) is one sentence (``OutputError``).
@@ -55,12 +58,13 @@ def _strerror(exc: OSError) -> str:
 
 
 def same_file(a, b) -> bool:
-    """Do ``a`` and ``b`` name the same file (after links; an existing file by its inode)?"""
+    """Do ``a`` and ``b`` name the same file: the same device and inode after following links
+    (so hard links too), or, for a path that does not exist, the same resolved path?"""
     if a is None or b is None:
         return False
     try:
-        if os.path.samefile(a, b):
-            return True
+        sa, sb = os.stat(a), os.stat(b)
+        return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
     except (OSError, ValueError):
         pass
     try:
@@ -69,31 +73,40 @@ def same_file(a, b) -> bool:
         return False
 
 
+def _refuse_link(given: str, what: str) -> None:
+    try:
+        to = os.readlink(given)
+    except (OSError, ValueError):
+        return
+    raise OutputError(f"refusing to write {given}: it is a symbolic link (to {to}), and loopdbg "
+                      f"never writes through a link; give {what} another name.")
+
+
 def check_output(path, reads: Reads = (), *, what: str = "the output") -> Path:
-    """The file to write for ``path`` (links followed), after every check of the module
-    docstring; ``OutputError`` naming ``path`` otherwise."""
+    """The file to write for ``path`` (made absolute, never resolved: a link is refused, not
+    followed), after every check of the module docstring; ``OutputError`` naming ``path``
+    otherwise."""
     given = str(path)
     if not given or given.endswith(("/", os.sep)):
         raise OutputError(f"give {what} a file name, not {given!r}.")
+    _refuse_link(given, what)
     try:
-        target = Path(os.path.realpath(given))
-    except (OSError, ValueError) as exc:
-        raise OutputError(f"cannot write {given}: {exc}.") from None
-    link = f" (a link to {target})" if os.path.islink(given) else ""
-    try:
-        st = os.stat(target)
+        target = Path(given).absolute()
+        st = os.lstat(target)
     except FileNotFoundError:
         st = None
     except (OSError, ValueError) as exc:
-        raise OutputError(f"cannot write {given}{link}: {getattr(exc, 'strerror', None) or exc}.") \
+        raise OutputError(f"cannot write {given}: {getattr(exc, 'strerror', None) or exc}.") \
             from None
+    if st is not None and stat.S_ISLNK(st.st_mode):         # made a link since
+        _refuse_link(given, what)
     if st is not None and not stat.S_ISREG(st.st_mode):
         hint = "; give a file name inside it" if stat.S_ISDIR(st.st_mode) else ""
-        raise OutputError(f"{given}{link} is {kind_of(st.st_mode)}, not a regular file; loopdbg "
+        raise OutputError(f"{given} is {kind_of(st.st_mode)}, not a regular file; loopdbg "
                           f"writes {what} only to a regular file{hint}.")
     for label, other in reads:                # files the command reads: those that exist
         if other is not None and os.path.lexists(other) and same_file(target, other):
-            raise OutputError(f"{given}{link} is {label}, which this command reads; loopdbg never "
+            raise OutputError(f"{given} is {label}, which this command reads; loopdbg never "
                               f"overwrites a file it reads: choose another name for {what}.")
     folder = target.parent
     if not folder.is_dir():
@@ -137,13 +150,13 @@ class Output:
         except OSError:
             mode = 0o666 & ~_umask()
         tmp = None
-        try:
+        try:        # mkstemp: O_CREAT | O_EXCL | O_NOFOLLOW, a name nobody else made
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".loopdbg-", suffix=".partial")
             with os.fdopen(fd, "wb") as f:
                 fill(f)
             os.chmod(tmp, mode)
             check_output(self.path, self.reads, what=self.what)     # still a regular file?
-            os.replace(tmp, target)
+            os.replace(tmp, target)         # (a link made meanwhile is replaced, not followed)
             tmp = None
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {_strerror(exc)}.") from None
@@ -224,10 +237,13 @@ def open_recording(path, reads: Reads = (), *, what: str = "the trace") -> int:
     """A file descriptor open for writing on ``path``, emptied, exclusively locked while it is
     open: a second recorder of the same file is refused with one sentence, its file untouched."""
     target = check_output(path, reads, what=what)
-    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(target, flags, 0o666)      # O_NONBLOCK: a FIFO made meanwhile cannot hang
+    flags = (os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_NOFOLLOW", 0))
+    try:        # O_NONBLOCK: a FIFO made meanwhile cannot hang; O_NOFOLLOW: nor a link redirect
+        fd = os.open(target, flags, 0o666)
     except OSError as exc:
+        if os.path.islink(target):
+            _refuse_link(str(path), what)
         raise OutputError(f"cannot create {what} {path}: {_strerror(exc)}.") from None
     try:
         st = os.fstat(fd)
