@@ -53,7 +53,8 @@ def run(args) -> int:
     if str(args.model).endswith(".ltrace"):
         from loopdbg.trace.replay import open_trace
         timeline = open_trace(args.model)
-        engine, reads = timeline.engine, [("the trace", args.model)]
+        engine = timeline.engine                # replaying reads the model the trace names
+        reads = [("the trace", args.model), *common.model_reads(engine.model)]
     else:
         timeline = None
         model = read_model(args.model)
@@ -161,19 +162,19 @@ def choose_loop(engine, name: str | None):
 
 def render(source: str, fmt: str) -> bytes:
     """``source`` rendered by Graphviz's ``dot`` as ``fmt`` (svg or png)."""
-    import shutil
     import subprocess
 
+    from loopdbg import programs
     from loopdbg.errors import LoopdbgError
     from loopdbg.layout.dot import DOT_TIMEOUT, INSTALL_HINT
 
-    exe = shutil.which("dot")
+    exe = programs.find("dot")
     if exe is None:
         raise LoopdbgError(f"Graphviz's 'dot' program was not found; {INSTALL_HINT}; or write "
                            f"the DOT source with -o FILE.dot.")
     try:
         proc = subprocess.run([exe, f"-T{fmt}"], input=source.encode(), capture_output=True,
-                              timeout=DOT_TIMEOUT, check=False)
+                              timeout=DOT_TIMEOUT, check=False, cwd=programs.NEUTRAL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise LoopdbgError(f"Graphviz's 'dot' could not draw the graph: {exc}.") from None
     if proc.returncode != 0 or not proc.stdout:

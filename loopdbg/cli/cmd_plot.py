@@ -81,7 +81,7 @@ def run(args) -> int:
     if is_trace:
         reads.append(("the trace", args.source))
     output = Output(out, reads, what="the plot")        # checked before the run, written after
-    series, title = (_from_trace(args, words, outer) if is_trace
+    series, title = (_from_trace(args, words, outer, output) if is_trace
                      else _from_model(args, inputs, words, outer))
     if not series.x:
         raise LoopdbgError(f"loop '{series.loop}' ran no iteration"
@@ -94,11 +94,13 @@ def run(args) -> int:
 
 
 def _matplotlib():
+    from loopdbg import programs
     from loopdbg.errors import LoopdbgError
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as pyplot
+    try:        # matplotlib reads ./matplotlibrc and may run fc-list: not the model folder's
+        with programs.neutral():
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as pyplot
     except ImportError:
         raise LoopdbgError("loopdbg plot draws with matplotlib, which is not installed; install "
                            "it with: pip install 'loopdbg[plot]'.") from None
@@ -116,11 +118,13 @@ def _outer(text: str | None) -> tuple | None:
                            f"e.g. 2 or 2,0.") from None
 
 
-def _from_trace(args, words, outer):
+def _from_trace(args, words, outer, output):
+    from loopdbg.cli.common import model_reads
     from loopdbg.debug.series import choose_loop, collect
     from loopdbg.trace.replay import open_trace
 
     timeline = open_trace(args.source)
+    output.reads += model_reads(timeline.engine.model)      # the replayed model's files too
     try:
         paths = list(timeline.engine.loops)
         loop = choose_loop(paths, args.loop, args.source)

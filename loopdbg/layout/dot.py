@@ -9,10 +9,10 @@ a UI toolkit.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from typing import TYPE_CHECKING, Union
 
+from loopdbg import programs
 from loopdbg.errors import LoopdbgError
 from loopdbg.layout.boxes import BOX_GAP, VALUE_WIDTH, XS, YS, Layout, box_size
 from loopdbg.layout.graph import BodyGraph, body_graph
@@ -81,17 +81,17 @@ def _body_graph(spec, consts: str) -> BodyGraph:
 
 
 def dot_available() -> bool:
-    return shutil.which("dot") is not None
+    return programs.find("dot") is not None
 
 
 def _run_dot(source: str) -> dict:
     """Run ``dot -Tjson`` on ``source``; LayoutUnavailable if it is missing or fails."""
-    exe = shutil.which("dot")
+    exe = programs.find("dot")
     if exe is None:
         raise LayoutUnavailable(f"Graphviz's 'dot' program was not found; {INSTALL_HINT}.")
     try:
         proc = subprocess.run([exe, "-Tjson"], input=source.encode(), capture_output=True,
-                              timeout=DOT_TIMEOUT, check=False)
+                              timeout=DOT_TIMEOUT, check=False, cwd=programs.NEUTRAL)
     except FileNotFoundError:
         raise LayoutUnavailable(f"Graphviz's 'dot' could not be started; {INSTALL_HINT}.") from None
     except subprocess.TimeoutExpired:

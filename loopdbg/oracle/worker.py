@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from loopdbg import programs
 from loopdbg.errors import LoopdbgError
 from loopdbg.oracle import wire
 
@@ -115,7 +116,7 @@ class Runtime:
 
     def compile(self, path: str | Path, what: str = "the model") -> Compiled:
         """Read and compile a model file (precision f32 where the runtime takes a hint)."""
-        reply, _ = self._call({"op": "compile", "path": str(path), "device": self.device,
+        reply, _ = self._call({"op": "compile", "path": programs.absolute(path), "device": self.device,
                                "precision": "f32"}, (), f"compiling {what}",
                               f"cannot compile {what}")
         return Compiled(reply["handle"], self._worker().generation,
@@ -169,12 +170,12 @@ class OpenVINO(Runtime):
     def evaluate(self, path: str | Path, values: Sequence[np.ndarray],
                  what: str = "the model") -> list[np.ndarray]:
         """Outputs computed by OpenVINO's reference implementations (no plugin), node by node."""
-        return self._call({"op": "evaluate", "path": str(path)}, values,
+        return self._call({"op": "evaluate", "path": programs.absolute(path)}, values,
                           f"evaluating {what}", f"cannot evaluate {what}")[1]
 
     def describe(self, path: str | Path, what: str = "the model") -> dict:
         """What OpenVINO's reader makes of a model: every node's output types and shapes."""
-        return self._call({"op": "describe", "path": str(path)}, (), f"reading {what}",
+        return self._call({"op": "describe", "path": programs.absolute(path)}, (), f"reading {what}",
                           f"cannot read {what}")[0]["model"]
 
 
@@ -238,18 +239,12 @@ class _Worker:
         self.stop()
         c_read, p_write = os.pipe()
         p_read, c_write = os.pipe()
-        root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in
-                                                      env.get("PYTHONPATH", "").split(os.pathsep)
-                                                      if p])
         self.log = tempfile.TemporaryFile()
-        try:
+        try:        # isolated, in a neutral folder: no code from the folder loopdbg runs in
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "loopdbg.oracle.child", self.runtime, str(c_read),
-                 str(c_write)],
+                programs.python_argv("loopdbg.oracle.child", self.runtime, c_read, c_write),
                 pass_fds=(c_read, c_write), stdin=subprocess.DEVNULL, stdout=self.log,
-                stderr=self.log, env=env)
+                stderr=self.log, cwd=programs.NEUTRAL)
         finally:
             os.close(c_read)
             os.close(c_write)

@@ -48,7 +48,7 @@ def test_unknown_format_and_no_dot(tmp_path, capsys, monkeypatch):
     model = str(DEMOS / "for_loop" / "model.xml")
     assert main(["graph", model, "-o", str(tmp_path / "g.txt")]) == 2
     assert ".svg, .png or .dot" in capsys.readouterr().err
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda *a, **k: None)
     assert main(["graph", model, "-o", str(tmp_path / "g.svg")]) == 2
     assert "'dot' program was not found" in capsys.readouterr().err
     assert not (tmp_path / "g.svg").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from loopdbg import programs
 from loopdbg.engine.runner import Engine
 from loopdbg.ir.load import read_model
 from loopdbg.ir.model import Edge, Graph, Layer, Port
@@ -237,7 +238,7 @@ def test_dot_runs_once_per_body(monkeypatch):
 
 def test_missing_dot_says_how_to_install(monkeypatch):
     (_, spec), = corpus_bodies("loop_while_iter")
-    monkeypatch.setattr(dotmod.shutil, "which", lambda name: None)
+    monkeypatch.setattr(programs.shutil, "which", lambda *a, **k: None)
     with pytest.raises(LayoutUnavailable) as err:
         layout_body(spec)
     for hint in ("apt-get install graphviz", "brew install graphviz", "conda install graphviz"):

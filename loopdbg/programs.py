@@ -1,0 +1,84 @@
+"""Every program loopdbg starts is started here, so that a model folder can never run code.
+
+loopdbg is often run inside a folder a stranger sent (a model, its weights, its inputs, a trace).
+A child started there could take that folder's code: ``python -m`` puts the working directory
+first on ``sys.path`` (a ``json.py`` or a ``numpy/`` beside the model would run), and a program
+looked up on a ``PATH`` holding ``.`` or an empty entry is found in the folder. So:
+
+* a program is looked up on PATH's absolute folders only (``find``);
+* every child runs in a neutral working directory (``NEUTRAL``, the root folder): a relative path
+  means nothing there, so the files a child is given are absolute paths (``absolute``);
+* a Python child runs isolated (``python -I``: no working directory, script folder, user site
+  folder or ``PYTHON*`` variable on its path), and finds loopdbg where the parent's came from
+  (``python_argv``);
+* a library that reads its settings from the working directory or starts programs of its own
+  (matplotlib reads ``./matplotlibrc`` and may run ``fc-list``) is loaded under ``neutral()``.
+
+Imports nothing of loopdbg: the oracle, the layout and the command line all start programs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+NEUTRAL = os.path.abspath(os.sep)        # the working directory of every child
+
+# Run as ``python -I -c BOOT ROOT MODULE ARGS...``: ROOT (the folder holding the parent's loopdbg)
+# joins the path only when the installation does not already put it there, then MODULE runs as
+# ``python -m MODULE ARGS...`` would, its sys.argv[1:] being ARGS.
+BOOT = ("import runpy, sys\n"
+        "root, module = sys.argv.pop(1), sys.argv.pop(1)\n"
+        "root in sys.path or sys.path.insert(0, root)\n"
+        "runpy.run_module(module, run_name='__main__', alter_sys=True)\n")
+
+
+def find(name: str) -> str | None:
+    """The full path of program ``name`` on PATH, looking only in its absolute folders (never
+    ``.``, an empty entry or another relative one, which would find it in the working
+    directory); None when it is not there."""
+    return shutil.which(name, path=absolute_path()) or None
+
+
+def absolute_path() -> str:
+    """PATH without its relative entries (``.``, an empty one ...)."""
+    return os.pathsep.join(f for f in os.environ.get("PATH", os.defpath).split(os.pathsep)
+                           if f and os.path.isabs(f))
+
+
+@contextlib.contextmanager
+def neutral():
+    """While it lasts, the process works in ``NEUTRAL`` with only PATH's absolute entries (for
+    loading a library that looks in the working directory; loopdbg's own process only, from the
+    command line, before any thread starts)."""
+    cwd, path = os.getcwd(), os.environ.get("PATH")
+    os.chdir(NEUTRAL)
+    os.environ["PATH"] = absolute_path()
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        if path is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = path
+
+
+def loopdbg_root() -> str:
+    """The folder that holds the loopdbg package running now."""
+    return str(Path(__file__).resolve().parents[1])
+
+
+def python_argv(module: str, *args: str) -> list[str]:
+    """The command line that runs ``python -m module args...`` isolated (see the module doc)."""
+    return [sys.executable, "-I", "-c", BOOT, loopdbg_root(), module, *map(str, args)]
+
+
+def absolute(path: str | os.PathLike) -> str:
+    """``path`` made absolute against loopdbg's own working directory, for a child that runs
+    in ``NEUTRAL``; not normalised, so ``link/..`` still means what it meant."""
+    path = os.fspath(path)
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
