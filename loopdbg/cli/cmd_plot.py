@@ -82,7 +82,7 @@ def run(args) -> int:
         reads.append(("the trace", args.source))
     output = Output(out, reads, what="the plot")        # checked before the run, written after
     series, title = (_from_trace(args, words, outer, output) if is_trace
-                     else _from_model(args, inputs, words, outer))
+                     else _from_model(args, inputs, words, outer, output))
     if not series.x:
         raise LoopdbgError(f"loop '{series.loop}' ran no iteration"
                            + (f" at outer iterations {list(outer)}" if outer else "")
@@ -124,7 +124,7 @@ def _from_trace(args, words, outer, output):
     from loopdbg.trace.replay import open_trace
 
     timeline = open_trace(args.source)
-    output.reads += model_reads(timeline.engine.model)      # the replayed model's files too
+    output.also_reads(model_reads(timeline.engine.model))      # the replayed model's files
     try:
         paths = list(timeline.engine.loops)
         loop = choose_loop(paths, args.loop, args.source)
@@ -134,7 +134,7 @@ def _from_trace(args, words, outer, output):
         timeline.reader.close()
 
 
-def _from_model(args, inputs, words, outer):
+def _from_model(args, inputs, words, outer, output):
     from loopdbg.cli import common
     from loopdbg.cli.progress import Progress
     from loopdbg.debug.series import choose_loop, collect
@@ -142,6 +142,7 @@ def _from_model(args, inputs, words, outer):
 
     args.model, args.inputs = args.source, inputs
     model, values, source = common.load_model_and_inputs(args)
+    output.also_reads(common.model_reads(model, getattr(args, "inputs_file", None)))
     engine = Engine(model)
     loop = choose_loop(list(engine.loops), args.loop, args.source)
     progress = Progress()

@@ -32,6 +32,7 @@ def model_reads(model, inputs_file=None) -> list[tuple[str, str | None]]:
              ("the model's weights (.bin)", getattr(model, "weights_path", None))]
     if path and str(path).lower().endswith(".xml"):
         reads.append(("the model's weights (.bin)", str(Path(path).with_suffix(".bin"))))
+    reads += [("the model's external data", f) for f in getattr(model, "data_files", ())]
     if inputs_file:
         reads.append(("the inputs file", str(inputs_file)))
     return reads

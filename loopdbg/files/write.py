@@ -136,6 +136,12 @@ class Output:
         self.what = what
         self.target = check_output(self.path, self.reads, what=what)
 
+    def also_reads(self, reads: Reads) -> None:
+        """Files the command turned out to read (a model it opened after the check): checked
+        now, and again when the file is written."""
+        self.reads += list(reads)
+        check_output(self.path, self.reads, what=self.what)
+
     @property
     def note(self) -> str:
         """What to add after the path when saying it was written ("" or the .npz explanation)."""

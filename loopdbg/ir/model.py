@@ -179,6 +179,7 @@ class Model:
     format: str = "ir"           # "ir" or "onnx"
     opsets: Mapping[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    data_files: tuple[str, ...] = ()     # other files it reads: an ONNX model's external data
 
 
 def classify_inputs(sub: SubGraph) -> list[tuple[str, InputMapping]]:

@@ -46,6 +46,7 @@ from loopdbg.errors import ModelError
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
+from loopdbg.ir.onnx_external import external_files
 from loopdbg.ir.onnx_names import (NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE,
                                    VALUE_KIND)
 from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_types,
@@ -96,7 +97,10 @@ def read_onnx(path: str | Path) -> Model:
     if size == 0:
         raise ModelError(f"{path} is empty (0 bytes), not an ONNX model.")
     try:
-        proto = onnx.load(str(path))
+        proto = onnx.load(str(path), load_external_data=False)
+        data_files = external_files(proto, str(path.parent))
+        if data_files:
+            onnx.load_external_data_for_model(proto, str(path.parent))
     except Exception as exc:  # DecodeError, missing external data, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model: {text}.") from None
@@ -105,10 +109,10 @@ def read_onnx(path: str | Path) -> Model:
     if proto.ir_version <= 0 or not proto.HasField("graph") or not proto.graph.output:
         raise ModelError(f"{path} is not an ONNX model (it has no IR version, or no graph with "
                          f"outputs).")
-    return from_proto(proto, str(path))
+    return from_proto(proto, str(path), data_files)
 
 
-def from_proto(proto, path: str | None = None) -> Model:
+def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ()) -> Model:
     """Convert a loaded ``onnx.ModelProto`` (for tests and tools that build models in memory)."""
     onnx = _import_onnx()
     opsets = {}
@@ -129,7 +133,7 @@ def from_proto(proto, path: str | None = None) -> Model:
     conv = _Converter(opsets, types, f"{file}: ")
     graph = conv.graph(proto.graph, proto.graph.name or "model", top=True)
     return Model(graph=graph, path=path, ir_version=int(proto.ir_version), format="onnx",
-                 opsets=opsets, warnings=tuple(conv.warnings))
+                 opsets=opsets, warnings=tuple(conv.warnings), data_files=data_files)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -236,6 +236,8 @@ def recording(events: Iterable, path, *, model=None, inputs: Mapping | None = No
     header = make_header(model, inputs, options, source)
     model_inputs = ({k: np.asarray(v) for k, v in inputs.items()}
                     if (store_inputs and inputs is not None) else None)
+    external = [("the model's external data", f) for f in getattr(model, "data_files", ())]
+    writer_options["reads"] = [*writer_options.get("reads", ()), *external]    # never written over
     writer = TraceWriter(path, header, model_inputs=model_inputs, **writer_options)
     return Recording(events, writer)
 
