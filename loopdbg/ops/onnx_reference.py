@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -33,6 +34,7 @@ from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
 from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, OPSETS
 from loopdbg.ops.args import declared_outputs, opset
+from loopdbg.ops.process_state import kept, no_locale_changes
 from loopdbg.ops.registry import op
 
 # Run by the engine itself (the ONNX reader turns them into Constant / Loop / TensorIterator / If).
@@ -161,6 +163,7 @@ def reference_op(layer: Layer, node=None, version: int | None = None) -> Any:
         raise UnsupportedOperation(f"{layer.describe()}: onnx.reference has no implementation of "
                                    f"{node.op_type} for opset {version} "
                                    f"({str(exc).splitlines()[0]}).") from None
+    no_locale_changes(sys.modules[cls.__module__])     # StringNormalizer's setlocale
     opsets = {"" if d == "ai.onnx" else d: v for d, v in layer.data.get(OPSETS, {}).items()}
     opsets[domain] = version
     params = {"log": lambda *args: None, "opsets": opsets, "verbose": 0, "new_ops": {},
@@ -199,7 +202,8 @@ def reference_kernel(layer: Layer, node=None, version: int | None = None) -> Cal
     count = declared_outputs(layer)
 
     def kernel(*args):
-        res = inst.run(*(_frozen(x) for x in args))
+        with kept():                # no change to the locale, numpy's settings, ... outlives it
+            res = inst.run(*(_frozen(x) for x in args))
         if len(res) < count:
             raise ValueError(f"onnx.reference gave {len(res)} outputs, the node declares {count}")
         res = [_value(v) for v in res[:count]]
