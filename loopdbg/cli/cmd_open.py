@@ -67,13 +67,16 @@ def run(args) -> int:
     if not str(args.model).endswith(".ltrace"):
         from loopdbg.debug import saved
         files = [f for _, f in common.model_reads(model) if f and Path(f).is_file()]
-        if not args.no_restore:
+        refused = saved.unusable()
+        if refused:
+            notes.append(refused)
+        elif not args.no_restore:
             note = saved.restore(files, session.breakpoints)
             if note:
                 notes.append(note)
 
         def on_leave():
-            saved.save(files, session.breakpoints)
+            saved.save(files, session.breakpoints)       # (not when the folder is unusable)
     from loopdbg.tui.app import LoopdbgApp, model_title
     try:
         LoopdbgApp(session, title=model_title(title), notes=tuple(notes),

@@ -5,6 +5,12 @@ One small JSON file per model in the user's state directory (``$XDG_STATE_HOME/l
 a model that changed starts afresh, and nothing is ever written beside the model. The file is
 written atomically (a temporary file renamed over it). A file that cannot be read, or holds
 what loopdbg did not write, is ignored with a one-sentence note, never an error.
+
+The state folder is trusted only when it is safe: ``XDG_STATE_HOME`` is used only when it is an
+absolute path (the XDG specification: a relative one is ignored), loopdbg's folders in it are
+made readable by their owner only, and a folder that is a link, is owned by another user, or
+that others may write to is not used at all (``unusable`` says why in one sentence): the
+debugger then starts without saved breakpoints and saves none.
 """
 
 from __future__ import annotations
@@ -24,9 +30,53 @@ MAX_ITEMS = 1000
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local",
-                                                            "state")
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):                 # unset, empty or relative: the default
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "loopdbg" / "breakpoints"
+
+
+def _ours() -> tuple[Path, Path]:
+    """loopdbg's folders in the state folder: ``loopdbg`` and ``loopdbg/breakpoints``."""
+    folder = state_dir()
+    return folder.parent, folder
+
+
+def unusable() -> str | None:
+    """Why the state folder must not be used (one sentence), or None when it is safe: each of
+    loopdbg's folders that exists must be a real folder (not a link), owned by this user and
+    writable by nobody else."""
+    import stat
+
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for folder in _ours():
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problem = f"cannot be examined ({exc.strerror or exc})"
+        else:
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+                problem = "is not a folder" + (" (it is a symbolic link)"
+                                               if stat.S_ISLNK(st.st_mode) else "")
+            elif uid is not None and st.st_uid != uid:
+                problem = f"is owned by another user (uid {st.st_uid})"
+            elif st.st_mode & 0o022:
+                problem = (f"may be written by others (mode {stat.S_IMODE(st.st_mode):o})")
+            else:
+                continue
+        return (f"the state folder {folder} {problem}, so breakpoints and watches are neither "
+                f"restored nor saved.")
+    return None
+
+
+def _make_folders() -> None:
+    for folder in _ours():
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
 
 
 def model_key(files) -> str:
@@ -63,10 +113,15 @@ def save(files, breakpoints) -> Path | None:
         "watches": [{"text": w.text, "loop": w.loop} for w in breakpoints.watches.values()],
     }
     try:
+        if unusable():
+            return None
         if not data["breakpoints"] and not data["watches"]:
             path.unlink(missing_ok=True)
             return None
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_folders()
+        if unusable():                          # (made by someone else meanwhile)
+            return None
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1)
@@ -88,6 +143,9 @@ def _text(v) -> bool:
 def restore(files, breakpoints) -> str | None:
     """Add the breakpoints and watches saved for this model; a one-line note of what was
     restored (or why nothing was), None when nothing was saved."""
+    refused = unusable()
+    if refused:
+        return refused
     path = _path(files)
     try:
         if not path.is_file():

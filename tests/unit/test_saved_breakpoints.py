@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from loopdbg.debug import Session, saved
 
@@ -72,3 +75,69 @@ def test_a_hostile_or_broken_state_file_is_a_note_not_an_error():
         path.write_text(text)
         note = saved.restore(FILES, session().breakpoints)
         assert note and ("ignored" in note or "could not be restored" in note), note
+
+
+# -- the state folder is trusted only when it is safe (issue 26, item 8) ---------------------------
+
+def _one_breakpoint():
+    s = session()
+    s.breakpoints.add("i == 3")
+    return s.breakpoints
+
+
+def test_a_relative_xdg_state_home_is_ignored(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    for relative in ("state", "./state", "state/../x"):
+        monkeypatch.setenv("XDG_STATE_HOME", relative)
+        assert saved.state_dir() == home / ".local" / "state" / "loopdbg" / "breakpoints"
+    path = saved.save(FILES, _one_breakpoint())
+    assert path is not None and home in path.parents
+    assert not (tmp_path / "state").exists()
+
+
+def test_loopdbg_makes_its_state_folders_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    path = saved.save(FILES, _one_breakpoint())
+    assert path is not None
+    for folder in (path.parent, path.parent.parent):
+        assert folder.stat().st_mode & 0o777 == 0o700
+
+
+def _unsafe(kind: str, base: Path) -> None:
+    folder = base / "loopdbg"
+    if kind == "link":
+        (base / "elsewhere").mkdir(parents=True)
+        base.joinpath("loopdbg").symlink_to(base / "elsewhere")
+        return
+    folder.mkdir(parents=True, mode=0o700)
+    if kind == "group-writable":
+        folder.chmod(0o770)
+    elif kind == "world-writable":
+        folder.chmod(0o777)
+    elif kind == "another user's":
+        if os.getuid() != 0:
+            pytest.skip("only root can give a folder to another user")
+        os.chown(folder, 4242, -1)
+
+
+@pytest.mark.parametrize("kind", ["group-writable", "world-writable", "another user's", "link"])
+def test_an_unsafe_state_folder_is_not_used(tmp_path, monkeypatch, kind):
+    base = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_STATE_HOME", str(base))
+    _unsafe(kind, base)
+    note = saved.unusable()
+    assert note is not None and "\n" not in note
+    assert note.startswith(f"the state folder {base / 'loopdbg'} ")
+    assert note.endswith("so breakpoints and watches are neither restored nor saved.")
+    assert saved.save(FILES, _one_breakpoint()) is None
+    assert not any(p.suffix == ".json" for p in tmp_path.rglob("*"))
+    assert saved.restore(FILES, session().breakpoints) == note
+
+
+def test_a_safe_state_folder_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert saved.unusable() is None
+    assert saved.save(FILES, _one_breakpoint()) is not None
+    assert saved.unusable() is None
