@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["safe", "safe_lines"]
+__all__ = ["safe", "safe_lines", "listing", "short"]
 
 _OTHERS = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
 _ANY = re.compile(f"[\x00-\x1f{_OTHERS}]")
@@ -59,3 +59,27 @@ def byte_size(n: float) -> str:
             return f"{n:.0f} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+LISTED = 8              # names a message lists before "... and N more"
+LINE = 1000             # characters of an error line before it is cut
+
+
+def listing(items, limit: int = LISTED, sep: str = ", ") -> str:
+    """At most ``limit`` of ``items`` (strings, or anything ``str()`` of which is wanted), joined,
+    then "... and N more": a file with 200,000 members keeps its message one short line."""
+    shown, more = [], 0
+    for item in items:
+        if len(shown) < limit:
+            shown.append(item if isinstance(item, str) else str(item))
+        else:
+            more += 1
+    return sep.join(shown) + (f"{sep}... and {more} more" if more else "")
+
+
+def short(text: str, limit: int = LINE) -> str:
+    """``text`` cut to about ``limit`` characters, saying how many more there were (the last
+    defence for a message that lists what a file holds)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()} ... ({len(text) - limit} more characters)"

@@ -94,12 +94,12 @@ def _opens_a_model(argv: list[str]) -> bool:
 
 def _call(args) -> int:
     from loopdbg.errors import LoopdbgError
-    from loopdbg.text import safe
+    from loopdbg.text import safe, short
 
     try:
         return int(args.handler(args) or 0)
-    except LoopdbgError as exc:       # one line, whatever names from a file the message holds
-        print(f"loopdbg: {safe(exc)}", file=sys.stderr)
+    except LoopdbgError as exc:       # one short line, whatever names from a file it holds
+        print(f"loopdbg: {short(safe(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("loopdbg: interrupted.", file=sys.stderr)

@@ -136,9 +136,10 @@ def choose_loop(engine, name: str | None):
     """The loop called ``name`` (path, last part of the path, or layer name), or the only one."""
     from loopdbg.engine.paths import matches_loop
     from loopdbg.errors import LoopdbgError
+    from loopdbg.text import listing
 
     specs = list(engine.loops.values())
-    paths = ", ".join(s.path for s in specs)
+    paths = listing(s.path for s in specs)
     if not specs:
         raise LoopdbgError(f"{engine.file}: the model has no Loop or TensorIterator to draw.")
     if name is None:                  # the outermost loop; the others are named
@@ -156,7 +157,7 @@ def choose_loop(engine, name: str | None):
         return matches[0]
     if matches:
         raise LoopdbgError(f"{engine.file}: several loops are called '{name}' "
-                           f"({', '.join(s.path for s in matches)}); give the full path.")
+                           f"({listing(s.path for s in matches)}); give the full path.")
     raise LoopdbgError(f"{engine.file}: no loop named '{name}'; the loops are: {paths}.")
 
 

@@ -6,7 +6,7 @@ import sys
 from typing import Mapping
 
 from loopdbg.cli import common
-from loopdbg.text import byte_size, safe
+from loopdbg.text import byte_size, listing, safe
 
 
 def add_parser(sub) -> None:
@@ -203,9 +203,9 @@ def _loop_path(paths: list[str], name: str, file) -> str:
     if len(found) == 1:
         return found[0]
     if found:
-        raise TraceError(f"several loops of {file} are called '{name}' ({', '.join(found)}); "
+        raise TraceError(f"several loops of {file} are called '{name}' ({listing(found)}); "
                          f"give the full path.")
-    raise TraceError(f"{file} holds no loop '{name}'; it holds: {', '.join(paths) or 'none'}.")
+    raise TraceError(f"{file} holds no loop '{name}'; it holds: {listing(paths) or 'none'}.")
 
 
 def run_show(args) -> int:
@@ -219,7 +219,7 @@ def run_show(args) -> int:
             paths = t.paths()
             if len(paths) != 1:
                 raise TraceError(f"{args.file} holds {len(paths)} loops; choose one with --loop: "
-                                 + (", ".join(paths) or "none") + ".")
+                                 + (listing(paths) or "none") + ".")
             path = paths[0]
         else:
             path = _loop_path(t.paths(), path, args.file)
@@ -234,7 +234,7 @@ def run_show(args) -> int:
             names = [k for k in tensors if k == args.tensor or k.split("/", 1)[1] == args.tensor]
             if not names:
                 raise TraceError(f"iteration {f.iteration} of loop '{path}' has no tensor "
-                                 f"'{args.tensor}'; it has: {', '.join(tensors)}.")
+                                 f"'{args.tensor}'; it has: {listing(tensors)}.")
             with np.printoptions(threshold=sys.maxsize, linewidth=120):
                 for name in names:          # body_x may be both a back edge and a node
                     common.out(f"{safe(name)}: {describe_array(tensors[name])}")

@@ -16,6 +16,7 @@ import numpy as np
 from loopdbg.debug.expr import RESERVED, Expression, ExprError, Lookup, _truth
 from loopdbg.debug.values import is_sequence, numbers
 from loopdbg.engine.paths import matches_loop
+from loopdbg.text import listing
 
 
 class EventLookup(Lookup):
@@ -199,7 +200,7 @@ class Breakpoints:
             if unknown:
                 where = f"loop '{loop}'" if loop else "any loop of the model"
                 sample = ", ".join(sorted(known)[:12]) + (", ..." if len(known) > 12 else "")
-                raise ExprError(f"'{text}': {', '.join(repr(n) for n in unknown)} is not a name in "
+                raise ExprError(f"'{text}': {listing(repr(n) for n in unknown)} is not a name in "
                                 f"{where}; names there: {sample}.")
         return expr
 
@@ -229,7 +230,7 @@ class Breakpoints:
                   if matches_loop(p, loop)}
         if not scopes:
             raise ExprError(f"the model has no loop '{loop}'; its loops are "
-                            f"{', '.join(self.known_names) or 'none'}.")
+                            f"{listing(self.known_names) or 'none'}.")
         return scopes
 
     # -- checking -----------------------------------------------------------------------------

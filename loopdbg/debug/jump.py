@@ -18,6 +18,7 @@ from typing import Sequence
 from loopdbg.engine.events import IterationDone
 from loopdbg.engine.paths import matches_loop
 from loopdbg.errors import LoopdbgError
+from loopdbg.text import listing
 
 HINT = "17   ·   -1 (the last)   ·   inner 5   ·   outer/inner 3 5"
 
@@ -61,9 +62,9 @@ def parse_target(text: str, loops: Sequence[str], current: IterationDone | None)
         hits = [p for p in loops if matches_loop(p, name)]
         if not hits:
             raise LoopdbgError(f"no loop is named {name[:60]!r}; the loops: "
-                               f"{', '.join(loops) or 'none'}.")
+                               f"{listing(loops) or 'none'}.")
         if len(hits) > 1:
-            raise LoopdbgError(f"{name[:60]!r} names several loops ({', '.join(hits)}); give "
+            raise LoopdbgError(f"{name[:60]!r} names several loops ({listing(hits)}); give "
                                f"the whole path.")
         path = hits[0]
     if path is None:

@@ -21,6 +21,7 @@ from loopdbg.debug.expr import Expression, ExprError
 from loopdbg.engine import events as ev
 from loopdbg.engine.paths import matches_loop
 from loopdbg.errors import LoopdbgError
+from loopdbg.text import listing
 
 
 @dataclass
@@ -44,16 +45,16 @@ def choose_loop(paths: list[str], name: str | None, file: str) -> str:
     if name is None:
         if len(paths) == 1:
             return paths[0]
-        raise LoopdbgError(f"{file} has {len(paths)} loops ({', '.join(paths)}); choose one "
+        raise LoopdbgError(f"{file} has {len(paths)} loops ({listing(paths)}); choose one "
                            f"with --loop.")
     exact = [p for p in paths if p == name]
     hits = exact or [p for p in paths if matches_loop(p, name)]
     if len(hits) == 1:
         return hits[0]
     if hits:
-        raise LoopdbgError(f"{file}: several loops are called '{name}' ({', '.join(hits)}); "
+        raise LoopdbgError(f"{file}: several loops are called '{name}' ({listing(hits)}); "
                            f"give the full path.")
-    raise LoopdbgError(f"{file}: no loop named '{name}'; the loops are: {', '.join(paths)}.")
+    raise LoopdbgError(f"{file}: no loop named '{name}'; the loops are: {listing(paths)}.")
 
 
 def collect(iterations: Iterable, texts: list[str], loop: str, outer: tuple | None = None,

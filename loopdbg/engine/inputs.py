@@ -13,6 +13,7 @@ from loopdbg.files.read import read_npz
 from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
 from loopdbg.ir.model import Model
 from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
+from loopdbg.text import listing
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "i
     second, ... input. Converters name inputs ``x.1``, ``n.1``; positions spare the guessing.
     """
     specs = input_specs(model)
-    expected = "; the model expects " + ", ".join(s.describe() for s in specs) if specs else ""
+    expected = "; the model expects " + listing(s.describe() for s in specs) if specs else ""
     remaining = dict(given)
     values = []
     for k, spec in enumerate(specs):
@@ -110,7 +111,7 @@ def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "i
         raw = remaining.pop(key)
         values.append(_check_value(spec, raw, source))
     if remaining:
-        extra = ", ".join(sorted(remaining))
+        extra = listing(sorted(remaining))
         raise InputError(f"{source} has input(s) the model does not take: {extra}{expected}.")
     return values
 
@@ -247,5 +248,5 @@ def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, .
         if spec.kind is not None and spec.kind.endswith(SEQUENCE):    # two tensors of the kind
             out[spec.name] = [out[spec.name], out[spec.name].copy()]
     if shapes:
-        raise InputError(f"--shape names input(s) the model does not have: {', '.join(shapes)}.")
+        raise InputError(f"--shape names input(s) the model does not have: {listing(shapes)}.")
     return out

@@ -21,6 +21,7 @@ import struct
 import zipfile
 
 from loopdbg.files import Output
+from loopdbg.text import listing
 from loopdbg.trace import format as F
 from loopdbg.trace.reader import TraceReader
 from loopdbg.trace.records import iteration_fields
@@ -48,8 +49,8 @@ def export(trace: str, out, *, loops: list[str] | None = None, compress: bool = 
         if wanted is not None:
             missing = wanted - set(reader.paths())
             if missing:
-                known = ", ".join(f"'{p}'" for p in reader.paths()) or "none"
-                raise F.TraceError(f"{trace}: no loop {', '.join(map(repr, sorted(missing)))} in "
+                known = listing(f"'{p}'" for p in reader.paths()) or "none"
+                raise F.TraceError(f"{trace}: no loop {listing(map(repr, sorted(missing)))} in "
                                    f"this trace; its loops: {known}.")
 
         def fill(f):

@@ -12,6 +12,7 @@ from typing import Iterator
 
 import numpy as np
 
+from loopdbg.text import listing
 from loopdbg.trace import format as F
 from loopdbg.trace.records import IterationFrame, LoopRecord, Record
 from loopdbg.trace.scan import TraceFile
@@ -203,7 +204,7 @@ class TraceReader(TraceFile):
             shown = ", ".join(_outer_text(o) for o in execs[:5]) + (", ..." if len(execs) > 5 else "")
             return (f"{self.path}: loop '{path}' has no execution{_at(outer)}; it ran with outer "
                     f"iterations {shown}.")
-        known = ", ".join(f"'{p}'" for p in paths) or "none"
+        known = listing(f"'{p}'" for p in paths) or "none"
         return f"{self.path}: no loop '{path}' in this trace; its loops: {known}."
 
 

@@ -18,6 +18,7 @@ from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.runner import Engine
 from loopdbg.engine.timeline import Timeline
+from loopdbg.text import listing
 from loopdbg.trace.format import TraceError
 from loopdbg.trace.reader import TraceReader
 
@@ -65,7 +66,7 @@ class TraceTimeline(Timeline):
         self._ordinal = {(p, o, k): n for n, (_, p, o, k) in enumerate(keys)}
         missing = sorted(set(p for _, p, _, _ in keys) - set(engine.loops))
         if missing:
-            raise TraceError(f"{reader.path}: the trace has loop(s) {', '.join(missing)} that the "
+            raise TraceError(f"{reader.path}: the trace has loop(s) {listing(missing)} that the "
                              f"model does not have; was it recorded from another model?")
 
     @property
