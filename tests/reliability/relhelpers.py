@@ -42,6 +42,14 @@ def assert_refused(outcome: Outcome, *fragments: str) -> str:
     return line
 
 
+def assert_refused_but_inputs_line(outcome: Outcome, *fragments: str) -> str:
+    """``assert_refused``, after the line that says which inputs a run took when none were
+    given (``inputs: .../inputs.npz``)."""
+    err = "".join(line for line in outcome.err.splitlines(keepends=True)
+                  if not line.startswith("inputs: "))
+    return assert_refused(Outcome(outcome.code, outcome.out, err), *fragments)
+
+
 # -- small models, built with loopdbg's own builder ----------------------------------------------
 
 def accumulate_loop(folder: Path, trip: int = 3) -> tuple[Path, Path]:

@@ -15,18 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from relhelpers import Outcome, accumulate_loop
-from relhelpers import assert_refused as _assert_refused
+from relhelpers import accumulate_loop
+from relhelpers import assert_refused_but_inputs_line as assert_refused
 
 LINK = "it is a symbolic link"
 OUTPUTS = ["run -o", "run --trace", "graph -o", "plot -o", "inputs -o", "trace export -o"]
 LINKS = ["to a file", "to a folder", "dangling"]
-
-
-def assert_refused(outcome: Outcome, *fragments: str) -> str:
-    err = "".join(line for line in outcome.err.splitlines(keepends=True)
-                  if not line.startswith("inputs: "))
-    return _assert_refused(Outcome(outcome.code, outcome.out, err), *fragments)
 
 
 @pytest.fixture
@@ -44,6 +38,17 @@ def _argv(command: str, xml: Path, given: Path, trace: Path, out: Path) -> tuple
             "trace export -o": ("trace", "export", trace, "-o", out)}[command]
 
 
+def _ready(cli, folder, tmp_path, command: str) -> tuple[Path, Path, Path]:
+    """The model, its inputs and (for trace export) a recorded trace."""
+    if command == "plot -o":
+        pytest.importorskip("matplotlib")
+    xml, given = folder
+    trace = tmp_path / "t.ltrace"
+    if command == "trace export -o":
+        assert cli("run", xml, given, "--trace", trace, "-q").code == 0
+    return xml, given, trace
+
+
 def _name(command: str) -> str:
     return {"graph -o": "body.dot", "plot -o": "plot.png"}.get(command, "out.npz")
 
@@ -51,12 +56,7 @@ def _name(command: str) -> str:
 @pytest.mark.parametrize("link", LINKS)
 @pytest.mark.parametrize("command", OUTPUTS)
 def test_a_link_as_an_output_is_refused(cli, folder, tmp_path, command, link):
-    if command == "plot -o":
-        pytest.importorskip("matplotlib")
-    xml, given = folder
-    trace = tmp_path / "t.ltrace"
-    if command == "trace export -o":
-        assert cli("run", xml, given, "--trace", trace, "-q").code == 0
+    xml, given, trace = _ready(cli, folder, tmp_path, command)
     home = tmp_path / "home"
     home.mkdir()
     victim = home / ".bashrc"
@@ -83,12 +83,7 @@ def test_a_link_as_an_output_is_refused(cli, folder, tmp_path, command, link):
 @pytest.mark.parametrize("command", OUTPUTS)
 def test_a_regular_file_is_still_written(cli, folder, tmp_path, command):
     """The refusal is about links only: the same commands write a plain name (new or existing)."""
-    if command == "plot -o":
-        pytest.importorskip("matplotlib")
-    xml, given = folder
-    trace = tmp_path / "t.ltrace"
-    if command == "trace export -o":
-        assert cli("run", xml, given, "--trace", trace, "-q").code == 0
+    xml, given, trace = _ready(cli, folder, tmp_path, command)
     out = tmp_path / _name(command)
     out.write_bytes(b"old")
     r = cli(*_argv(command, xml, given, trace, out))

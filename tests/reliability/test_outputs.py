@@ -26,19 +26,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from relhelpers import ROOT, Outcome, accumulate_loop, subprocess_env
-from relhelpers import assert_refused as _assert_refused
+from relhelpers import ROOT, accumulate_loop, subprocess_env
+from relhelpers import assert_refused_but_inputs_line as assert_refused
 
 NEVER = "never overwrites a file it reads"
 LINK = "it is a symbolic link"
 
 
-def assert_refused(outcome: Outcome, *fragments: str) -> str:
-    """relhelpers' check (one line ``loopdbg: ...``, non-zero), after the line that says which
-    inputs a run took when none were given (``inputs: .../inputs.npz``)."""
-    err = "".join(line for line in outcome.err.splitlines(keepends=True)
-                  if not line.startswith("inputs: "))
-    return _assert_refused(Outcome(outcome.code, outcome.out, err), *fragments)
 
 
 @pytest.fixture

@@ -15,17 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from relhelpers import ROOT, Outcome, accumulate_loop
-from relhelpers import assert_refused as _assert_refused
+from relhelpers import ROOT, accumulate_loop
+from relhelpers import assert_refused_but_inputs_line as assert_refused
 
 NEVER = "never overwrites a file it reads"
 EXTERNAL = "the model's external data"
-
-
-def assert_refused(outcome: Outcome, *fragments: str) -> str:
-    err = "".join(line for line in outcome.err.splitlines(keepends=True)
-                  if not line.startswith("inputs: "))
-    return _assert_refused(Outcome(outcome.code, outcome.out, err), *fragments)
 
 
 def external_model(folder: Path, location: str) -> tuple[Path, Path, Path]:
