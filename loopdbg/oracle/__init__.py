@@ -2,8 +2,8 @@
 
 OpenVINO's CPU plugin can kill the process that calls it (SIGFPE compiling a zero-iteration Loop
 on some CPUs), hang, or exhaust memory; onnxruntime is kept out the same way. So loopdbg never
-loads either: ``worker`` keeps one spawned child per runtime (``python -m loopdbg.oracle.child
-RUNTIME``) that reads, compiles and runs models, fed arrays as ``.npy`` blobs over pipes
+loads either: ``worker`` keeps one spawned child per runtime (``loopdbg.oracle.child RUNTIME``
+run as ``python -I`` in ``/``, see ``loopdbg.programs``) that reads, compiles and runs models, fed arrays as ``.npy`` blobs over pipes
 (``wire``), never pickles. ``backend`` is what every runtime answers there; ``backend_openvino``
 and ``backend_onnxruntime`` say how. A child that raises, dies by a signal, hangs or outgrows its
 memory budget becomes an ``OracleFailure`` with one sentence and a ``kind``.

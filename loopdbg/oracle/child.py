@@ -1,7 +1,9 @@
 """The child process: the only place loopdbg (and its tests) run OpenVINO or onnxruntime.
 
 Started by ``loopdbg.oracle.worker`` as ``python -m loopdbg.oracle.child RUNTIME READ_FD
-WRITE_FD``, RUNTIME being ``openvino`` or ``onnxruntime``; it answers one request at a time until
+WRITE_FD`` would start it, but isolated (``python -I``, in ``/``: ``loopdbg.programs``, so no
+module of the folder loopdbg runs in is ever imported here), RUNTIME being ``openvino`` or
+``onnxruntime``; it answers one request at a time until
 its input closes. Each request names its runtime (the header's ``runtime``); one meant for another
 runtime is refused. The requests are those of ``backend`` (hello, compile, infer, release) plus
 the runtime's own (OpenVINO: evaluate, describe; see ``backend_openvino``).
