@@ -171,3 +171,18 @@ def test_plot_reads_no_matplotlibrc_and_runs_no_program_from_the_folder(planted)
 
     pixel = matplotlib.image.imread(str(folder / "p.png"))[0, 0]
     assert tuple(round(float(c) * 255) for c in pixel[:3]) == (255, 255, 255)   # not #123456
+
+
+def test_python_dash_m_loopdbg_imports_nothing_from_the_folder(planted):
+    """``python -m loopdbg`` in the folder (the package itself installed elsewhere): ``-m`` puts
+    the working directory on sys.path, and loopdbg takes it off before importing anything."""
+    folder, marker = planted
+    shutil.rmtree(folder / "loopdbg")      # (a loopdbg/ there would be what `-m loopdbg` runs)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([sys.executable, "-m", "loopdbg", "run", "model.xml", "in.npz", "-o",
+                        "out.npz"], cwd=folder, env=env, capture_output=True, text=True,
+                       timeout=300, check=False)
+    assert not marker.exists(), marker.read_text()
+    assert r.returncode == 0, r.stderr
+    assert (folder / "out.npz").read_bytes()[:2] == b"PK"
