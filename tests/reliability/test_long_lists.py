@@ -13,7 +13,7 @@ import zipfile
 
 import numpy as np
 
-from relhelpers import accumulate_loop, assert_refused
+from relhelpers import Outcome, accumulate_loop, assert_refused
 
 MEMBERS = 200_000
 ON_DISK = 5_000     # members of the .npz written and read end to end (reading 200,000 takes
@@ -57,20 +57,17 @@ def test_listing_and_short():
     assert cut.endswith("... (5000 more characters)") and len(cut) < LINE + 40
 
 
-def test_the_command_line_cuts_a_long_error(cli, monkeypatch):
+def test_the_command_line_cuts_a_long_error(capsys):
     """Any LoopdbgError, whatever it lists, reaches the terminal as one line of bounded length."""
-    import loopdbg.cli.cmd_inputs as cmd_inputs
+    from types import SimpleNamespace
+
+    from loopdbg.cli import _call
     from loopdbg.errors import LoopdbgError
 
-    def boom(args):
+    def handler(args):
         raise LoopdbgError("model.xml: " + ", ".join(f"name{k}" for k in range(MEMBERS)))
 
-    monkeypatch.setattr(cmd_inputs, "run", boom)
-    import loopdbg.cli
-
-    parser = loopdbg.cli.build_parser()
-    monkeypatch.setattr(loopdbg.cli, "build_parser", lambda: parser)
-    for action in parser._subparsers._group_actions:
-        action.choices["inputs"].set_defaults(handler=boom)
-    line = assert_refused(cli("inputs", "model.xml", "-o", "x.npz"), "model.xml: name0, name1")
+    code = _call(SimpleNamespace(handler=handler))
+    captured = capsys.readouterr()
+    line = assert_refused(Outcome(code, captured.out, captured.err), "model.xml: name0, name1")
     assert len(line) < 1100 and line.endswith("more characters)")
