@@ -53,7 +53,7 @@ def test_the_layers_are_the_documented_ones():
         pytest.skip("not a source checkout: no pyproject.toml next to the package")
     layers = contracts()["layers"]["layers"]
     assert layers == ["cli", "tui", "debug | trace | teach | layout | check", "engine | builder",
-                      "ops", "ir | oracle", "files | text", "errors"]
+                      "ops", "ir | oracle", "files | text | programs", "errors"]
 
 
 @pytest.mark.parametrize("module, line, culprit", [
