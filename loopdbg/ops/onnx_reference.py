@@ -202,8 +202,8 @@ def reference_kernel(layer: Layer, node=None, version: int | None = None) -> Cal
     count = declared_outputs(layer)
 
     def kernel(*args):
-        with kept():                # no change to the locale, numpy's settings, ... outlives it
-            res = inst.run(*(_frozen(x) for x in args))
+        # no change to the locale, numpy's settings, ... outlives the call
+        res = kept(inst.run, *(_frozen(x) for x in args))
         if len(res) < count:
             raise ValueError(f"onnx.reference gave {len(res)} outputs, the node declares {count}")
         res = [_value(v) for v in res[:count]]

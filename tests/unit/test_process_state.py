@@ -44,11 +44,16 @@ def test_kept_puts_back_what_a_kernel_changed(monkeypatch, tmp_path):
     import sys
 
     before = process_state.snapshot()
-    with process_state.kept():
+
+    def meddling(x):
         np.seterr(all="raise")
         np.set_printoptions(precision=2)
         sys.setrecursionlimit(before[3] + 100)
         os.environ["LOOPDBG_TEST_MARK"] = "1"
+        del os.environ["PATH"]
         os.chdir(tmp_path)
         locale.setlocale(locale.LC_ALL, "C")
+        return x + 1
+
+    assert process_state.kept(meddling, 1) == 2
     assert process_state.snapshot() == before
