@@ -141,3 +141,36 @@ def test_a_safe_state_folder_is_used(tmp_path, monkeypatch):
     assert saved.unusable() is None
     assert saved.save(FILES, _one_breakpoint()) is not None
     assert saved.unusable() is None
+
+
+def test_the_debugger_says_why_it_starts_without_saved_state(tmp_path, monkeypatch):
+    """`loopdbg MODEL` with an unsafe state folder: the one sentence is among the notes the
+    debugger shows in its Log, nothing is restored, and leaving saves nothing."""
+    import sys
+
+    import loopdbg.tui.app as app
+    from loopdbg.cli import main
+
+    base = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_STATE_HOME", str(base))
+    s = session()
+    s.breakpoints.add("i == 3")
+    assert saved.save(FILES, s.breakpoints) is not None         # saved while it was safe
+    (base / "loopdbg").chmod(0o777)
+    shown = {}
+
+    class FakeApp:
+        def __init__(self, session, title, notes, on_leave):
+            shown.update(notes=notes, breakpoints=len(session.breakpoints.items))
+            self.on_leave = on_leave
+
+        def run(self):
+            self.on_leave()
+
+    monkeypatch.setattr(app, "LoopdbgApp", FakeApp)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    before = sorted(p.name for p in base.rglob("*"))
+    assert main([str(FILES[0])]) == 0
+    assert any("neither restored nor saved" in n for n in shown["notes"]), shown
+    assert shown["breakpoints"] == 0
+    assert sorted(p.name for p in base.rglob("*")) == before
