@@ -8,9 +8,9 @@ looked up on a ``PATH`` holding ``.`` or an empty entry is found in the folder. 
 * a program is looked up on PATH's absolute folders only (``find``);
 * every child runs in a neutral working directory (``NEUTRAL``, the root folder): a relative path
   means nothing there, so the files a child is given are absolute paths (``absolute``);
-* a Python child runs isolated (``python -I``: no working directory, script folder, user site
-  folder or ``PYTHON*`` variable on its path), and finds loopdbg where the parent's came from
-  (``python_argv``);
+* a Python child runs isolated (``python -I``: no working directory, script folder or
+  ``PYTHON*`` variable decides its path), with the parent's module path less the working
+  directory (``python_argv``): it imports the same loopdbg and runtimes as the parent;
 * a library that reads its settings from the working directory or starts programs of its own
   (matplotlib reads ``./matplotlibrc`` and may run ``fc-list``) is loaded under ``neutral()``.
 
@@ -27,13 +27,14 @@ from pathlib import Path
 
 NEUTRAL = os.path.abspath(os.sep)        # the working directory of every child
 
-# Run as ``python -I -c BOOT ROOT MODULE ARGS...``: ROOT (the folder holding the parent's loopdbg)
-# joins the path only when the installation does not already put it there, then MODULE runs as
-# ``python -m MODULE ARGS...`` would, its sys.argv[1:] being ARGS.
+# Run as ``python -I -c BOOT N PATH1 ... PATHN MODULE ARGS...``: the child's module path becomes
+# PATH1 ... PATHN (the parent's, less its working directory), then MODULE runs as ``python -m
+# MODULE ARGS...`` would, its sys.argv[1:] being ARGS.
 BOOT = ("import runpy, sys\n"
-        "root, module = sys.argv.pop(1), sys.argv.pop(1)\n"
-        "root in sys.path or sys.path.insert(0, root)\n"
-        "runpy.run_module(module, run_name='__main__', alter_sys=True)\n")
+        "n = int(sys.argv.pop(1))\n"
+        "sys.path[:] = sys.argv[1:1 + n]\n"
+        "del sys.argv[1:1 + n]\n"
+        "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n")
 
 
 def find(name: str) -> str | None:
@@ -72,9 +73,28 @@ def loopdbg_root() -> str:
     return str(Path(__file__).resolve().parents[1])
 
 
+def child_path() -> list[str]:
+    """The module path of a Python child: this process's own (so it imports the same loopdbg and
+    the same runtimes, a ``pip install --user`` one included), less every entry that is relative
+    or names the working directory, with the folder holding loopdbg first."""
+    def real(p: str) -> str:
+        try:
+            return os.path.realpath(p)
+        except (OSError, ValueError):
+            return p
+
+    here, root = real(os.getcwd()), loopdbg_root()
+    kept = [root]
+    for entry in sys.path:
+        if entry and os.path.isabs(entry) and real(entry) != here and entry not in kept:
+            kept.append(entry)
+    return kept
+
+
 def python_argv(module: str, *args: str) -> list[str]:
     """The command line that runs ``python -m module args...`` isolated (see the module doc)."""
-    return [sys.executable, "-I", "-c", BOOT, loopdbg_root(), module, *map(str, args)]
+    path = child_path()
+    return [sys.executable, "-I", "-c", BOOT, str(len(path)), *path, module, *map(str, args)]
 
 
 def absolute(path: str | os.PathLike) -> str:

@@ -127,12 +127,27 @@ def test_a_child_starts_isolated_in_a_neutral_folder():
     from loopdbg import programs
 
     argv = programs.python_argv("loopdbg.oracle.child", "openvino", 3, 4)
-    assert argv[:2] == [sys.executable, "-I"]
-    probe = subprocess.run(
-        [sys.executable, "-I", "-c", programs.BOOT, programs.loopdbg_root(), "json.tool",
-         "--help"], cwd=programs.NEUTRAL, capture_output=True, text=True, check=False)
+    assert argv[:2] == [sys.executable, "-I"] and argv[-4:] == ["loopdbg.oracle.child",
+                                                                  "openvino", "3", "4"]
+    probe = subprocess.run(programs.python_argv("json.tool", "--help"), cwd=programs.NEUTRAL,
+                           capture_output=True, text=True, check=False)
     assert probe.returncode == 0 and "json.tool" in probe.stdout
     assert programs.NEUTRAL == os.path.abspath(os.sep)
+
+
+def test_a_child_has_the_parents_path_less_the_working_directory(tmp_path, monkeypatch):
+    from loopdbg import programs
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", ".", str(tmp_path), "relative/dir", *sys.path,
+                                      str(tmp_path / ".")])
+    path = programs.child_path()
+    assert path[0] == programs.loopdbg_root()
+    assert all(os.path.isabs(p) and os.path.realpath(p) != str(tmp_path.resolve()) for p in path)
+    probe = subprocess.run(programs.python_argv("loopdbg.oracle.child", "nothing", 0, 1),
+                           cwd=programs.NEUTRAL, capture_output=True, text=True, check=False,
+                           timeout=120)
+    assert probe.returncode == 2, probe.stderr     # (an unknown runtime: the child says no)
 
 
 def test_programs_are_found_on_absolute_path_folders_only(tmp_path, monkeypatch):
