@@ -83,7 +83,11 @@ def child_path() -> list[str]:
         except (OSError, ValueError):
             return p
 
-    here, root = real(os.getcwd()), loopdbg_root()
+    try:
+        here = real(os.getcwd())
+    except OSError:                     # the working directory was removed: nothing to leave out
+        here = None
+    root = loopdbg_root()
     kept = [root]
     for entry in sys.path:
         if entry and os.path.isabs(entry) and real(entry) != here and entry not in kept:
