@@ -183,23 +183,25 @@ class TraceFile:
             ix.end = off
         ix.frames += 1
 
-    def _walk(self, index_only: bool = False) -> Iterator[tuple[int, int, bytes]]:
-        """Every good frame in file order: (offset, kind, frame bytes). Notes damage in problems."""
+    def _walk(self, index_only: bool = False, skipped: list | None = None
+              ) -> Iterator[tuple[int, int, bytes]]:
+        """Every good frame in file order: (offset, kind, frame bytes). Notes damage in problems
+        (``index_only``), else in ``skipped`` when given."""
         if self.size <= F.PREAMBLE.size:
             self.valid_end = self.size
             return
         mm = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)     # the file opened, not the path
         try:
-            yield from self._walk_map(mm, index_only)
+            yield from self._walk_map(mm, index_only, skipped)
         finally:
             mm.close()
 
-    def _walk_map(self, mm, index_only: bool):
+    def _walk_map(self, mm, index_only: bool, skipped: list | None = None):
         size = len(mm)
         pos = F.PREAMBLE.size
         head_size, crc_size = F.HEAD.size, F.CRC.size
         unpack_head = F.HEAD.unpack_from
-        problems = self.problems if index_only else []
+        problems = self.problems if index_only else [] if skipped is None else skipped
         good_end = pos
         while pos + head_size <= size:
             sync, kind, _, _, blen = unpack_head(mm, pos)
