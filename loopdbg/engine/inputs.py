@@ -70,6 +70,7 @@ def output_names(model: Model) -> list[str]:
     """Names of the outputs: the tensor name feeding each top-level Result, else its layer name."""
     g = model.graph
     names: list[str] = []
+    taken: set[str] = set()             # the names so far, as a set: linear in the outputs
     for rid in g.results:
         result = g.layers[rid]
         name = result.name
@@ -80,9 +81,10 @@ def output_names(model: Model) -> list[str]:
                 port_names = producer.outputs[src[1]].names
                 if port_names:
                     name = port_names[0]
-        if name in names:
-            name = result.name if result.name not in names else f"{result.name}#{rid}"
+        if name in taken:
+            name = result.name if result.name not in taken else f"{result.name}#{rid}"
         names.append(name)
+        taken.add(name)
     return names
 
 

@@ -69,7 +69,7 @@ def free_names(graph) -> list[str]:
     """Names a graph reads but does not define (outer-scope values), in order of first use."""
     defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     defined |= {o for n in graph.node for o in n.output if o}
-    seen: list[str] = []
+    seen: dict[str, None] = {}           # in order of first use (a dict: linear time)
     for node in graph.node:
         used = [i for i in node.input if i]
         for a in node.attribute:
@@ -77,12 +77,12 @@ def free_names(graph) -> list[str]:
             for g in subs:
                 used.extend(free_names(g))
         for name in used:
-            if name not in defined and name not in seen:
-                seen.append(name)
+            if name not in defined:
+                seen.setdefault(name)
     for o in graph.output:
-        if o.name not in defined and o.name not in seen:
-            seen.append(o.name)
-    return seen
+        if o.name not in defined:
+            seen.setdefault(o.name)
+    return list(seen)
 
 
 def read_onnx(path: str | Path) -> Model:
@@ -150,6 +150,7 @@ class _Builder:
     source: dict[str, tuple[int, int]] = field(default_factory=dict)
     captures: list[str] = field(default_factory=list)
     local: set[str] = field(default_factory=set)
+    result_names: set[str] = field(default_factory=set)
     _next: int = 0
 
     def new_id(self) -> int:
@@ -192,8 +193,9 @@ class _Builder:
         src = self.lookup(tensor)
         lid = self.new_id()
         t = self.conv.types.get(tensor) or UNKNOWN
-        used = {self.layers[r].name for r in self.results}
+        used = self.result_names             # (a set kept as Results are added: linear time)
         label = name if name not in used else f"{name}#{len(self.results)}"
+        used.add(label)
         self.add(Layer(lid, label, "Result", "opset1", inputs=(t.port(0, 0),), ir_type="Result"))
         self.edges.append(Edge(src[0], src[1], lid, 0))
         self.results.append(lid)

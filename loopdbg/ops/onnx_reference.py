@@ -33,6 +33,7 @@ from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
 from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, OPSETS
 from loopdbg.ops.args import declared_outputs, opset
+from loopdbg.ops.onnx_bounded import check_subgraphs, regex_full_match
 from loopdbg.ops.registry import op
 
 # Run by the engine itself (the ONNX reader turns them into Constant / Loop / TensorIterator / If).
@@ -145,6 +146,7 @@ def reference_op(layer: Layer, node=None, version: int | None = None) -> Any:
     from onnx.reference.ops import load_op
 
     node = node_proto(layer) if node is None else node
+    check_subgraphs(layer, node)            # no Loop or re-based regex where limits cannot reach
     version = opset(layer) if version is None else version
     evaluator = _evaluator()
     domain = "" if node.domain == "ai.onnx" else node.domain
@@ -213,8 +215,12 @@ _PACKAGES = {"ai.onnx.ml": "onnx.reference.ops.aionnxml",
              "ai.onnx.preview": "onnx.reference.ops.aionnx_preview",
              "ai.onnx.preview.training": "onnx.reference.ops.aionnx_preview_training"}
 
+# Operators onnx.reference implements but loopdbg runs with a bounded engine (onnx_bounded).
+_BOUNDED = {"RegexFullMatch": regex_full_match}
+
 for _name, _versions in REFERENCE_OPS.items():
-    op(layer_type("", _name), versions=_versions, outputs=declared_outputs)(reference_kernel)
+    op(layer_type("", _name), versions=_versions,
+       outputs=declared_outputs)(_BOUNDED.get(_name, reference_kernel))
 for _domain, _table in DOMAIN_OPS.items():
     for _name, _versions in _table.items():
         op(layer_type(_domain, _name), versions=_versions,
