@@ -20,7 +20,7 @@ from loopdbg.engine.plan import drain
 
 def trace_inputs(model, reader, inputs):
     """The inputs to check with: the trace's own, or the given ones when they are the trace's."""
-    from loopdbg.trace.format import header_part
+    from loopdbg.trace import header_part
     from loopdbg.trace.record import file_sha256, inputs_sha256
 
     header = reader.header
@@ -45,8 +45,7 @@ def trace_inputs(model, reader, inputs):
 def from_trace(chk, reader, report):
     """loopdbg's side from a trace: (outputs, loop runs, notices); with ``chk.per_iteration``,
     every recorded iteration is given to ``chk.check_iteration``."""
-    from loopdbg.trace import TraceError
-    from loopdbg.trace.format import header_part
+    from loopdbg.trace import TraceError, header_part
 
     if reader.truncated:
         report.notes.append("the trace is truncated; only the iterations it holds were "
