@@ -43,9 +43,11 @@ from typing import Any
 import numpy as np
 
 from loopdbg.errors import ModelError
+from loopdbg.files.read import read_regular
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
+from loopdbg.ir.onnx_external import ExternalData
 from loopdbg.ir.onnx_names import (NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE,
                                    VALUE_KIND)
 from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_types,
@@ -54,6 +56,7 @@ from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_typ
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
 ONNX_FLAG = "onnx_semantics"
 _CONTROL = ("Loop", "Scan", "If")
+ONNX_LIMIT = 2**31       # protobuf's own limit on one message: bigger weights are external data
 
 
 def _import_onnx():
@@ -89,15 +92,13 @@ def read_onnx(path: str | Path) -> Model:
     """Read ``path`` (an ONNX model) into a ``Model`` with ``format="onnx"``."""
     onnx = _import_onnx()
     path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read it: {exc.strerror or exc}.") from None
-    if size == 0:
+    data = read_regular(path, ModelError, "the model", ONNX_LIMIT)    # a FIFO: refused, not read
+    if not data:
         raise ModelError(f"{path} is empty (0 bytes), not an ONNX model.")
-    try:
-        proto = onnx.load(str(path))
-    except Exception as exc:  # DecodeError, missing external data, ...
+    try:        # without its external data: onnx_external maps that, each file once
+        proto = onnx.load_model_from_string(data)
+        del data
+    except Exception as exc:  # DecodeError, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model: {text}.") from None
     # protobuf reads many byte strings as a message of unknown fields: an ONNX model has an IR
@@ -126,7 +127,8 @@ def from_proto(proto, path: str | None = None) -> Model:
     if inferred is not proto:
         collect_types(inferred.graph, types)
     file = path or proto.graph.name or "model"
-    conv = _Converter(opsets, types, f"{file}: ")
+    conv = _Converter(opsets, types, f"{file}: ",
+                      ExternalData(Path(path).parent if path else None, f"{file}: "))
     graph = conv.graph(proto.graph, proto.graph.name or "model", top=True)
     return Model(graph=graph, path=path, ir_version=int(proto.ir_version), format="onnx",
                  opsets=opsets, warnings=tuple(conv.warnings))
@@ -228,7 +230,9 @@ class _Builder:
 
 
 class _Converter:
-    def __init__(self, opsets: dict[str, int], types: dict[str, TensorType], where: str):
+    def __init__(self, opsets: dict[str, int], types: dict[str, TensorType], where: str,
+                 external: ExternalData):
+        self.external = external
         self.opsets = opsets
         self.types = types
         self.where = where
@@ -379,6 +383,8 @@ class _Converter:
     def tensor(self, b: _Builder, t, what: str) -> np.ndarray:
         """A tensor of the file (an initializer, a Constant's value, a tensor attribute) as an
         array; data that does not match its shape and type is one sentence naming ``what``."""
+        if t.data_location == t.EXTERNAL:
+            return self.external.array(t, what)
         try:
             return to_array(t)
         except Exception as exc:  # noqa: BLE001 - numpy_helper's errors are many kinds
