@@ -88,3 +88,20 @@ def test_an_onnx_output_sized_by_a_value_or_an_attribute(tmp_path, op):
     argv = ["run", model] + ([npz] if values else []) + ["--max-memory", "64M", "-q"]
     code, err, peak = run_measured(*argv)
     assert_stopped(code, err, peak, op, "would need", "--max-memory")
+
+
+def test_explain_runs_under_the_same_budget(tmp_path):
+    """explain runs the model on INPUTS to decide its loops' modes: --max-memory holds there
+    too, and the refusal is a fact of the explanation (explain had no budget at all)."""
+    b = GraphBuilder("outer_loop")
+    x0 = b.parameter("x0", "f32", [12_000, 1])
+    loop = b.loop("grow", trip=3)
+    x = loop.invariant_input(x0, "x")
+    xt = loop.body.op("Transpose", [x, np.array([1, 0], np.int64)], name="xt")
+    y = loop.body.op("Add", [x, xt], name="outer")
+    b.result(loop.output_last(y, name="y"))
+    xml, inputs = save(b, tmp_path, x0=np.ones((12_000, 1), np.float32))
+    code, err, peak = run_measured("explain", xml, inputs, "--max-memory", "64M",
+                                   "--format", "json")
+    assert code == 0 and "Traceback" not in err, err
+    assert peak < 400 << 20, f"peak RSS {peak >> 20} MiB"
