@@ -105,3 +105,20 @@ def test_explain_runs_under_the_same_budget(tmp_path):
                                    "--format", "json")
     assert code == 0 and "Traceback" not in err, err
     assert peak < 400 << 20, f"peak RSS {peak >> 20} MiB"
+
+
+def test_a_big_interpreted_graph_checks_broadcasting_too(tmp_path, cli):
+    """Past COMPILE_LIMIT steps a plan is interpreted, not compiled: the same check holds."""
+    from loopdbg.engine.interp import COMPILE_LIMIT
+
+    b = GraphBuilder("big")
+    x = b.parameter("x", "f32", [12_000, 1])
+    y = b.parameter("y", "f32", [1, 12_000])
+    h = x
+    for k in range(COMPILE_LIMIT + 1):
+        h = b.op("Relu", [h], name=f"r{k}")
+    b.result(b.op("Add", [h, y], name="outer_sum"))
+    xml, inputs = save(b, tmp_path, x=np.zeros((12_000, 1), np.float32),
+                       y=np.zeros((1, 12_000), np.float32))
+    r = cli("run", xml, inputs, "--max-memory", "64M", "-q")
+    assert r.code != 0 and "'outer_sum'" in r.err and "would need" in r.err, r.err
