@@ -21,24 +21,11 @@ import sys
 import numpy as np
 import pytest
 
-from relhelpers import accumulate_loop, assert_refused, subprocess_env
+from relhelpers import assert_refused, subprocess_env
+from test_hostile_trace_meta import clean  # noqa: F401 - the fixture: a complete trace
 from test_hostile_traces import _frames, encode, npy_bytes
 
 from loopdbg.trace import format as F
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory):
-    from loopdbg.engine import Engine
-    from loopdbg.engine.inputs import load_npz
-    from loopdbg.ir.load import read_model
-    from loopdbg.trace import record
-
-    folder = tmp_path_factory.mktemp("footer")
-    xml, inputs = accumulate_loop(folder / "model")
-    model, values = read_model(xml), load_npz(inputs)
-    record(Engine(model).run(values), folder / "clean.ltrace", model=model, inputs=values)
-    return folder / "clean.ltrace"
 
 
 def rebuilt(clean, meta=None, columns=None, header=None) -> bytes:

@@ -25,15 +25,20 @@ def test_an_outer_sum_is_refused_before_it_allocates(tmp_path):
     assert_stopped(code, err, peak, "'outer_sum'", "would need", "--max-memory")
 
 
-def test_an_outer_product_in_a_loop_body_is_refused(tmp_path):
+def _outer_in_a_loop(folder, op: str):
+    """A loop of 3 iterations whose body computes ``op(x, x.T)`` of a 12,000-vector x."""
     b = GraphBuilder("outer_loop")
     x0 = b.parameter("x0", "f32", [12_000, 1])
     loop = b.loop("grow", trip=3)
     x = loop.invariant_input(x0, "x")
     xt = loop.body.op("Transpose", [x, np.array([1, 0], np.int64)], name="xt")
-    y = loop.body.op("Multiply", [x, xt], name="outer")
+    y = loop.body.op(op, [x, xt], name="outer")
     b.result(loop.output_last(y, name="y"))
-    xml, inputs = save(b, tmp_path, x0=np.ones((12_000, 1), np.float32))
+    return save(b, folder, x0=np.ones((12_000, 1), np.float32))
+
+
+def test_an_outer_product_in_a_loop_body_is_refused(tmp_path):
+    xml, inputs = _outer_in_a_loop(tmp_path, "Multiply")
     code, err, peak = run_measured("run", xml, inputs, "--max-memory", "64M", "-q")
     assert_stopped(code, err, peak, "loop 'grow', iteration 0", "'outer'", "would need")
 
@@ -93,14 +98,7 @@ def test_an_onnx_output_sized_by_a_value_or_an_attribute(tmp_path, op):
 def test_explain_runs_under_the_same_budget(tmp_path):
     """explain runs the model on INPUTS to decide its loops' modes: --max-memory holds there
     too, and the refusal is a fact of the explanation (explain had no budget at all)."""
-    b = GraphBuilder("outer_loop")
-    x0 = b.parameter("x0", "f32", [12_000, 1])
-    loop = b.loop("grow", trip=3)
-    x = loop.invariant_input(x0, "x")
-    xt = loop.body.op("Transpose", [x, np.array([1, 0], np.int64)], name="xt")
-    y = loop.body.op("Add", [x, xt], name="outer")
-    b.result(loop.output_last(y, name="y"))
-    xml, inputs = save(b, tmp_path, x0=np.ones((12_000, 1), np.float32))
+    xml, inputs = _outer_in_a_loop(tmp_path, "Add")
     code, err, peak = run_measured("explain", xml, inputs, "--max-memory", "64M",
                                    "--format", "json")
     assert code == 0 and "Traceback" not in err, err
