@@ -10,12 +10,13 @@ line of generated code.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
 from loopdbg.errors import LoopdbgError
-from loopdbg.ops.sizes import broadcast_check
+from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
 COMPILE_LIMIT = 2000        # steps: bigger graphs are interpreted
 
@@ -53,7 +54,8 @@ def _tables(plan):
 def _broadcast_checked(ufunc) -> Callable:
     """``ufunc`` with the budget's check of its broadcast output first (``ops.sizes``)."""
     def checked(*ins):
-        if len({np.shape(x) for x in ins}) > 1:
+        if len({np.shape(x) for x in ins}) > 1 and \
+                math.prod(np.size(x) for x in ins) > CHECKED_ELEMENTS:
             broadcast_check(*ins)
         return ufunc(*ins)
     return checked

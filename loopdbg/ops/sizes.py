@@ -21,7 +21,12 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.budget import BUDGET, elements, reserve
+from loopdbg.ops.budget import BUDGET, SMALL, elements, reserve
+
+
+# A broadcast output has at most the product of its inputs' sizes: below this many elements it
+# is under the budget's SMALL whatever its element type, and the generated code skips the check.
+CHECKED_ELEMENTS = SMALL // 16
 
 
 def broadcast_check(*ins) -> None:

@@ -27,7 +27,8 @@ from loopdbg.ir.xml_writer import write_ir
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 _LOCAL = re.compile(r"[pcvk]\d+(_\d+)?")
-_FIXED = {"ctx", "finish", "fail", "exc", "LoopdbgError", "Exception", "_S_broadcast_check"}
+_FIXED = {"ctx", "finish", "fail", "exc", "LoopdbgError", "Exception", "_S_broadcast_check",
+          "_S_CHECKED"}
 
 
 # -- models ----------------------------------------------------------------------------------
