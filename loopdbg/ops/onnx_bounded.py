@@ -22,6 +22,7 @@ import numpy as np
 
 from loopdbg.errors import UnsupportedOperation
 from loopdbg.ir.model import Layer
+from loopdbg.ops.registry import op
 
 # Operators onnx.reference must not run inside a subgraph it runs, and why.
 NOT_IN_BODIES = {
@@ -60,6 +61,7 @@ def _re2():
     return re2
 
 
+@op("onnx.RegexFullMatch", versions=(20,))
 def regex_full_match(layer: Layer) -> Callable:
     """RegexFullMatch-20: whether each string of the input matches ``pattern`` as a whole."""
     re2 = _re2()

@@ -33,7 +33,7 @@ from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
 from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, OPSETS
 from loopdbg.ops.args import declared_outputs, opset
-from loopdbg.ops.onnx_bounded import check_subgraphs, regex_full_match
+from loopdbg.ops.onnx_bounded import check_subgraphs
 from loopdbg.ops.registry import op
 
 # Run by the engine itself (the ONNX reader turns them into Constant / Loop / TensorIterator / If).
@@ -72,7 +72,7 @@ REFERENCE_OPS = {
     "NegativeLogLikelihoodLoss": (12, 13, 22), "NonMaxSuppression": (10, 11),
     "OneHot": (9, 11, 28), "Pad": (1, 2, 11, 13, 18, 19, 21, 23, 24, 25), "QLinearConv": (10,),
     "QLinearMatMul": (10, 21), "QuantizeLinear": (10, 13, 19, 21, 23, 24, 25, 28),
-    "RMSNormalization": (23,), "RegexFullMatch": (20,), "Resize": (10, 11, 13, 18, 19),
+    "RMSNormalization": (23,), "Resize": (10, 11, 13, 18, 19),
     "ReverseSequence": (10, 28), "RoiAlign": (10, 16, 22), "RotaryEmbedding": (23,), "STFT": (17,),
     "ScatterElements": (11, 13, 16, 18), "ScatterND": (11, 13, 16, 18), "SequenceMap": (17,),
     "Shrink": (9,), "SoftmaxCrossEntropyLoss": (12, 13), "SpaceToDepth": (1, 13, 28),
@@ -215,12 +215,8 @@ _PACKAGES = {"ai.onnx.ml": "onnx.reference.ops.aionnxml",
              "ai.onnx.preview": "onnx.reference.ops.aionnx_preview",
              "ai.onnx.preview.training": "onnx.reference.ops.aionnx_preview_training"}
 
-# Operators onnx.reference implements but loopdbg runs with a bounded engine (onnx_bounded).
-_BOUNDED = {"RegexFullMatch": regex_full_match}
-
 for _name, _versions in REFERENCE_OPS.items():
-    op(layer_type("", _name), versions=_versions,
-       outputs=declared_outputs)(_BOUNDED.get(_name, reference_kernel))
+    op(layer_type("", _name), versions=_versions, outputs=declared_outputs)(reference_kernel)
 for _domain, _table in DOMAIN_OPS.items():
     for _name, _versions in _table.items():
         op(layer_type(_domain, _name), versions=_versions,
