@@ -20,10 +20,11 @@ from loopdbg.engine.plan import drain
 
 def trace_inputs(model, reader, inputs):
     """The inputs to check with: the trace's own, or the given ones when they are the trace's."""
+    from loopdbg.trace import header_part
     from loopdbg.trace.record import file_sha256, inputs_sha256
 
     header = reader.header
-    recorded = header.get("model", {}).get("xml_sha256")
+    recorded = header_part(header, "model").get("xml_sha256")
     if model.path and recorded and Path(model.path).suffix.lower() == ".xml":
         if file_sha256(model.path) != recorded:
             raise CheckUnavailable(f"{reader.path} was recorded from another model than "
@@ -34,7 +35,7 @@ def trace_inputs(model, reader, inputs):
             raise CheckUnavailable(f"{reader.path} holds no model inputs; give the INPUTS "
                                    f"file it was recorded with.")
         return saved
-    want = header.get("inputs", {}).get("sha256")
+    want = header_part(header, "inputs").get("sha256")
     if want and inputs_sha256({k: np.asarray(v) for k, v in inputs.items()}) != want:
         raise CheckUnavailable(f"{reader.path} was recorded with other inputs than the ones "
                                f"given.")
@@ -44,12 +45,12 @@ def trace_inputs(model, reader, inputs):
 def from_trace(chk, reader, report):
     """loopdbg's side from a trace: (outputs, loop runs, notices); with ``chk.per_iteration``,
     every recorded iteration is given to ``chk.check_iteration``."""
-    from loopdbg.trace import TraceError
+    from loopdbg.trace import TraceError, header_part
 
     if reader.truncated:
         report.notes.append("the trace is truncated; only the iterations it holds were "
                             "compared")
-    if (reader.header.get("options") or {}).get("max_iterations"):
+    if header_part(reader.header, "options").get("max_iterations"):
         report.notes.append(f"the trace was recorded with --max-iterations, so its loops may "
                             f"have stopped early where {chk.label}'s did not")
     records = reader.loops()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from loopdbg.cli.common import memory_size
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("explain", help="explain every loop of a model: mode, pseudo-code, pitfalls",
@@ -22,6 +24,9 @@ def add_parser(sub) -> None:
                    help="explain only this loop (its path, e.g. outer/inner, or its name)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text (default) or json (the same facts as a dictionary)")
+    p.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                   help="what running the model on INPUTS may add to loopdbg's memory, e.g. "
+                        "512M or 4G, as for `run` (default: a quarter of the machine's memory)")
     p.set_defaults(handler=run)
 
 
@@ -37,7 +42,7 @@ def run(args) -> int:
 
     from pathlib import Path
 
-    from loopdbg.cli.common import err, safe
+    from loopdbg.cli.common import default_memory_budget, err, safe
 
     model = read_model(args.model)
     engine = Engine(model, require_kernels=False)   # explains any model
@@ -47,8 +52,9 @@ def run(args) -> int:
         if beside.exists():
             err(f"inputs: {safe(beside)}")
             source = beside
-    inputs = load_npz(source) if source else None
-    facts = explain(engine, inputs, loop=args.loop)
+    budget = args.max_memory or default_memory_budget()
+    inputs = load_npz(source, args.max_memory) if source else None
+    facts = explain(engine, inputs, loop=args.loop, max_memory=budget)
     if args.format == "json":        # json escapes every control character itself
         json.dump(to_json_ready(facts), sys.stdout, indent=2)
         sys.stdout.write("\n")

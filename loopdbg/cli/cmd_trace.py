@@ -255,10 +255,16 @@ def run_show(args) -> int:
 
 def run_export(args) -> int:
     from loopdbg.files import Output
+    from loopdbg.trace import TraceError
     from loopdbg.trace.export import export
 
     out = Output(args.output, [("the trace", args.file)], npz=True, what="the export")
-    n = export(args.file, out, loops=args.loop, compress=args.compress)
+    skipped: list[str] = []
+    n = export(args.file, out, loops=args.loop, compress=args.compress, skipped=skipped)
+    if skipped:                 # the export is not the whole recording: say so, and fail
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+        raise TraceError(f"{args.file}: {skipped[0]}{more}, so the export is incomplete: "
+                         f"{n} arrays written to {out.path}{out.note}.")
     common.err(f"{n} arrays written to {safe(out.path)}{safe(out.note)}")
     return 0
 

@@ -21,8 +21,10 @@ is the same when the iteration is reached again by stepping back, by replay, or 
 
 Limits, so that no expression can hang loopdbg or exhaust its memory: at most ``MAX_LENGTH``
 characters and ``MAX_DEPTH`` levels of nesting (refused when parsed); a power of integers whose
-result would pass ``MAX_DIGITS`` decimal digits, and a string or list repeated past ``MAX_ITEMS``
-items, are refused when evaluated.
+result would pass ``MAX_DIGITS`` decimal digits, a string or list repeated past ``MAX_ITEMS``
+items, and an array bigger than its operands (broadcasting ``x[None] * x[:, None]``, ``@``,
+min/max stacking their arguments) past what is left of the run's ``--max-memory`` (``MAX_BYTES``
+without one), are refused when evaluated, before the array is made.
 """
 
 from __future__ import annotations
@@ -36,11 +38,14 @@ import numpy as np
 
 from loopdbg.debug.values import same_value
 from loopdbg.errors import LoopdbgError
+from loopdbg.ops.budget import BUDGET, BudgetExceeded, elements, reserve
+from loopdbg.text import byte_size
 
 MAX_LENGTH = 2000          # characters of an expression
 MAX_DEPTH = 64             # nesting of its syntax tree (a + b + c nests one level per term)
 MAX_DIGITS = 1000          # decimal digits of an integer power
 MAX_ITEMS = 1_000_000      # items of a repeated string, list or tuple
+MAX_BYTES = 256 << 20      # an array an expression makes, when the run has no memory budget
 
 RESERVED = ("i", "iteration", "cond", "trip_count", "loop", "t", "True", "False", "true", "false")
 
@@ -53,6 +58,7 @@ def _reduce(fn):
     def call(*args):
         if len(args) == 1:
             return fn(np.asarray(args[0]))
+        _fits(sum(np.asarray(a).nbytes for a in args), "stacking the arguments of min/max")
         return fn(np.asarray([np.asarray(a).item() if np.size(a) == 1 else a for a in args]))
     return call
 
@@ -100,11 +106,46 @@ def _times(a, b):
     return operator.mul(a, b)
 
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _times,
-           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: _power, ast.MatMult: operator.matmul}
-_CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-           ast.Gt: operator.gt, ast.GtE: operator.ge}
+def _fits(nbytes: float, what: str) -> None:
+    """An array of ``nbytes`` the expression is about to make must fit in what is left of the
+    run's memory budget (``--max-memory``), and in ``MAX_BYTES`` when the run has none."""
+    if nbytes > MAX_BYTES and BUDGET.limit is None:
+        raise ExprError(f"{what} would make an array of {byte_size(nbytes)}, past the "
+                        f"{byte_size(MAX_BYTES)} an expression may make.")
+    try:
+        reserve(nbytes)
+    except BudgetExceeded as exc:
+        raise ExprError(f"{what} would make an array too big for the run: {exc}.") from None
+
+
+def _grows(op: Callable, matmul: bool = False) -> Callable:
+    """``op(a, b)``, its result's size checked first when two arrays of different shapes
+    broadcast (an outer sum ``x[None] + x[:, None]``) or multiply as matrices."""
+    def run(a, b):
+        if type(a) is np.ndarray and type(b) is np.ndarray and a.shape != b.shape:
+            try:
+                if matmul and a.ndim >= 2 and b.ndim >= 2:
+                    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + \
+                        (a.shape[-2], b.shape[-1])
+                else:
+                    shape = np.broadcast_shapes(a.shape, b.shape)
+            except ValueError:
+                return op(a, b)                   # numpy says what does not broadcast
+            n = elements(shape)
+            if n > max(a.size, b.size):
+                _fits(n * max(a.itemsize, b.itemsize, 1), f"an operation on shapes {a.shape} "
+                                                          f"and {b.shape}")
+        return op(a, b)
+    return run
+
+
+_BINOPS = {ast.Add: _grows(operator.add), ast.Sub: _grows(operator.sub),
+           ast.Mult: _grows(_times), ast.Div: _grows(operator.truediv),
+           ast.FloorDiv: _grows(operator.floordiv), ast.Mod: _grows(operator.mod),
+           ast.Pow: _grows(_power), ast.MatMult: _grows(operator.matmul, matmul=True)}
+_CMPOPS = {ast.Eq: _grows(operator.eq), ast.NotEq: _grows(operator.ne),
+           ast.Lt: _grows(operator.lt), ast.LtE: _grows(operator.le),
+           ast.Gt: _grows(operator.gt), ast.GtE: _grows(operator.ge)}
 _UNOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: lambda x: not _truth(x),
           ast.Invert: operator.invert}
 

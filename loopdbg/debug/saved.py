@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from loopdbg.errors import LoopdbgError
+from loopdbg.files.read import open_regular
 
 VERSION = 1
 HASHED = 64 << 20           # bytes of each model file hashed (a multi-GB .bin: its first 64 MiB)
@@ -87,7 +88,7 @@ def model_key(files) -> str:
         h.update(str(p).encode("utf-8", "surrogateescape") + b"\0")
         try:
             h.update(str(p.stat().st_size).encode() + b"\0")
-            with open(p, "rb") as fh:
+            with open_regular(p, OSError) as fh:      # never a FIFO's read, never /dev/zero's
                 left = HASHED
                 while left > 0 and (chunk := fh.read(min(1 << 20, left))):
                     h.update(chunk)

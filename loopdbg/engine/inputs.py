@@ -13,7 +13,7 @@ from loopdbg.files.read import read_npz
 from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
 from loopdbg.ir.model import Model
 from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
-from loopdbg.text import listing
+from loopdbg.text import byte_size, listing
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,13 @@ def input_specs(model: Model) -> list[InputSpec]:
     g = model.graph
     for pid in g.parameters:
         layer = g.layers[pid]
-        shape = parse_shape(layer.data.get("shape", "")) if "shape" in layer.data else (
-            tuple(layer.outputs[0].dims) if layer.outputs else None)
+        try:
+            shape = parse_shape(layer.data.get("shape", "")) if "shape" in layer.data else (
+                tuple(layer.outputs[0].dims) if layer.outputs else None)
+        except ValueError as exc:        # rank 65, a dim past numpy's: no input can be given
+            where = f"{model.path}: " if model.path else ""
+            raise InputError(f"{where}input '{layer.name}' has a shape loopdbg cannot use "
+                             f"({exc}).") from None
         et = layer.data.get("element_type") or (layer.outputs[0].precision if layer.outputs else "f32")
         names = tuple(n for p in layer.outputs[:1] for n in p.names if n != layer.name)
         dt = numpy_dtype(et)
@@ -65,6 +70,7 @@ def output_names(model: Model) -> list[str]:
     """Names of the outputs: the tensor name feeding each top-level Result, else its layer name."""
     g = model.graph
     names: list[str] = []
+    taken: set[str] = set()             # the names so far, as a set: linear in the outputs
     for rid in g.results:
         result = g.layers[rid]
         name = result.name
@@ -75,9 +81,10 @@ def output_names(model: Model) -> list[str]:
                 port_names = producer.outputs[src[1]].names
                 if port_names:
                     name = port_names[0]
-        if name in names:
-            name = result.name if result.name not in names else f"{result.name}#{rid}"
+        if name in taken:
+            name = result.name if result.name not in taken else f"{result.name}#{rid}"
         names.append(name)
+        taken.add(name)
     return names
 
 
@@ -206,16 +213,22 @@ def _can_cast(have: np.dtype, want: np.dtype) -> bool:
     return bool(np.can_cast(have, want, "safe"))
 
 
-RANDOM_LIMIT = 1 << 26            # elements of random data per input (512 MiB as float64)
+RANDOM_BYTES = 1 << 29            # what random inputs may take together without --max-memory
 
 
-def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, ...]] | None = None
-                  ) -> dict[str, np.ndarray]:
-    """Seeded random data for every input; dynamic dims become 1 unless ``shapes`` says otherwise."""
+def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, ...]] | None = None,
+                  limit: int | None = None) -> dict[str, np.ndarray]:
+    """Seeded random data for every input; dynamic dims become 1 unless ``shapes`` says otherwise.
+
+    All of them together get one budget, ``limit`` bytes (the run's --max-memory; default
+    ``RANDOM_BYTES``), counted before any is made, with the float64 draws they are made from: a
+    model with many inputs cannot take a multiple of it."""
     rng = np.random.default_rng(seed)
     shapes = dict(shapes or {})
-    out = {}
     where = f"{model.path}: " if model.path else ""
+    budget = RANDOM_BYTES if limit is None else limit
+    planned = []
+    total = 0
     for spec in input_specs(model):
         if spec.name in shapes:
             shape = tuple(shapes.pop(spec.name))
@@ -230,10 +243,18 @@ def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, .
             raise InputError(f"{where}input '{spec.name}' has rank {len(shape)}, more than the 64 "
                              f"dimensions numpy supports.")
         count = int(np.prod(shape, dtype=object))
-        if count > RANDOM_LIMIT:      # a hostile or mistaken shape must not exhaust memory
+        copies = 2 if spec.kind is not None and spec.kind.endswith(SEQUENCE) else 1
+        total += count * (max(dtype.itemsize, 1) * copies + 8)
+        if total > budget:         # a hostile or mistaken shape must not exhaust memory
             raise InputError(f"{where}input '{spec.name}' has shape {shape}, {count} elements: "
-                             f"too many to make up random data for (at most {RANDOM_LIMIT}); "
-                             f"give the inputs in an .npz.")
+                             f"too many to make up random data for (the random inputs may use "
+                             f"{byte_size(budget)} together, --max-memory); give the inputs in "
+                             f"an .npz.")
+        planned.append((spec, shape, dtype))
+    if shapes:
+        raise InputError(f"--shape names input(s) the model does not have: {listing(shapes)}.")
+    out = {}
+    for spec, shape, dtype in planned:
         if dtype.kind == "b":
             out[spec.name] = rng.random(shape) < 0.5
         elif dtype.kind in "iu":
@@ -247,6 +268,4 @@ def random_inputs(model: Model, seed: int = 0, shapes: Mapping[str, tuple[int, .
             out[spec.name] = rng.standard_normal(shape).astype(dtype)
         if spec.kind is not None and spec.kind.endswith(SEQUENCE):    # two tensors of the kind
             out[spec.name] = [out[spec.name], out[spec.name].copy()]
-    if shapes:
-        raise InputError(f"--shape names input(s) the model does not have: {listing(shapes)}.")
     return out

@@ -10,9 +10,13 @@ line of generated code.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
+import numpy as np
+
 from loopdbg.errors import LoopdbgError
+from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
 COMPILE_LIMIT = 2000        # steps: bigger graphs are interpreted
 
@@ -36,12 +40,25 @@ def _tables(plan):
     slot[None] = len(template)                   # an unconnected optional input: None
     template.append(None)
     for step in plan.steps:                 # with_ctx: a kernel of run state, fn(ctx, *ins)
-        steps.append((step.fn, tuple(slot[a] for a in step.ins),
+        fn = step.fn
+        if type(fn) is np.ufunc and fn.nin >= 2:    # as the compiled plans: broadcast checked
+            fn = _broadcast_checked(fn)
+        steps.append((fn, tuple(slot[a] for a in step.ins),
                       tuple(slot[o] for o in step.outs), step.nested, step.with_ctx))
     results = tuple(slot[r] for r in plan.result_locals)
     values = tuple(range(len(plan.param_ids))) + tuple(slot[o] for s in plan.steps
                                                        for o in s.outs)
     return template, steps, results, values
+
+
+def _broadcast_checked(ufunc) -> Callable:
+    """``ufunc`` with the budget's check of its broadcast output first (``ops.sizes``)."""
+    def checked(*ins):
+        if len({np.shape(x) for x in ins}) > 1 and \
+                math.prod(np.size(x) for x in ins) > CHECKED_ELEMENTS:
+            broadcast_check(*ins)
+        return ufunc(*ins)
+    return checked
 
 
 def interpreted(plan, kind: str) -> Callable:

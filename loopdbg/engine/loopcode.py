@@ -147,7 +147,7 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
     src.append(f"{ind}_L_body_in = (" + "".join(f"p{k}, " for k in range(n_params)) + ")")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.append(_L_i)")
-    for line, k in body.step_lines(ind, elide=True):
+    for line, k in body.step_lines(ind, elide=True, guard=checked):
         line_map[len(src) + 1] = k
         src.append(line)
     if body.is_generator:

@@ -39,6 +39,7 @@ from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunErro
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.budget import BudgetExceeded
 from loopdbg.ops.registry import make_kernel
+from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
 _counter = itertools.count()
@@ -110,6 +111,8 @@ class GraphPlan:
         self._line_maps: dict[str, dict[int, int]] = {}     # file name -> {line: step index}
         self._ns: dict[str, Any] = dict(self.consts)
         self._ns["LoopdbgError"] = LoopdbgError
+        self._ns["_S_broadcast_check"] = broadcast_check
+        self._ns["_S_CHECKED"] = CHECKED_ELEMENTS
         for k, step in enumerate(self.steps):
             self._ns[f"k{k}"] = step.fn
         self._functions: dict[str, Callable] = {}
@@ -220,15 +223,27 @@ class GraphPlan:
         lines += [line.format(**fill) for line in after]
         return "\n".join(lines) + "\n", line_to_step
 
-    def step_lines(self, indent: str, elide: bool = False) -> list[tuple[str, int]]:
+    def step_lines(self, indent: str, elide: bool = False, guard: bool = True
+                   ) -> list[tuple[str, int]]:
         """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
         body's lines into the code of its loop; the names are this plan's). With ``elide``, a
         step that may write into a big temporary input does so when ``_E_fits`` (see
-        ``engine.elide``) says it computes the same."""
+        ``engine.elide``) says it computes the same. With ``guard``, a numpy ufunc of two or more
+        inputs is preceded by the budget's check of its broadcast output when their shapes
+        differ and the product of their sizes could reach the budget's SMALL
+        (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise); a
+        steady loop, whose shapes repeat, leaves it out of the iterations after the first."""
         into = candidates(self.steps, self.result_locals) if elide else {}
         out = []
         for k, step in enumerate(self.steps):
             args = ", ".join(a if a is not None else "None" for a in step.ins)
+            if guard and type(step.fn) is np.ufunc and step.fn.nin >= 2 and \
+                    all(a is not None for a in step.ins) and len(set(step.ins)) > 1:
+                first, *others = step.ins       # (the output has at most the product of the
+                differ = " or ".join(f"{a}.shape != {first}.shape" for a in others)   # sizes)
+                product = " * ".join(f"{a}.size" for a in step.ins)
+                out.append((f"{indent}if ({differ}) and {product} > _S_CHECKED: "
+                            f"_S_broadcast_check({args})", k))
             if step.nested:
                 target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
             else:

@@ -134,6 +134,11 @@ def _member(archive, info, path, name, budget, error) -> np.ndarray:
             if dtype.hasobject:
                 raise error(f"{where} holds pickled Python objects, which loopdbg refuses to load; "
                             f"save plain arrays with numpy.savez.")
+            if any(d < 0 for d in shape):
+                raise error(f"{where} has a negative size in its shape {shape}.")
+            if dtype.itemsize == 0:
+                raise error(f"{where} has element type {dtype.str}, of zero bytes an element, "
+                            f"which no array holds.")
             count = 1
             for d in shape:
                 count *= d

@@ -43,10 +43,11 @@ from typing import Any
 import numpy as np
 
 from loopdbg.errors import ModelError
+from loopdbg.files.read import read_regular
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
-from loopdbg.ir.onnx_external import external_files
+from loopdbg.ir.onnx_external import ExternalData, external_files
 from loopdbg.ir.onnx_names import (NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE,
                                    VALUE_KIND)
 from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_types,
@@ -55,6 +56,7 @@ from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_typ
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
 ONNX_FLAG = "onnx_semantics"
 _CONTROL = ("Loop", "Scan", "If")
+ONNX_LIMIT = 2**31       # protobuf's own limit on one message: bigger weights are external data
 
 
 def _import_onnx():
@@ -70,7 +72,7 @@ def free_names(graph) -> list[str]:
     """Names a graph reads but does not define (outer-scope values), in order of first use."""
     defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     defined |= {o for n in graph.node for o in n.output if o}
-    seen: list[str] = []
+    seen: dict[str, None] = {}           # in order of first use (a dict: linear time)
     for node in graph.node:
         used = [i for i in node.input if i]
         for a in node.attribute:
@@ -78,30 +80,25 @@ def free_names(graph) -> list[str]:
             for g in subs:
                 used.extend(free_names(g))
         for name in used:
-            if name not in defined and name not in seen:
-                seen.append(name)
+            if name not in defined:
+                seen.setdefault(name)
     for o in graph.output:
-        if o.name not in defined and o.name not in seen:
-            seen.append(o.name)
-    return seen
+        if o.name not in defined:
+            seen.setdefault(o.name)
+    return list(seen)
 
 
 def read_onnx(path: str | Path) -> Model:
     """Read ``path`` (an ONNX model) into a ``Model`` with ``format="onnx"``."""
     onnx = _import_onnx()
     path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read it: {exc.strerror or exc}.") from None
-    if size == 0:
+    data = read_regular(path, ModelError, "the model", ONNX_LIMIT)    # a FIFO: refused, not read
+    if not data:
         raise ModelError(f"{path} is empty (0 bytes), not an ONNX model.")
-    try:
-        proto = onnx.load(str(path), load_external_data=False)
-        data_files = external_files(proto, str(path.parent))
-        if data_files:
-            onnx.load_external_data_for_model(proto, str(path.parent))
-    except Exception as exc:  # DecodeError, missing external data, ...
+    try:        # without its external data: onnx_external maps that, each file once
+        proto = onnx.load_model_from_string(data)
+        del data
+    except Exception as exc:  # DecodeError, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model: {text}.") from None
     # protobuf reads many byte strings as a message of unknown fields: an ONNX model has an IR
@@ -109,7 +106,7 @@ def read_onnx(path: str | Path) -> Model:
     if proto.ir_version <= 0 or not proto.HasField("graph") or not proto.graph.output:
         raise ModelError(f"{path} is not an ONNX model (it has no IR version, or no graph with "
                          f"outputs).")
-    return from_proto(proto, str(path), data_files)
+    return from_proto(proto, str(path), external_files(proto, str(path.parent)))
 
 
 def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ()) -> Model:
@@ -130,7 +127,8 @@ def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ())
     if inferred is not proto:
         collect_types(inferred.graph, types)
     file = path or proto.graph.name or "model"
-    conv = _Converter(opsets, types, f"{file}: ")
+    conv = _Converter(opsets, types, f"{file}: ",
+                      ExternalData(Path(path).parent if path else None, f"{file}: "))
     graph = conv.graph(proto.graph, proto.graph.name or "model", top=True)
     return Model(graph=graph, path=path, ir_version=int(proto.ir_version), format="onnx",
                  opsets=opsets, warnings=tuple(conv.warnings), data_files=data_files)
@@ -154,6 +152,7 @@ class _Builder:
     source: dict[str, tuple[int, int]] = field(default_factory=dict)
     captures: list[str] = field(default_factory=list)
     local: set[str] = field(default_factory=set)
+    result_names: set[str] = field(default_factory=set)
     _next: int = 0
 
     def new_id(self) -> int:
@@ -196,8 +195,9 @@ class _Builder:
         src = self.lookup(tensor)
         lid = self.new_id()
         t = self.conv.types.get(tensor) or UNKNOWN
-        used = {self.layers[r].name for r in self.results}
+        used = self.result_names             # (a set kept as Results are added: linear time)
         label = name if name not in used else f"{name}#{len(self.results)}"
+        used.add(label)
         self.add(Layer(lid, label, "Result", "opset1", inputs=(t.port(0, 0),), ir_type="Result"))
         self.edges.append(Edge(src[0], src[1], lid, 0))
         self.results.append(lid)
@@ -230,7 +230,9 @@ class _Builder:
 
 
 class _Converter:
-    def __init__(self, opsets: dict[str, int], types: dict[str, TensorType], where: str):
+    def __init__(self, opsets: dict[str, int], types: dict[str, TensorType], where: str,
+                 external: ExternalData):
+        self.external = external
         self.opsets = opsets
         self.types = types
         self.where = where
@@ -381,6 +383,8 @@ class _Converter:
     def tensor(self, b: _Builder, t, what: str) -> np.ndarray:
         """A tensor of the file (an initializer, a Constant's value, a tensor attribute) as an
         array; data that does not match its shape and type is one sentence naming ``what``."""
+        if t.data_location == t.EXTERNAL:
+            return self.external.array(t, what)
         try:
             return to_array(t)
         except Exception as exc:  # noqa: BLE001 - numpy_helper's errors are many kinds

@@ -7,6 +7,7 @@ inputs) and the readers share one definition without the engine depending on a f
 from __future__ import annotations
 
 MAX_RANK = 64              # numpy's limit on the number of dimensions of an array
+MAX_DIM = 2**63 - 1        # numpy's limit on one dimension (a shape "0,10**20" holds no bytes)
 
 
 def parse_shape(text: str) -> tuple[int, ...] | None:
@@ -38,6 +39,8 @@ def parse_dim(text: str) -> int:
             if bound.strip() and not bound.strip().isdigit():
                 raise ValueError(f"bad dimension '{text}'")
         return -1
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise ValueError(f"bad dimension '{text}'")
+    if len(text) > 18 and int(text) > MAX_DIM:
+        raise ValueError(f"dimension {text[:30]} is past the largest numpy holds")
     return int(text)

@@ -355,7 +355,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     'onnx.ReduceProd': ('onnx_reduce',),
     'onnx.ReduceSum': ('onnx_reduce',),
     'onnx.ReduceSumSquare': ('onnx_reduce',),
-    'onnx.RegexFullMatch': ('onnx_reference',),
+    'onnx.RegexFullMatch': ('onnx_bounded',),
     'onnx.Relu': ('onnx_elementwise',),
     'onnx.Reshape': ('onnx_shape',),
     'onnx.Resize': ('onnx_reference',),

@@ -5,25 +5,22 @@ when the run started is the baseline, and the run may grow it by at most the bud
 mechanisms enforce it, each where it is cheap:
 
 * **before an allocation** (``reserve``): the kernels whose output size depends on the *values*
-  of their inputs rather than their sizes (Broadcast to a target shape, Tile, Range,
-  ConstantOfShape, Pad, OneHot, the random generators ...) are wrapped at plan time
-  (``guarded``): the output's size is computed from the inputs first, and an output that does
-  not fit in what is left of the budget is refused before numpy allocates a byte;
+  of their inputs or on their attributes rather than their inputs' sizes, and the broadcasting
+  steps whose inputs differ in shape, are checked first (``ops.sizes``): an output that does not
+  fit in what is left of the budget is refused before numpy allocates a byte;
 * **between iterations** (the loops' checkpoints, ``loopdbg.engine.loop.checkpoint``): the RSS,
   read every few milliseconds of run time (every iteration when iterations are slow), catches
   what grows by sizes (a back edge that doubles, a history, scan pieces), with ``SLACK`` for
   what the interpreter itself moves by;
 * **when numpy itself runs out** (``MemoryError``): the run ends with the same one sentence.
 
-Outputs that are a small multiple of their inputs (elementwise ops, MatMul of what fits ...) are
-caught by the checkpoints. The budget is process-wide: one run is checked at a time.
+Outputs that are a small multiple of their inputs (elementwise ops of one shape, MatMul of what
+fits ...) are caught by the checkpoints. The budget is process-wide: one run is checked at a time.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from typing import Callable
 
 import numpy as np
 
@@ -102,84 +99,3 @@ def elements(shape) -> float:
     for d in np.asarray(shape).reshape(-1).tolist():
         n *= max(float(d), 0.0)
     return n
-
-
-# -- the output size of the kernels sized by their inputs' values, by op type ---------------------
-def _item(a, default=0):
-    a = np.asarray(a)
-    return a.reshape(-1)[0].item() if a.size else default
-
-
-def _broadcast(x, target, *rest) -> float:
-    """Broadcast / Expand: at least the target's elements (the bigger of both per axis)."""
-    shape = np.asarray(target).reshape(-1).tolist()
-    xs = list(np.shape(x))
-    n = max(len(shape), len(xs))
-    shape = [1] * (n - len(shape)) + shape
-    xs = [1] * (n - len(xs)) + xs
-    return elements([max(a, b) for a, b in zip(shape, xs)]) * np.asarray(x).itemsize
-
-
-def _tile(x, repeats, *rest) -> float:
-    return np.asarray(x).nbytes * elements(repeats)
-
-
-def _range(start, stop, step, *rest) -> float:
-    a, b, s = (float(_item(v)) for v in (start, stop, step))
-    if s == 0 or not all(map(math.isfinite, (a, b, s))):
-        return 0.0            # the kernel says what is wrong
-    return max(math.ceil((b - a) / s), 0) * 8.0
-
-
-def _of_shape(shape, *rest) -> float:
-    return elements(shape) * 8.0
-
-
-def _pad(x, begin, end=None, *rest) -> float:
-    xs = np.shape(x)
-    b = np.asarray(begin).reshape(-1).tolist()
-    e = np.asarray(end).reshape(-1).tolist() if end is not None and np.ndim(end) else []
-    if e == [] and len(b) == 2 * len(xs):       # ONNX: one pads input, begins then ends
-        b, e = b[:len(xs)], b[len(xs):]
-    grown = [d + max(float(p), 0.0) + max(float(q), 0.0)
-             for d, p, q in zip(xs, b + [0] * len(xs), e + [0] * len(xs))]
-    return elements(grown) * np.asarray(x).itemsize
-
-
-def _one_hot(indices, depth, *rest) -> float:
-    return np.size(indices) * max(float(_item(depth)), 0.0) * 8.0
-
-
-# Op type -> the bytes its output needs, from the kernel's inputs (before it runs).
-SIZED_BY_VALUES: dict[str, Callable[..., float]] = {
-    "Broadcast": _broadcast, "onnx.Expand": _broadcast,
-    "Tile": _tile, "onnx.Tile": _tile,
-    "Range": _range, "onnx.Range": _range,
-    "onnx.ConstantOfShape": _of_shape, "RandomUniform": _of_shape,
-    "Pad": _pad, "onnx.Pad": _pad,
-    "OneHot": _one_hot, "onnx.OneHot": _one_hot,
-}
-
-
-def guarded(op_type: str, fn: Callable) -> Callable:
-    """``fn``, checked against the budget before it runs when its op's output is sized by the
-    values of its inputs; other kernels are returned as they are."""
-    need = SIZED_BY_VALUES.get(op_type)
-    if need is None:
-        return fn
-
-    skip = 1 if getattr(fn, "needs_context", False) else 0    # fn(ctx, *ins)
-
-    def checked(*ins):
-        if BUDGET.limit is not None:
-            try:
-                nbytes = need(*ins[skip:])
-            except (TypeError, ValueError, IndexError, OverflowError):
-                nbytes = 0.0                      # malformed inputs: the kernel says what
-            reserve(nbytes)
-        return fn(*ins)
-
-    for attr in ("notice", "needs_context"):     # what the plan reads off a kernel
-        if hasattr(fn, attr):
-            setattr(checked, attr, getattr(fn, attr))
-    return checked

@@ -34,6 +34,7 @@ from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
 from loopdbg.ir.onnx_names import NODE_PROTO, ONNX_TYPES, OPSETS
 from loopdbg.ops.args import declared_outputs, opset
+from loopdbg.ops.onnx_bounded import check_subgraphs
 from loopdbg.ops.process_state import kept, no_locale_changes
 from loopdbg.ops.registry import op
 
@@ -73,7 +74,7 @@ REFERENCE_OPS = {
     "NegativeLogLikelihoodLoss": (12, 13, 22), "NonMaxSuppression": (10, 11),
     "OneHot": (9, 11, 28), "Pad": (1, 2, 11, 13, 18, 19, 21, 23, 24, 25), "QLinearConv": (10,),
     "QLinearMatMul": (10, 21), "QuantizeLinear": (10, 13, 19, 21, 23, 24, 25, 28),
-    "RMSNormalization": (23,), "RegexFullMatch": (20,), "Resize": (10, 11, 13, 18, 19),
+    "RMSNormalization": (23,), "Resize": (10, 11, 13, 18, 19),
     "ReverseSequence": (10, 28), "RoiAlign": (10, 16, 22), "RotaryEmbedding": (23,), "STFT": (17,),
     "ScatterElements": (11, 13, 16, 18), "ScatterND": (11, 13, 16, 18), "SequenceMap": (17,),
     "Shrink": (9,), "SoftmaxCrossEntropyLoss": (12, 13), "SpaceToDepth": (1, 13, 28),
@@ -147,6 +148,7 @@ def reference_op(layer: Layer, node=None, version: int | None = None) -> Any:
     from onnx.reference.ops import load_op
 
     node = node_proto(layer) if node is None else node
+    check_subgraphs(layer, node)            # no Loop or re-based regex where limits cannot reach
     version = opset(layer) if version is None else version
     evaluator = _evaluator()
     domain = "" if node.domain == "ai.onnx" else node.domain

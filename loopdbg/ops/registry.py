@@ -83,7 +83,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from loopdbg.errors import UnsupportedOperation
-from loopdbg.ops.budget import guarded
+from loopdbg.ops.sizes import guarded
 from loopdbg.ir.model import Layer
 
 Kernel = Callable[..., object]
@@ -337,7 +337,7 @@ def make_kernel(layer: Layer, where: str = "",
             kernel = spec.factory(layer, tuple(consts))
         else:
             kernel = spec.factory(layer)
-        return guarded(layer.type, kernel), spec.count_outputs(layer)
+        return guarded(layer, kernel), spec.count_outputs(layer)
     except UnsupportedOperation:
         raise
     except (ValueError, KeyError, TypeError) as exc:

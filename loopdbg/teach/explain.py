@@ -40,10 +40,12 @@ RUN_BUDGET = 10_000
 # Running to learn the input-dependent parts
 
 
-def loop_starts(engine, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict, str | None]:
-    """Run ``engine`` on ``inputs``: the first LoopStarted of each loop path, each loop's
-    executions as ``LoopRun``s, and the error that ended the run, if any (not when the run
-    reached an operation loopdbg cannot run: ``engine.unsupported`` already says that)."""
+def loop_starts(engine, inputs: Mapping[str, np.ndarray], max_memory: int | None = None
+                ) -> tuple[dict, dict, str | None]:
+    """Run ``engine`` on ``inputs`` (within ``max_memory`` bytes, as ``run`` would): the first
+    LoopStarted of each loop path, each loop's executions as ``LoopRun``s, and the error that
+    ended the run, if any (not when the run reached an operation loopdbg cannot run:
+    ``engine.unsupported`` already says that)."""
     from loopdbg.engine import events as ev
     from loopdbg.errors import LoopdbgError, UnsupportedOperation
 
@@ -52,7 +54,7 @@ def loop_starts(engine, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict, s
     error = None
     try:
         with np.errstate(all="ignore"):
-            for event in engine.run(inputs, max_iterations=RUN_BUDGET):
+            for event in engine.run(inputs, max_iterations=RUN_BUDGET, max_memory=max_memory):
                 if isinstance(event, ev.LoopStarted):
                     started.setdefault(event.path, event)
                 elif isinstance(event, ev.LoopFinished):
@@ -78,9 +80,10 @@ class LoopRun:
 # Facts
 
 
-def explain(engine, inputs: Mapping[str, np.ndarray] | None = None, loop: str | None = None
-            ) -> dict:
-    """The facts about every loop of ``engine``'s model (or the one at path/name ``loop``)."""
+def explain(engine, inputs: Mapping[str, np.ndarray] | None = None, loop: str | None = None,
+            max_memory: int | None = None) -> dict:
+    """The facts about every loop of ``engine``'s model (or the one at path/name ``loop``);
+    with ``inputs``, the model is run on them within ``max_memory`` bytes."""
     from loopdbg.errors import LoopdbgError
 
     specs = outermost_first(engine.loops)
@@ -94,7 +97,7 @@ def explain(engine, inputs: Mapping[str, np.ndarray] | None = None, loop: str | 
     runs: dict = {}
     error = None
     if inputs is not None:
-        started, runs, error = loop_starts(engine, inputs)
+        started, runs, error = loop_starts(engine, inputs, max_memory)
     facts = {"model": engine.file, "inputs_given": inputs is not None,
              "loops": [loop_facts(s, started.get(s.path), runs.get(s.path),
                                   inputs_given=inputs is not None) for s in specs]}

@@ -106,7 +106,7 @@ the .xml and .bin files.
 """
 
 from loopdbg.trace.format import (COMPLETE, ERROR, INTERRUPTED, STOPPED, VERSION,
-                                  TraceError)
+                                  TraceError, header_part)
 from loopdbg.trace.reader import IterationFrame, LoopRecord, Record, TraceReader
 from loopdbg.trace.record import (Recording, inputs_sha256, make_header, record, record_model,
                                   recording)
@@ -114,4 +114,4 @@ from loopdbg.trace.writer import TraceWriter
 
 __all__ = ["TraceWriter", "TraceReader", "TraceError", "IterationFrame", "LoopRecord", "Record",
            "Recording", "recording", "record", "record_model", "make_header", "inputs_sha256",
-           "VERSION", "COMPLETE", "INTERRUPTED", "ERROR", "STOPPED"]
+           "VERSION", "COMPLETE", "INTERRUPTED", "ERROR", "STOPPED", "header_part"]

@@ -75,11 +75,11 @@ def diff(a: str, b: str, rtol: float = 0.0, atol: float = 0.0) -> DiffResult:
 
 def _notes(ra: TraceReader, rb: TraceReader) -> list[str]:
     notes = []
-    ma, mb = ra.header.get("model", {}), rb.header.get("model", {})
+    ma, mb = F.header_part(ra.header, "model"), F.header_part(rb.header, "model")
     if (ma.get("xml_sha256"), ma.get("bin_sha256")) != (mb.get("xml_sha256"), mb.get("bin_sha256")):
         notes.append("the traces were recorded from different model files")
-    ha = ra.header.get("inputs", {}).get("sha256")
-    hb = rb.header.get("inputs", {}).get("sha256")
+    ha = F.header_part(ra.header, "inputs").get("sha256")
+    hb = F.header_part(rb.header, "inputs").get("sha256")
     if ha != hb:
         notes.append("the traces were recorded with different inputs")
     for r, name in ((ra, "A"), (rb, "B")):

@@ -34,12 +34,15 @@ def loop_key(path: str, outer: tuple) -> str:
 
 
 def export(trace: str, out, *, loops: list[str] | None = None, compress: bool = False,
-           outputs: bool = True) -> int:
+           outputs: bool = True, skipped: list | None = None) -> int:
     """Write ``out`` (a path, or a ``loopdbg.files.Output``: never the trace itself, only a
     regular file, through a temporary file); return the number of arrays written.
 
     Every array is checked (``format.npy_layout``: no object dtype, sizes that match its frame)
-    before its bytes are copied; a trace holding anything else is refused, nothing written."""
+    before its bytes are copied; a trace holding anything else is refused, nothing written. A
+    damaged frame (its checksum fails) cannot be read at all: it is stepped over, and its
+    sentence added to ``skipped`` (the caller says the export is incomplete)."""
+    skipped = [] if skipped is None else skipped
     if not isinstance(out, Output):
         out = Output(out, [("the trace", trace)], npz=True, what="the export")
     wanted = set(loops) if loops else None
@@ -57,7 +60,8 @@ def export(trace: str, out, *, loops: list[str] | None = None, compress: bool = 
             nonlocal count
             keys = set()
             with zipfile.ZipFile(f, "w", compression=mode, allowZip64=True) as zf:
-                for key, data, (a, b) in _arrays(reader, wanted, outputs):
+                del skipped[:]                  # (a retried write walks the file again)
+                for key, data, (a, b) in _arrays(reader, wanted, outputs, skipped):
                     info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
                     if info.filename != key + ".npy" or key in keys:
                         raise F.TraceError(f"{reader.path}: the array '{key}' cannot be exported "
@@ -75,9 +79,9 @@ def export(trace: str, out, *, loops: list[str] | None = None, compress: bool = 
     return count
 
 
-def _arrays(reader: TraceReader, wanted, outputs: bool):
+def _arrays(reader: TraceReader, wanted, outputs: bool, skipped: list):
     """(key, frame bytes, (start, end) of the .npy) of every array to export, in file order."""
-    for off, kind, data in reader.raw():
+    for off, kind, data in reader.raw(skipped):
         if kind not in (F.ITERATION, F.LOOP_FINISH, F.INPUTS, F.RUN_FINISH):
             continue
         try:

@@ -60,12 +60,17 @@ class TraceError(LoopdbgError):
     """A trace file is missing, not a trace, damaged, or does not hold what was asked for."""
 
 
+def header_part(header, name: str) -> dict:
+    """The part ``name`` of a trace header ("model", "inputs", "options") if it is a JSON object,
+    else an empty one: a hostile header's ``"model": "x"`` reads as nothing recorded."""
+    part = header.get(name) if isinstance(header, dict) else None
+    return part if isinstance(part, dict) else {}
+
+
 def recorded_sources(header) -> list[tuple[str, str]]:
     """The files a header says the recording reads: [(what, path)] of the model (.xml or .onnx),
     its .bin and the inputs file (a recording must never write over one of them)."""
-    header = header if isinstance(header, dict) else {}
-    model = header.get("model") if isinstance(header.get("model"), dict) else {}
-    inputs = header.get("inputs") if isinstance(header.get("inputs"), dict) else {}
+    model, inputs = header_part(header, "model"), header_part(header, "inputs")
     found = [("the model", model.get("path")),
              ("the model's weights (.bin)", model.get("bin_path")),
              ("the inputs file", inputs.get("source"))]

@@ -210,6 +210,7 @@ class Index:
     @classmethod
     def from_footer(cls, meta: dict, arrays: dict, version: int = 2) -> "Index":
         ix = cls()
+        _check_footer_meta(meta)
         ix.paths = list(meta["paths"])
         ix.path_ids = {p: k for k, p in enumerate(ix.paths)}
         ix.path_info = dict(meta.get("path_info", {}))
@@ -246,4 +247,38 @@ class Index:
             raise ValueError("footer offsets are out of range")
         if n and int(ix.ex_recorded.min()) < 0:
             raise ValueError("footer counts are negative")
+        if n and (int(ix.ex_path.min()) < 0 or int(ix.ex_path.max()) >= len(ix.paths)):
+            raise ValueError("footer loop indices are past its table of loops")
+        if n and (int(ix.ex_reason.min()) < -1 or int(ix.ex_reason.max()) >= len(ix.reasons)):
+            raise ValueError("footer stop reason indices are past its table of reasons")
+        if n and (int(ix.ex_outer_n.min()) < 0 or int(ix.ex_outer_n.sum()) != len(ix.ex_outer)):
+            raise ValueError("footer outer iteration counts disagree with its outer column")
+        if any(e >= n for e in ix.errors):
+            raise ValueError("footer errors name executions it does not have")
         return ix
+
+
+def _is_int(v) -> bool:
+    return type(v) is int and -1 <= v < 2**63
+
+
+def _check_footer_meta(meta) -> None:
+    """ValueError unless the footer's JSON meta has the fields and types the format says (a
+    hostile footer whose checksum holds must not reach the readers as a str where an offset is
+    expected, or a table that is not a list of names)."""
+    if not isinstance(meta, dict):
+        raise ValueError("the footer meta is not a JSON object")
+    for name in ("paths", "reasons"):
+        if not isinstance(meta.get(name), list) or \
+                not all(isinstance(v, str) for v in meta[name]):
+            raise ValueError(f"the footer's '{name}' is not a list of text")
+    for name in ("inputs", "run_finish", "end", "frames"):
+        if not _is_int(meta.get(name)):
+            raise ValueError(f"the footer's '{name}' is not an offset")
+    info = meta.get("path_info", {})
+    if not isinstance(info, dict) or not all(isinstance(v, dict) for v in info.values()):
+        raise ValueError("the footer's 'path_info' is not an object of objects")
+    errors = meta.get("errors", {})
+    if not isinstance(errors, dict) or not all(
+            k.isascii() and k.isdigit() and len(k) < 19 and isinstance(v, str) for k, v in errors.items()):
+        raise ValueError("the footer's 'errors' is not an object of messages by execution")

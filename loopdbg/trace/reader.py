@@ -166,12 +166,13 @@ class TraceReader(TraceFile):
         for off, kind, data in self.raw():
             yield self.decode(off, kind, data)
 
-    def raw(self) -> Iterator[tuple[int, int, bytes]]:
+    def raw(self, skipped: list | None = None) -> Iterator[tuple[int, int, bytes]]:
         """Every good frame in file order, undecoded: (offset, kind, frame bytes with head and
         checksum). Two frames with the same bytes hold the same thing. A BATCH frame is given as
         the ITERATION frames it stands for, byte for byte as if written one by one, each with the
-        batch's offset (so traces compare the same however their iterations were batched)."""
-        for off, kind, data in self._walk():
+        batch's offset (so traces compare the same however their iterations were batched).
+        ``skipped``: a list given the sentence of each damaged frame the walk stepped over."""
+        for off, kind, data in self._walk(skipped=skipped):
             if kind == F.BATCH:
                 what = f"the {F.KIND_NAMES[kind]} frame"
                 try:

@@ -23,14 +23,17 @@ import numpy as np
 
 from loopdbg import __version__
 from loopdbg.engine import events as ev
+from loopdbg.files.read import open_regular
 from loopdbg.trace import format as F
 from loopdbg.trace.writer import TraceWriter
 
 
 def file_sha256(path) -> str | None:
+    """The sha256 of a regular file (TraceError for anything else: a FIFO or ``/dev/zero`` named
+    by a trace's header would hang the read); None when it cannot be read."""
     try:
         h = hashlib.sha256()
-        with open(path, "rb") as f:
+        with open_regular(path, F.TraceError) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         return h.hexdigest()

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Iterator
 
+from loopdbg.files import kind_of
 from loopdbg.trace import format as F
 from loopdbg.trace.index import Index
 from loopdbg.trace.records import (Record, batch_frame, iteration_fields, iteration_frame,
@@ -33,12 +35,17 @@ class TraceFile:
             raise F.TraceError(f"{self.path}: no such file.")
         if p.is_dir():
             raise F.TraceError(f"{self.path} is a folder, not a trace file.")
-        try:
-            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:                    # O_NONBLOCK: opening a FIFO must not wait for a writer
+            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0)
+                               | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
             raise F.TraceError(f"cannot open {self.path}: {exc.strerror or exc}.") from None
         try:
-            self.size = os.fstat(self._fd).st_size
+            st = os.fstat(self._fd)
+            if not stat.S_ISREG(st.st_mode):   # a FIFO would hang a read, /dev/zero never end
+                raise F.TraceError(f"{self.path} is {kind_of(st.st_mode)}, not a regular file; "
+                                   f"loopdbg reads only regular files.")
+            self.size = st.st_size
             self._open(scan)
         except BaseException:
             os.close(self._fd)
@@ -176,24 +183,25 @@ class TraceFile:
             ix.end = off
         ix.frames += 1
 
-    def _walk(self, index_only: bool = False) -> Iterator[tuple[int, int, bytes]]:
-        """Every good frame in file order: (offset, kind, frame bytes). Notes damage in problems."""
+    def _walk(self, index_only: bool = False, skipped: list | None = None
+              ) -> Iterator[tuple[int, int, bytes]]:
+        """Every good frame in file order: (offset, kind, frame bytes). Notes damage in problems
+        (``index_only``), else in ``skipped`` when given."""
         if self.size <= F.PREAMBLE.size:
             self.valid_end = self.size
             return
-        with open(self.path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        mm = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)     # the file opened, not the path
         try:
-            yield from self._walk_map(mm, index_only)
+            yield from self._walk_map(mm, index_only, skipped)
         finally:
             mm.close()
 
-    def _walk_map(self, mm, index_only: bool):
+    def _walk_map(self, mm, index_only: bool, skipped: list | None = None):
         size = len(mm)
         pos = F.PREAMBLE.size
         head_size, crc_size = F.HEAD.size, F.CRC.size
         unpack_head = F.HEAD.unpack_from
-        problems = self.problems if index_only else []
+        problems = self.problems if index_only else [] if skipped is None else skipped
         good_end = pos
         while pos + head_size <= size:
             sync, kind, _, _, blen = unpack_head(mm, pos)
@@ -302,10 +310,9 @@ class TraceFile:
         return problems
 
     def _walk_checked(self, problems: list):
-        with open(self.path, "rb") as fh:
-            if self.size <= F.PREAMBLE.size:
-                return
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        if self.size <= F.PREAMBLE.size:
+            return
+        mm = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
         saved = self.problems
         self.problems = problems
         try:

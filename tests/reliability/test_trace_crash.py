@@ -19,8 +19,9 @@ import time
 import numpy as np
 import pytest
 
-from relhelpers import ROOT, endless_loop, subprocess_env
+from relhelpers import ROOT, assert_refused, endless_loop, subprocess_env
 from loopdbg.trace import TraceReader
+from loopdbg.trace import format as F
 from loopdbg.trace import format as F
 
 NESTED = ROOT / "tests" / "data" / "nested_loop"
@@ -111,6 +112,24 @@ def test_a_flipped_byte_in_a_frame_is_found_by_check(recorded, cli, tmp_path):
     bad.write_bytes(bytes(damaged))
     out = cli("trace", "info", bad, "--check")
     assert out.code == 1 and f"byte {off}" in out.out and "Traceback" not in out.err
+
+
+def test_export_says_it_skipped_a_damaged_frame_and_fails(recorded, cli, tmp_path):
+    """A frame whose checksum fails cannot be exported: the arrays of the others are, and the
+    command says which frame was stepped over and exits non-zero (it used to say "N arrays
+    written" and exit 0, an export silently short of an iteration)."""
+    full, data, frames = recorded
+    off, end, kind = next(f for f in frames[len(frames) // 2:] if f[2] in (F.ITERATION, F.BATCH))
+    damaged = bytearray(data)
+    damaged[(off + end) // 2] ^= 0x01
+    bad = tmp_path / "flipped.ltrace"
+    bad.write_bytes(bytes(damaged))
+    whole = cli("trace", "export", full, "-o", tmp_path / "whole.npz")
+    assert whole.code == 0, whole.err
+    r = cli("trace", "export", bad, "-o", tmp_path / "part.npz")
+    line = assert_refused(r, "flipped.ltrace", f"byte {off}", "skipped", "incomplete")
+    with np.load(tmp_path / "whole.npz") as a, np.load(tmp_path / "part.npz") as b:
+        assert len(b.files) < len(a.files) and f"{len(b.files)} arrays" in line
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")

@@ -505,3 +505,23 @@ def test_a_single_equals_sign_hints_at_the_comparison():
 def test_iteration_equals_marks_only_the_plain_form(text, k):
     """The debugger compares the iteration itself for ``i == K`` (frontier.pull_quiet)."""
     assert Expression(text).iteration_equals == k
+
+
+@pytest.mark.parametrize("text", ["x[None] * x[:, None]", "x[:, None] + x", "x[None] == x[:, None]",
+                                  "x[:, None] @ x[None]", "(x[None] < x[:, None]).any()",
+                                  "max(" + ", ".join(["big"] * 300) + ")"])
+def test_an_expression_cannot_make_an_array_past_the_memory_budget(text):
+    """Outer products of a 20,000-vector would take 1.6 GB (issue 26): refused before they are
+    made, in one sentence, when the run has no budget (MAX_BYTES) and within one."""
+    from loopdbg.ops import budget
+
+    env = Env(x=np.ones(20_000, np.float32), big=np.ones(1 << 20, np.float32))
+    with pytest.raises(ExprError, match="would make an array"):
+        ev(text, env)
+    budget.start(64 << 20)
+    try:
+        with pytest.raises(ExprError, match="--max-memory"):
+            ev(text, env)
+    finally:
+        budget.start(None)
+    same(ev("x[:3, None] * x[None, :2]", env), np.ones((3, 2), np.float32))   # small: computed
