@@ -43,7 +43,7 @@ def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
     is_loop = spec.kind == "Loop"
     params: list = [None] * len(spec.param_names)
     for pos, ext in spec.merged + spec.invariant:
-        params[pos] = _external(spec, args, ext)
+        params[pos] = _external(spec, args, ext, pos in spec.may_be_empty)
     sliced = [(f.pos, _chunks(spec, f, args)) for f in spec.sliced]
 
     if is_loop:
@@ -193,7 +193,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
             for p, r, dt in back_edges:                       # rule 5: all at once
                 v = outs[r]
                 if dt is not None and (vd := getattr(v, "dtype", None)) is not dt and vd != dt:
-                    raise dtype_changed(spec, p, r, dt, v, i - 1)
+                    same_dtype(spec, p, r, dt, v, i - 1)
                 params[p] = v
             if cond_param is not None:
                 params[cond_param] = np.asarray(cond)
@@ -263,9 +263,11 @@ def steady(new: tuple, old: tuple, keys: tuple) -> bool | None:
 
 def same_dtype(spec: LoopSpec, p: int, r: int, dt, v, i: int) -> None:
     """Rule 5: a back edge keeps its dtype (values without one, ONNX sequences and optionals,
-    are not checked)."""
+    are not checked; an ONNX optional may become empty)."""
     vd = getattr(v, "dtype", None)
     if dt is not None and vd is not dt and vd != dt:
+        if v is None and p in spec.may_be_empty:    # ONNX Loop-16: an optional made empty
+            return
         raise dtype_changed(spec, p, r, dt, v, i)
 
 
@@ -337,8 +339,10 @@ def dtype_changed(spec: LoopSpec, p: int, r: int, dt, v, i: int) -> RunError:
 
 
 # -- setting up -------------------------------------------------------------------------------
-def _external(spec: LoopSpec, args: tuple, ext: int):
-    if not 0 <= ext < len(args) or args[ext] is None:     # -1 would read the last input
+def _external(spec: LoopSpec, args: tuple, ext: int, may_be_empty: bool = False):
+    """External input ``ext``; None (an unconnected input) only where an ONNX body takes an
+    empty optional (``LoopSpec.may_be_empty``)."""
+    if not 0 <= ext < len(args) or (args[ext] is None and not may_be_empty):  # -1: the last
         raise RunError(f"{spec.where}{spec.layer.describe()}: the port map reads input {ext}, "
                        f"which is not connected.", loop_path=spec.path)
     return args[ext]

@@ -252,7 +252,7 @@ class _Converter:
         return b.graph()
 
     def builder(self, g, name: str, *, top: bool, where: str | None = None,
-                inputs: list[tuple[str, TensorType | None]] | None = None) -> _Builder:
+                inputs: list[tuple] | None = None) -> _Builder:
         """Convert ``g``'s inputs, initializers and nodes (not its outputs) into a builder."""
         b = _Builder(name, top, self, where or self.where)
         inits = {}
@@ -272,8 +272,8 @@ class _Converter:
                                      f"does not model (tensors, sequences and optionals only).")
                 b.parameter(vi.name, tensor_type(inner), kind=kind)
         else:
-            for n, t in inputs:
-                b.parameter(n, self.types.get(n), force=t)
+            for n, t, *kind in inputs:       # (name, type[, kind]): a sequence, an optional
+                b.parameter(n, self.types.get(n), force=t, kind=kind[0] if kind else None)
         for tname, value in inits.items():
             if tname not in b.source:
                 b.constant(tname, value)
@@ -461,10 +461,10 @@ class _Converter:
         if len(node.output) != n_carried + n_scan:
             raise ModelError(f"{where}the Loop node has {len(node.output)} outputs, but its body "
                              f"gives {n_carried} carried values and {n_scan} scan outputs.")
-        forced: list[tuple[str, TensorType | None]] = [
+        forced: list[tuple] = [
             (body.input[0].name, TensorType("i64", ())),
             (body.input[1].name, TensorType("boolean", ())),
-        ] + [(vi.name, tensor_type(vi.type) or self.types.get(ins[2 + k]))
+        ] + [(vi.name, tensor_type(vi.type) or self.types.get(ins[2 + k]), _kind(vi))
              for k, vi in enumerate(body.input[2:])]
         bb = self.builder(body, f"{lname}/body", top=False, where=where, inputs=forced)
         results = [bb.result(o.name, o.name) for o in body.output]
@@ -571,14 +571,21 @@ class _Converter:
         ob = _Builder(f"{outer_name}/body", False, self, self._sub_where("scan", outer_name))
         per_batch = []
         used: set[str] = set()
-        for t in ins:
+        for k, t in enumerate(ins):
             name = t if t not in used else f"{t}#{len(used)}"
             used.add(name)
             tt = self.types.get(t)
             if tt is not None and tt.dims:
                 tt = TensorType(tt.element_type, tt.dims[1:])
             ob.parameter(name, tt)
-            per_batch.append(name)
+            # The Parameter shows the input's name, but the body's names are the outer graph's
+            # (ONNX scoping): a body reading ``t`` by name reads the whole outer tensor, not this
+            # batch's slice of it, so the slice is known here by a name no ONNX graph can hold.
+            key = f"\0{lname}:batch:{k}"
+            ob.source[key] = ob.source.pop(name)
+            if tt is not None:
+                self.types[key] = tt
+            per_batch.append(key)
         sub, captures = self._scan_body(ob, lname, body, n_state, m, [0] * m, dirs, [0] * k_out,
                                         [0] * k_out, len(per_batch), per_batch)
         for c in captures:               # the inner body's outer values come through the batch loop
@@ -629,6 +636,12 @@ class _Converter:
             subs.append(SubGraph(role, graph, inputs, outputs))
         self._control_layer(b, node, lname, "If", "opset8", [node.input[0]] + captures,
                             list(node.output), tuple(subs))
+
+
+def _kind(vi) -> str | None:
+    """A body input's kind when it is a sequence or an optional (``onnx_names.VALUE_KIND``)."""
+    kind = value_kind(vi.type)[0] if vi.HasField("type") else None
+    return kind if kind in (SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE) else None
 
 
 @dataclass(frozen=True)
