@@ -16,6 +16,7 @@ import numpy as np
 from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.open_scans import open_outputs, zero_trip_scans
 from loopdbg.engine.slicing import Chunks, chunks, is_canonical
 from loopdbg.errors import LoopdbgError, ResourceLimitError, RunError
 from loopdbg.ir import model as irm
@@ -57,7 +58,7 @@ def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
     if trip == 0 or not exec_cond:
         reason = (ev.STOP_NOT_STARTED if not exec_cond else
                   ev.STOP_ZERO_TRIP if is_loop else ev.STOP_SLICES)
-        outputs = yield from _zero_iteration_outputs(spec, ctx, args)
+        outputs = yield from _zero_iteration_outputs(spec, ctx, args, params)
         finished = ev.LoopFinished(path, 0, reason, _named(spec, outputs), outer)
         ctx.loops.append(finished)
         yield finished
@@ -423,12 +424,23 @@ def _setup_notices(spec: LoopSpec, ctx: RunContext, args):
                          "nothing, so it runs once."), 12)
 
 
-def _zero_iteration_outputs(spec: LoopSpec, ctx: RunContext, args):
+def _zero_iteration_outputs(spec: LoopSpec, ctx: RunContext, args, params):
     """Rule 6: outputs of a loop whose body never ran."""
     outputs = []
+    open_ = open_outputs(spec)
+    fixed = zero_trip_scans(spec, args, params) if open_ else {}
     for o in spec.outputs:
         if o.kind == irm.CONCAT:
+            if o.result_pos in fixed:
+                outputs.append(fixed[o.result_pos])
+                continue
             outputs.append(spec.empty_concat(o))
+            if o.result_pos in open_:
+                yield from _notice(ctx, spec.path,
+                                   f"loop '{spec.path}' ran zero iterations, and neither the "
+                                   f"model nor shape inference on this run's inputs fixes the "
+                                   f"shape of one value of scan output '{o.name}'; loopdbg gives "
+                                   f"shape {outputs[-1].shape}.", 6)
             continue
         ext = spec.merged_source(o.result_pos)
         if ext is not None:

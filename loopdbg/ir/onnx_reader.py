@@ -46,8 +46,8 @@ from loopdbg.errors import ModelError
 from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
-from loopdbg.ir.onnx_names import (NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE,
-                                   VALUE_KIND)
+from loopdbg.ir.onnx_names import (BODY_PROTO, NODE_PROTO, OPEN_OUTPUTS, OPSETS, OPTIONAL,
+                                   OPTIONAL_SEQUENCE, SEQUENCE, VALUE_KIND)
 from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_types,
                                    tensor_type, to_array, value_kind)
 
@@ -486,7 +486,8 @@ class _Converter:
         for j in range(n_scan):
             outputs.append(OutputMapping(n_all + n_carried + j, results[1 + n_carried + j], axis=0))
         sub = SubGraph("body", graph, tuple(inputs), tuple(outputs), tuple(back))
-        self._control_layer(b, node, lname, "Loop", "opset5", all_in, list(node.output), (sub,))
+        self._control_layer(b, node, lname, "Loop", "opset5", all_in, list(node.output), (sub,),
+                            self._open_scans(body, 1 + n_carried))
 
     def _scan(self, b: _Builder, node) -> None:
         lname = self.control_name(node)
@@ -512,7 +513,21 @@ class _Converter:
         sub, captures = self._scan_body(b, lname, body, n_state, m, in_axes, in_dirs, out_axes,
                                         out_dirs, len(ins), ins)
         self._control_layer(b, node, lname, "TensorIterator", "opset1", ins + captures,
-                            list(node.output), (sub,))
+                            list(node.output), (sub,), self._open_scans(body, n_state))
+
+    def _open_scans(self, body, first: int) -> dict:
+        """The body (``onnx_infer.BODY_PROTO``) of a Loop/Scan whose scan outputs (body outputs
+        ``first`` on) have shapes the file leaves open, for the element shapes of a run of zero
+        iterations (``onnx_infer``); nothing when every one is known."""
+        open_ = []
+        for j, out in enumerate(body.output[first:], first):
+            t = self.types.get(out.name)
+            if t is None or t.dims is None or any(d < 0 for d in t.dims):
+                open_.append(j)
+        if not open_:
+            return {}
+        return {BODY_PROTO: body.SerializeToString(), OPEN_OUTPUTS: tuple(open_),
+                OPSETS: dict(self.opsets)}
 
     def _scan_body(self, b: _Builder, lname: str, body, n_state: int, m: int, in_axes, in_dirs,
                    out_axes, out_dirs, n_ins: int, outer_ins: list[str]):
@@ -597,7 +612,7 @@ class _Converter:
                 self.types[inner_outs[j]] = TensorType(tt.element_type, tt.dims[1:])
         fake = _NodeView(node.op_type, node.name)
         self._control_layer(ob, fake, lname, "TensorIterator", "opset1", per_batch + captures,
-                            inner_outs, (sub,))
+                            inner_outs, (sub,), self._open_scans(body, n_state))
         results = [ob.result(t or f"output_{j}", inner_outs[j]) for j, t in enumerate(node.output)]
         graph = ob.graph()
         p = graph.parameters
