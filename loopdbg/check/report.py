@@ -68,6 +68,10 @@ def verdict(r: CheckReport) -> str:
         return f"divergence in {d.where}: {d.what}."
     if r.runtime_error is not None:
         return f"{r.runtime} failed to run the model where loopdbg did not."
+    if r.runtime_wrong:
+        said = "; ".join(dict.fromkeys(f.text for f in r.findings))
+        return (f"{r.runtime} looks wrong: it departs from the ONNX text in a known way "
+                f"({said}; see docs/semantics.md), and loopdbg follows the text.")
     if r.confirmed and r.findings:
         return (f"the outputs differ but every body iteration agrees: the difference lies in "
                 f"the loop's own bookkeeping ({_aspects(r)}).")
@@ -161,6 +165,8 @@ def _findings(r: CheckReport) -> list[str]:
     elif r.divergence is not None and r.divergence.inner is not None:
         head = (f"the value differs at the output of nested loop '{r.divergence.inner}', whose "
                 f"body agrees at every iteration: the difference lies in its bookkeeping:")
+    elif r.runtime_wrong:
+        head = f"the outputs differ where {r.runtime} departs from the ONNX text:"
     elif r.confirmed:
         head = ("the outputs differ but every body iteration agrees: the difference lies in the "
                 "loop's own bookkeeping:")
