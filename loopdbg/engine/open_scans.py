@@ -14,7 +14,7 @@ import numpy as np
 
 from loopdbg.engine.loopspec import LoopSpec, OutputForm
 from loopdbg.ir.elements import numpy_dtype
-from loopdbg.ir.onnx_names import BODY_PROTO, OPEN_OUTPUTS, OPSETS
+from loopdbg.ir.onnx_names import BODY_PROTO, OPEN_OUTPUTS, OPSETS, SCAN8_STATES
 
 
 def open_outputs(spec: LoopSpec) -> tuple[int, ...]:
@@ -41,14 +41,26 @@ def _feeds(spec: LoopSpec, args: tuple, params: list) -> dict[str, tuple]:
     return feeds
 
 
-def zero_trip_scans(spec: LoopSpec, args: tuple, params: list) -> dict[int, np.ndarray]:
-    """The empty scan outputs (by body Result position) whose element shape this execution's
-    inputs fix though the file leaves it open; the others are left out."""
-    wanted = open_outputs(spec)
-    body = spec.layer.data.get(BODY_PROTO)
-    if not wanted or not body:
-        return {}
-    feeds = _feeds(spec, args, params)
+def _scan8_feeds(spec: LoopSpec, args: tuple, body_inputs: list[str]) -> dict[str, tuple]:
+    """The feeds of a Scan-8's body, from the inputs of loopdbg's loop over its batch: each
+    state without the batch axis, each scanned element without the batch and sequence axes, the
+    values read by name as they are."""
+    n_in = len(body_inputs)
+    n_state = int(spec.layer.data.get(SCAN8_STATES, 0))
+    feeds: dict[str, tuple] = {}
+    for k, value in enumerate(args):
+        if not isinstance(value, np.ndarray):
+            continue
+        if k < n_in:
+            drop = 1 if k < n_state else 2
+            if value.ndim >= drop:
+                feeds[body_inputs[k]] = (value.shape[drop:], value.dtype)
+        elif k < len(spec.param_names):
+            feeds[spec.param_names[k]] = (value.shape, value.dtype)
+    return feeds
+
+
+def _types(spec: LoopSpec, body: bytes, feeds: dict) -> list:
     key = tuple(sorted((n, s, str(d)) for n, (s, d) in feeds.items()))
     cache = spec.__dict__.setdefault("_open_scan_types", {})
     types = cache.get(key)
@@ -58,7 +70,37 @@ def zero_trip_scans(spec: LoopSpec, args: tuple, params: list) -> dict[int, np.n
         types = output_types(body, spec.layer.data.get(OPSETS, {}), feeds)
         if len(cache) < 64:
             cache[key] = types
+    return types
+
+
+def zero_trip_scans(spec: LoopSpec, args: tuple, params: list) -> dict[int, np.ndarray]:
+    """The empty scan outputs (by body Result position) whose element shape this execution's
+    inputs fix though the file leaves it open; the others are left out."""
+    wanted = open_outputs(spec)
+    body = spec.layer.data.get(BODY_PROTO)
+    if not wanted or not body:
+        return {}
     out = {}
+    if SCAN8_STATES in spec.layer.data:       # the batch loop of a Scan-8 over a batch of 0
+        from loopdbg.ir.onnx_infer import input_names
+
+        names = input_names(body)
+        n_state = int(spec.layer.data[SCAN8_STATES])
+        types = _types(spec, body, _scan8_feeds(spec, args, names))
+        seqs = [a for a in args[n_state:len(names)] if isinstance(a, np.ndarray) and a.ndim > 1]
+        length = seqs[0].shape[1] if seqs else None
+        for form in spec.concats:
+            r = form.result_pos
+            state = args[r] if r < n_state else None
+            if r not in wanted:
+                continue
+            if isinstance(state, np.ndarray):          # the states are the initial ones
+                out[r] = state.copy()
+            elif r < len(types) and types[r] is not None and length is not None:
+                dims, et = types[r]
+                out[r] = np.zeros((0, length) + tuple(dims), np.dtype(numpy_dtype(et)))
+        return out
+    types = _types(spec, body, _feeds(spec, args, params))
     for form in spec.concats:
         r = form.result_pos
         if r in wanted and r < len(types) and types[r] is not None:

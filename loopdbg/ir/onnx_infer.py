@@ -18,6 +18,15 @@ import numpy as np
 from loopdbg.ir.onnx_names import ONNX_TYPES
 
 
+def input_names(body: bytes) -> list[str]:
+    """The names of the inputs of the body graph ``body``, in order."""
+    import onnx
+
+    graph = onnx.GraphProto()
+    graph.ParseFromString(body)
+    return [vi.name for vi in graph.input]
+
+
 def output_types(body: bytes, opsets: Mapping[str, int], feeds: Mapping[str, tuple]
                  ) -> list[tuple[tuple[int, ...], str] | None]:
     """For each output of the body graph ``body``, its (shape, element type) once the inputs

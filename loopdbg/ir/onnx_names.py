@@ -17,6 +17,8 @@ OPSETS = "onnx_opsets"
 # the element shapes of a run of zero iterations (``loopdbg/ir/onnx_infer.py``).
 BODY_PROTO = "onnx_body_proto"
 OPEN_OUTPUTS = "onnx_open_outputs"
+# ... and on the batch loop of a Scan-8 (whose body is the Scan's body), its number of states.
+SCAN8_STATES = "onnx_scan8_states"
 
 # ``Layer.data`` key of a Parameter that is not a tensor: one of the kinds below (its
 # ``element_type`` and ``shape`` then describe the tensors in it).

@@ -47,7 +47,7 @@ from loopdbg.ir import elements
 from loopdbg.ir.model import (BackEdge, Edge, Graph, InputMapping, Layer, Model, OutputMapping,
                               Port, SubGraph)
 from loopdbg.ir.onnx_names import (BODY_PROTO, NODE_PROTO, OPEN_OUTPUTS, OPSETS, OPTIONAL,
-                                   OPTIONAL_SEQUENCE, SEQUENCE, VALUE_KIND)
+                                   OPTIONAL_SEQUENCE, SCAN8_STATES, SEQUENCE, VALUE_KIND)
 from loopdbg.ir.onnx_types import (UNKNOWN, TensorType, cast_target, collect_types,
                                    tensor_type, to_array, value_kind)
 
@@ -622,8 +622,14 @@ class _Converter:
         inputs += [InputMapping(len(ins) + c, p[len(ins) + c]) for c in range(len(ob.captures))]
         outputs = [OutputMapping(n_all + j, r, axis=0) for j, r in enumerate(results)]
         osub = SubGraph("body", graph, tuple(inputs), tuple(outputs), ())
+        extra = {"onnx_scan8_batch": "true"}
+        open_ = [j for j, t in enumerate(node.output)
+                 if (tt := self.types.get(t)) is None or tt.dims is None or -1 in tt.dims]
+        if open_:           # a batch of 0: the element shapes come from the inner body's
+            extra.update({BODY_PROTO: body.SerializeToString(), OPEN_OUTPUTS: tuple(open_),
+                          OPSETS: dict(self.opsets), SCAN8_STATES: n_state})
         self._control_layer(b, node, outer_name, "TensorIterator", "opset1", outer_ins,
-                            list(node.output), (osub,), {"onnx_scan8_batch": "true"})
+                            list(node.output), (osub,), extra)
 
     def _if(self, b: _Builder, node) -> None:
         lname = self.control_name(node)

@@ -245,3 +245,20 @@ def _all_layers(graph):
         yield graph, lay
         for sub in lay.subgraphs:
             yield from _all_layers(sub.graph)
+
+
+def test_a_scan8_over_a_batch_of_zero_keeps_its_states_and_element_shapes():
+    """Batch 0: the states are the initial ones (0, 3), the scan output (0, 2, 3): sequences of
+    length 2 of the elements' shape (3,), though no shape is declared anywhere."""
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "e"], ["s_out"]),
+                              helper.make_node("Identity", ["e"], ["y"])], "body",
+                             [vi("s_in", F, None), vi("e", F, None)],
+                             [vi("s_out", F, None), vi("y", F, None)])
+    m = model([helper.make_node("Scan", ["", "s", "x"], ["s_fin", "ys"], body=body,
+                                num_scan_inputs=1)],
+              [vi("s", F, None), vi("x", F, None)], [vi("s_fin", F, None), vi("ys", F, None)],
+              opset=8)
+    fin = run(m, {"s": np.zeros((0, 3), np.float32), "x": np.zeros((0, 2, 3), np.float32)})
+    assert fin.outputs["s_fin"].shape == (0, 3)
+    assert fin.outputs["ys"].shape == (0, 2, 3)
+    assert not fin.notices
