@@ -8,7 +8,8 @@ the difference is onnxruntime's, and ``check``'s verdict says that the runtime l
 * a Scan output that is a body input passed straight through (uninitialised memory);
 * a Loop scan output that is ``iteration_num`` passed straight through (every entry the count
   of iterations, the counter after its last increment);
-* the final states of a Scan-8 over sequences of length 0 (garbage);
+* the final states of a Scan-8 over sequences of length 0, and every output of a Scan-8 over a
+  batch of 0 (garbage);
 * a Loop that ran no iteration, whose scan output's shape the model leaves open (0 for every
   open dim, ``(0,)`` for an open rank).
 """
@@ -51,6 +52,9 @@ def onnxruntime_departure(spec: LoopSpec, loops: Mapping[str, LoopSpec], runs: l
     if spec.layer.data.get("onnx_scan8_batch"):         # the Scan inside loopdbg's batch loop
         inner = [s for p, s in loops.items() if p.startswith(spec.path + "/")
                  and p.count("/") == spec.path.count("/") + 1]
+        batches = _runs(spec, runs)
+        if batches and all(n == 0 for n in batches):
+            return "the outputs of a Scan-8 over a batch of 0, which onnxruntime returns as garbage"
         if len(inner) != 1:
             return None
         return _scan8(inner[0], runs, port)

@@ -6,7 +6,7 @@ named by its seed alone. What is drawn:
 
 * Loop (opset 13 or 17): ``M`` present or absent (values -2..5, zero and negative ones too),
   ``cond`` present or absent (true or false), a body condition that is ``cond_in``, ``i < K`` or
-  a constant true (only with ``M``, so every loop ends); carried tensors of six dtypes, some that
+  a constant true (only with ``M``, so every loop ends); carried tensors of six dtypes (f32, f64, f16, i32, i64, u32), some that
   grow every iteration (a Concat: the carried shape changes); scan outputs of 0-d values, of the
   carried values, of ``iteration_num`` (passed straight through, or cast), of values read from
   the outer graph by name; a nested Loop reading the outer body's values by name; an If on the
@@ -15,9 +15,11 @@ named by its seed alone. What is drawn:
 * Scan (opset 9, 11 or 16): one or two scan inputs of rank 1-3 scanned on random axes (negative
   ones from opset 11) and directions, with lengths 0-4; state variables; scan outputs stacked on
   random axes and directions (a scanned element passed straight through, a product, a 0-d sum,
-  the state); bodies that read an outer initializer or a scanned input (the whole tensor) by name.
-* Scan-8 (opset 8): a batch axis 0 and sequences on axis 1 (length 0 too), directions, states,
-  a body that reads a Scan input by name (ONNX scoping: the whole outer tensor).
+  the state, an If whose branches read the element by name, a Loop adding it by name); bodies
+  that read an outer initializer or a scanned input (the whole tensor) by name. A Loop body may
+  hold a Scan over an outer tensor whose body reads a value of the Loop body by name.
+* Scan-8 (opset 8): a batch axis 0 (a batch of 0 too) and sequences on axis 1 (length 0 too),
+  directions, states, a body that reads a Scan input by name (ONNX scoping: the whole tensor).
 
 Body inputs and outputs declare their shapes fully, partly (``?`` dims) or not at all. Model
 outputs are tensors only (a sequence is given as its length and its stacked tensors, an optional
@@ -190,7 +192,10 @@ def _loop_body(r: random.Random, names: _Names, feats: dict, *, opset: int, dept
     visible = outer + new_outer
     # scan outputs (at least one when nothing is carried: a Loop has an output)
     for _ in range(r.randint(0 if carried else 1, 2)):
-        what = r.choice(["iter", "iter_cast", "zero_d", "carried", "outer", "if", "nested"])
+        what = r.choice(["iter", "iter_cast", "zero_d", "carried", "outer", "if", "nested",
+                         "nested_scan"])
+        if what == "nested_scan" and not any(s for _, _, s in visible if s):
+            what = "nested"
         tensors = [(n, dt, s) for n, dt, s in visible if s is not None]
         if what in ("zero_d", "carried", "outer", "if") and not tensors:
             what = "iter_cast"
@@ -238,6 +243,25 @@ def _loop_body(r: random.Random, names: _Names, feats: dict, *, opset: int, dept
                                           else_branch=else_g))
             scans.append((out, DTYPES[dt], list(s)))
             feats["if_in_loop"] = True
+        elif what == "nested_scan":                    # a Scan over an outer tensor's axis 0
+            n, dt, s = r.choice([t for t in visible if t[2]])
+            zero, first, out = names("zi"), names("first"), names("scanned")
+            nodes += [_const(zero, np.int64(0)),
+                      helper.make_node("Gather", [n, zero], [first], axis=0)]
+            sb_nodes: list = []
+            s_in, e, s_out, y = names("ns_in"), names("ne"), names("ns_out"), names("ny")
+            sb_nodes.append(helper.make_node("Add", [s_in, e], [s_out]))
+            sb_nodes.append(helper.make_node("Mul", [e, first], [y]))   # reads `first` by name
+            elem = DTYPES[dt]
+            sbody = helper.make_graph(sb_nodes, names("sbody"),
+                                      [_vi(r, s_in, elem, list(s[1:])), _vi(r, e, elem, list(s[1:]))],
+                                      [_vi(r, s_out, elem, list(s[1:])), _vi(r, y, elem, list(s[1:]))])
+            ys = names("nys")
+            nodes.append(helper.make_node("Scan", [first, n], [out, ys], body=sbody,
+                                          num_scan_inputs=1,
+                                          scan_input_directions=[r.randint(0, 1)]))
+            scans.append((out, elem, list(s[1:])))
+            feats["scan_in_loop"] = True
         else:                                          # a nested Loop reading outer values
             n, dt, s = r.choice(tensors)
             m2, one = names("m2"), names("one_i")
@@ -396,8 +420,7 @@ def _scan_body(r: random.Random, names: _Names, feats: dict, states: list, elems
         nodes.append(helper.make_node("Identity", [cur], [out]))
         b_out.append(_vi(r, out, DTYPES[dt], list(s)))
     for _ in range(r.randint(1, 2)):
-        what = r.choice(["pass", "mul", "zero_d", "state"] if states else ["pass", "mul",
-                                                                           "zero_d"])
+        what = r.choice(["pass", "mul", "zero_d", "if", "loop"] + (["state"] if states else []))
         j = r.randrange(len(elems))
         dt, s = elems[j]
         if what == "pass":                       # a scanned element passed straight through
@@ -415,6 +438,40 @@ def _scan_body(r: random.Random, names: _Names, feats: dict, states: list, elems
             nodes.append(helper.make_node("ReduceSum", [e_names[j]], [out], keepdims=0))
             scans.append((out, DTYPES[dt], [], False))
             feats["scan_of_0d"] = True
+        elif what == "if":                       # branches read the element by name
+            tot, zero, pos, out = names("it"), names("iz"), names("pos"), names("iv")
+            nodes += [helper.make_node("ReduceSum", [e_names[j]], [tot], keepdims=0),
+                      _const(zero, np.asarray(2, dt)),
+                      helper.make_node("Greater", [tot, zero], [pos])]
+            t_out, e_out = names("st"), names("se")
+            then_g = helper.make_graph([helper.make_node("Identity", [e_names[j]], [t_out])],
+                                       names("stg"), [], [_vi(r, t_out, DTYPES[dt], list(s))])
+            e_nodes: list = []
+            e_val = _update(r, e_nodes, names, e_names[j], dt, None)
+            e_nodes.append(helper.make_node("Identity", [e_val], [e_out]))
+            else_g = helper.make_graph(e_nodes, names("seg"), [],
+                                       [_vi(r, e_out, DTYPES[dt], list(s))])
+            nodes.append(helper.make_node("If", [pos], [out], then_branch=then_g,
+                                          else_branch=else_g))
+            scans.append((out, DTYPES[dt], list(s), False))
+            feats["if_in_scan"] = True
+        elif what == "loop":                     # a Loop adding the element twice, by name
+            two, acc0, fin = names("two"), names("acc0"), names("lfin")
+            li, lc, la, lc_out, la_out = (names("li"), names("lc"), names("la"), names("lco"),
+                                          names("lao"))
+            lb_nodes = [helper.make_node("Identity", [lc], [lc_out]),
+                        helper.make_node("Add", [la, e_names[j]], [la_out])]
+            lbody = helper.make_graph(lb_nodes, names("lbody"),
+                                      [helper.make_tensor_value_info(li, I64, []),
+                                       helper.make_tensor_value_info(lc, B, []),
+                                       _vi(r, la, DTYPES[dt], list(s))],
+                                      [helper.make_tensor_value_info(lc_out, B, []),
+                                       _vi(r, la_out, DTYPES[dt], list(s))])
+            nodes += [_const(two, np.int64(2)),
+                      helper.make_node("Identity", [e_names[j]], [acc0]),
+                      helper.make_node("Loop", [two, "", acc0], [fin], body=lbody)]
+            scans.append((fin, DTYPES[dt], list(s), False))
+            feats["loop_in_scan"] = True
         else:
             k = r.randrange(len(states))
             out = names("sv")
@@ -496,7 +553,8 @@ def _scan_case(r: random.Random, seed: int) -> Case:
 def _scan8_case(r: random.Random, seed: int) -> Case:
     names = _Names()
     feats: dict = {}
-    batch, length = r.randint(1, 2), r.choice([0, 1, 2, 3])
+    batch, length = r.choice([0, 1, 1, 2, 2]), r.choice([0, 1, 2, 3])
+    feats["zero_batch"] = batch == 0
     feats["zero_length"] = length == 0
     inputs, feeds, outer = [], {}, []
     states = [(r.choice(list(DTYPES)), tuple(r.randint(1, 2) for _ in range(r.randint(0, 1))))

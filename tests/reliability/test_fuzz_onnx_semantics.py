@@ -15,7 +15,7 @@ Loop's scan output of unknown shape; onnx.reference's Loop without ``cond`` (no 
 ``np.vstack`` of scan values. A runtime that raises or dies on a case (onnxruntime's SIGFPE on
 some zero-length Scans) did not answer; the other one decides.
 
-CI runs LOOPDBG_ONNX_SEMANTIC_CASES cases (default 40) from LOOPDBG_ONNX_SEMANTIC_SEED
+CI runs LOOPDBG_ONNX_SEMANTIC_CASES cases (default 80) from LOOPDBG_ONNX_SEMANTIC_SEED
 (default 0); a case is named by its seed: ``generate(seed)`` rebuilds it.
 
     LOOPDBG_ONNX_SEMANTIC_CASES=3000 python -m pytest -q tests/reliability/test_fuzz_onnx_semantics.py
@@ -41,7 +41,7 @@ from loopdbg.oracle import OnnxRuntime, OracleFailure, onnxruntime_installed  # 
 pytestmark = [pytest.mark.oracle,
               pytest.mark.skipif(not onnxruntime_installed(), reason="onnxruntime is missing")]
 
-CASES = int(os.environ.get("LOOPDBG_ONNX_SEMANTIC_CASES", "40"))
+CASES = int(os.environ.get("LOOPDBG_ONNX_SEMANTIC_CASES", "80"))
 SEED = int(os.environ.get("LOOPDBG_ONNX_SEMANTIC_SEED", "0"))
 CASE_SECONDS = 30
 TALLY: collections.Counter = collections.Counter()
@@ -106,6 +106,8 @@ def ort_departs(case: Case, name: str, ours, theirs) -> str | None:
         return "a Loop scan output that is iteration_num: every entry the count of iterations"
     if case.kind == "scan8" and f.get("zero_length") and name in f.get("state_outputs", ()):
         return "Scan-8 states over zero-length sequences (garbage)"
+    if case.kind == "scan8" and f.get("zero_batch"):
+        return "Scan-8 over a batch of 0 (garbage)"
     if case.kind == "loop" and isinstance(ours, np.ndarray) and ours.size == 0 and \
             ours.ndim > 1 and ours.shape[0] == 0 and theirs.size == 0 and \
             (theirs.shape == (0,) or (theirs.ndim == ours.ndim and all(
@@ -116,7 +118,7 @@ def ort_departs(case: Case, name: str, ours, theirs) -> str | None:
 
 def ref_departs(case: Case, name: str, ours, theirs) -> str | None:
     """Why onnx.reference's ``theirs`` for output ``name`` is one of its known departures."""
-    if case.kind == "loop" and case.features.get("cond_omitted"):
+    if loop_without_cond(case.model.graph):
         return "a Loop without cond runs no iteration"
     if case.kind == "loop" and _body_output(case, name) is not None and \
             isinstance(ours, np.ndarray) and ours.ndim != 2 and ours.size == theirs.size and \
@@ -124,6 +126,18 @@ def ref_departs(case: Case, name: str, ours, theirs) -> str | None:
             same(ours, theirs.reshape(ours.shape)):
         return "scan values joined by np.vstack"
     return None
+
+
+def loop_without_cond(graph) -> bool:
+    """Does ``graph`` (or a graph in it) hold a Loop whose ``cond`` input is omitted?"""
+    for node in graph.node:
+        if node.op_type == "Loop" and (len(node.input) < 2 or not node.input[1]):
+            return True
+        for a in node.attribute:
+            subs = [a.g] if a.type == a.GRAPH else list(a.graphs)
+            if any(loop_without_cond(g) for g in subs):
+                return True
+    return False
 
 
 def _vstacked(shape: tuple) -> tuple:
@@ -166,7 +180,7 @@ def verdict(case: Case, ours, ort, ref) -> str | None:
     else:
         TALLY[f"onnxruntime did not answer ({ort.kind})"] += 1
         REASONS[f"onnxruntime: {str(ort).split('.onnx')[-1][:200]}"] += 1
-    if isinstance(ref, dict) and not (case.kind == "loop" and case.features.get("cond_omitted")):
+    if isinstance(ref, dict) and not loop_without_cond(case.model.graph):
         answered["onnx.reference"] = (ref, ref_departs)
     elif isinstance(ref, dict):
         TALLY["departure: onnx.reference without cond"] += 1
@@ -241,7 +255,15 @@ def test_the_generator_reaches_every_feature():
               "Scan-8": lambda c: c.kind == "scan8",
               "Scan-8 reads a Scan input by name": lambda c: c.kind == "scan8" and
               c.features.get("reads_scan_input_by_name"),
-              "zero-length scan axis": lambda c: c.features.get("zero_length")}
+              "zero-length scan axis": lambda c: c.features.get("zero_length"),
+              "Scan-8 over a batch of 0": lambda c: c.features.get("zero_batch"),
+              "Scan in Loop": lambda c: c.features.get("scan_in_loop"),
+              "Loop in Scan": lambda c: c.features.get("loop_in_scan"),
+              "If in Scan": lambda c: c.features.get("if_in_scan"),
+              "scan output of iteration_num": lambda c: c.features.get("scan_of_iteration_num"),
+              "Scan output passing its element": lambda c: bool(
+                  c.features.get("passthrough_outputs")),
+              "six dtypes": lambda c: len({v.dtype for v in c.feeds.values()}) >= 3}
     seen = set()
     for seed in range(SEED, SEED + max(CASES, 200)):
         case = generate(seed)

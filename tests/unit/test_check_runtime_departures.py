@@ -39,17 +39,17 @@ def loop_scanning_iteration_num():
     return m, {"M": np.array(3, np.int64)}
 
 
-def scan8_over_empty_sequences():
+def scan8_over_empty_sequences(batch: int = 3):
     body = helper.make_graph([helper.make_node("Add", ["s", "e"], ["s_out"]),
                               helper.make_node("Mul", ["e", "e"], ["y"])], "b",
                              [vi("s", F, [2]), vi("e", F, [2])],
                              [vi("s_out", F, [2]), vi("y", F, [2])])
     m = model([helper.make_node("Scan", ["", "s0", "x"], ["s_fin", "ys"], body=body,
                                 num_scan_inputs=1)],
-              [vi("s0", F, [3, 2]), vi("x", F, [3, 0, 2])],
+              [vi("s0", F, [batch, 2]), vi("x", F, [batch, 0, 2])],
               [vi("s_fin", F, None), vi("ys", F, None)], opset=8)
-    return m, {"s0": np.arange(6, dtype=np.float32).reshape(3, 2) + 7,
-               "x": np.zeros((3, 0, 2), np.float32)}
+    return m, {"s0": np.arange(2 * batch, dtype=np.float32).reshape(batch, 2) + 7,
+               "x": np.zeros((batch, 0, 2), np.float32)}
 
 
 def zero_trip_loop_of_open_shape():
@@ -88,6 +88,8 @@ def test_the_departures_are_recognised_by_their_signature_only():
     m, feeds = scan8_over_empty_sequences()
     assert "Scan-8" in _departure(m, feeds, "s_fin", np.zeros((3, 2), np.float32))
     assert _departure(m, feeds, "ys", np.zeros((3, 0, 1), np.float32)) is None
+    m, feeds = scan8_over_empty_sequences(batch=0)
+    assert "batch of 0" in _departure(m, feeds, "ys", np.zeros((4, 2), np.float32))
     m, feeds = scan_passing_its_element_through()
     assert "passed straight through" in _departure(m, feeds, "y", np.zeros((2, 2), np.float32))
 
