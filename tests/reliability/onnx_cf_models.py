@@ -537,17 +537,22 @@ def _scan_case(r: random.Random, seed: int) -> Case:
         attrs["scan_output_directions"] = out_dirs
     feats["input_axes"], feats["output_axes"] = axes, out_axes
     feats["input_directions"], feats["output_directions"] = dirs, out_dirs
+    outs, outputs = _scan_outputs(names, feats, states, scans)
+    top_nodes.append(helper.make_node("Scan", s_names + x_names, outs, body=body, **attrs))
+    return Case(seed, "scan", _model(top_nodes, inputs, outputs, opset), feeds, feats)
+
+
+def _scan_outputs(names: _Names, feats: dict, states: list, scans: list):
+    """A Scan's output names (final states, then scan outputs) and the model's outputs."""
     fins = [names("sfin") for _ in states]
     scan_outs = [names("ys") for _ in scans]
-    top_nodes.append(helper.make_node("Scan", s_names + x_names, fins + scan_outs, body=body,
-                                      **attrs))
     outputs = [helper.make_tensor_value_info(f, DTYPES[dt], None)
                for f, (dt, _) in zip(fins, states)]
     outputs += [helper.make_tensor_value_info(so, elem, None)
                 for so, (_, elem, _, _) in zip(scan_outs, scans)]
     feats["passthrough_outputs"] = [so for so, sc in zip(scan_outs, scans) if sc[3]]
     feats["state_outputs"] = fins
-    return Case(seed, "scan", _model(top_nodes, inputs, outputs, opset), feeds, feats)
+    return fins + scan_outs, outputs
 
 
 def _scan8_case(r: random.Random, seed: int) -> Case:
@@ -585,16 +590,8 @@ def _scan8_case(r: random.Random, seed: int) -> Case:
     if any(dirs) or r.random() < 0.3:
         attrs["directions"] = dirs
         feats["input_directions"] = dirs
-    fins = [names("sfin") for _ in states]
-    scan_outs = [names("ys") for _ in scans]
-    node = helper.make_node("Scan", [""] + s_names + x_names, fins + scan_outs, body=body,
-                            **attrs)
-    outputs = [helper.make_tensor_value_info(f, DTYPES[dt], None)
-               for f, (dt, _) in zip(fins, states)]
-    outputs += [helper.make_tensor_value_info(so, elem, None)
-                for so, (_, elem, _, _) in zip(scan_outs, scans)]
-    feats["passthrough_outputs"] = [so for so, sc in zip(scan_outs, scans) if sc[3]]
-    feats["state_outputs"] = fins
+    outs, outputs = _scan_outputs(names, feats, states, scans)
+    node = helper.make_node("Scan", [""] + s_names + x_names, outs, body=body, **attrs)
     return Case(seed, "scan8", _model([node], inputs, outputs, 8), feeds, feats)
 
 

@@ -98,19 +98,23 @@ def test_an_empty_tensor_input_to_a_carried_tensor_is_still_refused():
         run(m, {"M": np.array(2, np.int64)})
 
 
+def scan8_of_scalars(nodes):
+    """A Scan-8 over x [2, 3] with a state s0 [2]; its body (s_in, e) -> (s_out, y), 0-d."""
+    body = helper.make_graph(nodes, "body", [vi("s_in", F, []), vi("e", F, [])],
+                             [vi("s_out", F, []), vi("y", F, [])])
+    return model([helper.make_node("Scan", ["", "s0", "x"], ["s_fin", "ys"], body=body,
+                                   num_scan_inputs=1)],
+                 [vi("s0", F, [2]), vi("x", F, [2, 3])],
+                 [vi("s_fin", F, None), vi("ys", F, None)], opset=8)
+
+
 def scan8_reading_a_scanned_input_by_name():
     """Scan-8 over x [2, 3]: the body adds each element and the sum of the WHOLE outer x (read
     by name: the body sees the outer graph's x, not its batch's slice of it)."""
-    body = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
-                              helper.make_node("Add", ["s_in", "e"], ["s1"]),
-                              helper.make_node("Add", ["s1", "total"], ["s_out"]),
-                              helper.make_node("Identity", ["s_out"], ["y"])],
-                             "body", [vi("s_in", F, []), vi("e", F, [])],
-                             [vi("s_out", F, []), vi("y", F, [])])
-    m = model([helper.make_node("Scan", ["", "s0", "x"], ["s_fin", "ys"], body=body,
-                                num_scan_inputs=1)],
-              [vi("s0", F, [2]), vi("x", F, [2, 3])], [vi("s_fin", F, None), vi("ys", F, None)],
-              opset=8)
+    m = scan8_of_scalars([helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+                          helper.make_node("Add", ["s_in", "e"], ["s1"]),
+                          helper.make_node("Add", ["s1", "total"], ["s_out"]),
+                          helper.make_node("Identity", ["s_out"], ["y"])])
     return m, {"s0": np.zeros(2, np.float32), "x": np.arange(6, dtype=np.float32).reshape(2, 3)}
 
 
@@ -131,16 +135,10 @@ def test_a_scan8_body_reads_an_outer_tensor_by_name_not_its_batch_slice():
 
 def test_a_scan8_body_reading_an_outer_state_input_by_name_gets_the_whole_tensor():
     """Reading the outer s0 (a state input, [2]) by name: rank 1, so Concat on axis 0 works."""
-    body = helper.make_graph([helper.make_node("Concat", ["s0", "s0"], ["both"], axis=0),
-                              helper.make_node("ReduceSum", ["both"], ["t"], keepdims=0),
-                              helper.make_node("Add", ["s_in", "t"], ["s_out"]),
-                              helper.make_node("Identity", ["e"], ["y"])],
-                             "body", [vi("s_in", F, []), vi("e", F, [])],
-                             [vi("s_out", F, []), vi("y", F, [])])
-    m = model([helper.make_node("Scan", ["", "s0", "x"], ["s_fin", "ys"], body=body,
-                                num_scan_inputs=1)],
-              [vi("s0", F, [2]), vi("x", F, [2, 3])], [vi("s_fin", F, None), vi("ys", F, None)],
-              opset=8)
+    m = scan8_of_scalars([helper.make_node("Concat", ["s0", "s0"], ["both"], axis=0),
+                          helper.make_node("ReduceSum", ["both"], ["t"], keepdims=0),
+                          helper.make_node("Add", ["s_in", "t"], ["s_out"]),
+                          helper.make_node("Identity", ["e"], ["y"])])
     s0 = np.array([1.0, 2.0], np.float32)
     out = both_ways(m, {"s0": s0, "x": np.zeros((2, 3), np.float32)}).outputs
     np.testing.assert_array_equal(out["s_fin"], s0 + 3 * 6.0)
