@@ -91,6 +91,19 @@ def _array(r: random.Random, dtype, shape) -> np.ndarray:
     return (np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) % 5 + 1).astype(dtype)
 
 
+def _sum(r: random.Random, nodes: list, names: _Names, value: str, dtype) -> str:
+    """A node summing ``value`` to a 0-d value; mostly cast first where onnxruntime's CPU
+    ReduceSum lacks the type (u32, f16), so that it answers."""
+    if dtype in (np.uint32, np.float16) and r.random() < 0.8:
+        cast = names("rc")
+        nodes.append(helper.make_node("Cast", [value], [cast],
+                                      to=I64 if dtype == np.uint32 else F))
+        value = cast
+    out = names("tot")
+    nodes.append(helper.make_node("ReduceSum", [value], [out], keepdims=0))
+    return out
+
+
 def _update(r: random.Random, nodes: list, names: _Names, value: str, dtype, extra: str | None):
     """A node computing a value of ``value``'s shape and dtype from it (and ``extra``, a value
     of the same dtype that broadcasts onto it)."""
@@ -359,10 +372,12 @@ def _loop_case(r: random.Random, seed: int) -> Case:
     fins = [names("fin") for _ in carried]
     scan_outs = [names("scan") for _ in scans]
     top_nodes.append(helper.make_node("Loop", loop_in, fins + scan_outs, body=body))
-    for (dt, shape, ck), fin in zip(carried, fins):
+    feats["unchanged_if_no_iteration"] = []      # (output, the input it equals then)
+    for (dt, shape, ck), fin, v0 in zip(carried, fins, loop_in[2:]):
         elem = DTYPES[dt]
         if ck in ("tensor", "grow"):
             outputs.append(helper.make_tensor_value_info(fin, elem, None))
+            feats["unchanged_if_no_iteration"].append((fin, v0))
         elif ck == "sequence":
             n, stacked = names("seq_len"), names("seq_all")
             top_nodes += [helper.make_node("SequenceLength", [fin], [n]),
@@ -377,6 +392,7 @@ def _loop_case(r: random.Random, seed: int) -> Case:
     for (_, elem, _), so in zip(scans, scan_outs):
         outputs.append(helper.make_tensor_value_info(so, elem, None))
     feats["scans"] = [(so, name) for so, (name, _, _) in zip(scan_outs, scans)]
+    feats["scan_outputs"] = scan_outs
     feats["iteration_num"] = body.input[0].name
     model = _model(top_nodes, inputs, outputs, opset)
     return Case(seed, "loop", model, feeds, feats)
@@ -398,15 +414,13 @@ def _scan_body(r: random.Random, names: _Names, feats: dict, states: list, elems
         parts = []
         for en, (edt, es) in zip(e_names, elems):
             if r.random() < 0.7:
-                tot, cast = names("tot"), names("tc")
-                nodes += [helper.make_node("ReduceSum", [en], [tot], keepdims=0),
-                          helper.make_node("Cast", [tot], [cast], to=DTYPES[dt])]
+                tot, cast = _sum(r, nodes, names, en, edt), names("tc")
+                nodes.append(helper.make_node("Cast", [tot], [cast], to=DTYPES[dt]))
                 parts.append(cast)
         if outer and r.random() < 0.5:                # read an outer tensor by name, whole
             on, odt, _ = r.choice(outer)
-            tot, cast = names("otot"), names("oc")
-            nodes += [helper.make_node("ReduceSum", [on], [tot], keepdims=0),
-                      helper.make_node("Cast", [tot], [cast], to=DTYPES[dt])]
+            tot, cast = _sum(r, nodes, names, on, odt), names("oc")
+            nodes.append(helper.make_node("Cast", [tot], [cast], to=DTYPES[dt]))
             parts.append(cast)
             feats["outer_read"] = True
             if allow_outer_scan_read and on.startswith("xs"):
@@ -439,10 +453,11 @@ def _scan_body(r: random.Random, names: _Names, feats: dict, states: list, elems
             scans.append((out, DTYPES[dt], [], False))
             feats["scan_of_0d"] = True
         elif what == "if":                       # branches read the element by name
-            tot, zero, pos, out = names("it"), names("iz"), names("pos"), names("iv")
-            nodes += [helper.make_node("ReduceSum", [e_names[j]], [tot], keepdims=0),
-                      _const(zero, np.asarray(2, dt)),
-                      helper.make_node("Greater", [tot, zero], [pos])]
+            tot, totf = _sum(r, nodes, names, e_names[j], dt), names("itf")
+            zero, pos, out = names("iz"), names("pos"), names("iv")
+            nodes += [helper.make_node("Cast", [tot], [totf], to=F),     # Greater-7: floats
+                      _const(zero, np.float32(2)),
+                      helper.make_node("Greater", [totf, zero], [pos])]
             t_out, e_out = names("st"), names("se")
             then_g = helper.make_graph([helper.make_node("Identity", [e_names[j]], [t_out])],
                                        names("stg"), [], [_vi(r, t_out, DTYPES[dt], list(s))])
@@ -538,6 +553,7 @@ def _scan_case(r: random.Random, seed: int) -> Case:
     feats["input_axes"], feats["output_axes"] = axes, out_axes
     feats["input_directions"], feats["output_directions"] = dirs, out_dirs
     outs, outputs = _scan_outputs(names, feats, states, scans)
+    feats["unchanged_if_no_iteration"] = list(zip(outs, s_names))
     top_nodes.append(helper.make_node("Scan", s_names + x_names, outs, body=body, **attrs))
     return Case(seed, "scan", _model(top_nodes, inputs, outputs, opset), feeds, feats)
 
@@ -552,6 +568,7 @@ def _scan_outputs(names: _Names, feats: dict, states: list, scans: list):
                 for so, (_, elem, _, _) in zip(scan_outs, scans)]
     feats["passthrough_outputs"] = [so for so, sc in zip(scan_outs, scans) if sc[3]]
     feats["state_outputs"] = fins
+    feats["scan_outputs"] = scan_outs
     return fins + scan_outs, outputs
 
 
@@ -591,6 +608,7 @@ def _scan8_case(r: random.Random, seed: int) -> Case:
         attrs["directions"] = dirs
         feats["input_directions"] = dirs
     outs, outputs = _scan_outputs(names, feats, states, scans)
+    feats["unchanged_if_no_iteration"] = list(zip(outs, s_names))
     node = helper.make_node("Scan", [""] + s_names + x_names, outs, body=body, **attrs)
     return Case(seed, "scan8", _model([node], inputs, outputs, 8), feeds, feats)
 

@@ -15,7 +15,9 @@ over a batch of 0, its 0 dims (``(0,)`` for an open rank) in a zero-iteration Lo
 of open shape; onnx.reference's Loop without ``cond`` (no iteration) and its
 ``np.vstack`` of scan values, its Scan-8 run without the batch axis, its empty ``Optional``
 that holds an element. A runtime that raises or dies on a case (onnxruntime's SIGFPE on
-some zero-length Scans) did not answer; the other one decides.
+some zero-length Scans) did not answer; the other one decides. When neither answers and the
+loop runs no iteration, the operator texts decide: the carried values (Scan states) are the
+initial ones and the scan outputs are empty.
 
 CI runs LOOPDBG_ONNX_SEMANTIC_CASES cases (default 80) from LOOPDBG_ONNX_SEMANTIC_SEED
 (default 0); a case is named by its seed: ``generate(seed)`` rebuilds it.
@@ -209,7 +211,10 @@ def verdict(case: Case, ours, ort, ref) -> str | None:
         REASONS[f"onnx.reference: {str(ref)[:150]}"] += 1
     if not answered:
         TALLY["neither runtime answered"] += 1
-        return None
+        wrong = text_check(case, ours)
+        if wrong is not None:
+            TALLY["checked by the text (no iteration)"] += 1
+        return wrong or None
     if isinstance(ours, Exception):
         return f"loopdbg failed ({type(ours).__name__}: {ours}) where " \
                f"{' and '.join(answered)} ran the model"
@@ -220,6 +225,34 @@ def verdict(case: Case, ours, ort, ref) -> str | None:
         TALLY[f"agrees with {' and '.join(agreeing)}"] += 1
         return None
     return "; ".join(f"{who}: {', '.join(d)}" for who, d in found.items())
+
+
+def no_iteration(case: Case) -> bool:
+    """Does the model's loop run no iteration (read from its inputs)?"""
+    f = case.features
+    if case.kind == "loop":
+        return bool(f.get("zero_trip_M") or f.get("cond_false"))
+    return bool(f.get("zero_length") or f.get("zero_batch"))
+
+
+def text_check(case: Case, ours) -> str | None:
+    """When neither runtime answers, what the operator texts say of a loop that runs no
+    iteration: the carried values (Scan states) are the initial ones, the scan outputs empty.
+    None: nothing to say (the loop iterates), "": all as the text says, else what is not."""
+    if not no_iteration(case):
+        return None
+    if isinstance(ours, Exception):
+        return f"loopdbg failed ({type(ours).__name__}: {ours}) on a loop of no iteration"
+    wrong = []
+    for out, given in case.features.get("unchanged_if_no_iteration", ()):
+        if not same(ours.get(out), case.feeds[given]):
+            wrong.append(f"{out}: loopdbg {_show(ours.get(out))} vs its initial value "
+                         f"{_show(case.feeds[given])}")
+    for out in case.features.get("scan_outputs", ()):
+        v = ours.get(out)
+        if not isinstance(v, np.ndarray) or v.size != 0:
+            wrong.append(f"{out}: loopdbg {_show(v)}, not empty")
+    return "; ".join(wrong)
 
 
 def _alarm(seconds: int):
