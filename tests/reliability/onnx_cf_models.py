@@ -6,10 +6,11 @@ named by its seed alone. What is drawn:
 
 * Loop (opset 13 or 17): ``M`` present or absent (values -2..5, zero and negative ones too),
   ``cond`` present or absent (true or false), a body condition that is ``cond_in``, ``i < K`` or
-  a constant true (only with ``M``, so every loop ends); carried tensors of six dtypes (f32, f64, f16, i32, i64, u32), some that
-  grow every iteration (a Concat: the carried shape changes); scan outputs of 0-d values, of the
-  carried values, of ``iteration_num`` (passed straight through, or cast), of values read from
-  the outer graph by name; a nested Loop reading the outer body's values by name; an If on the
+  a constant true (only with ``M``, so every loop ends); carried tensors of six dtypes (f32,
+  f64, f16, i32, i64, u32) and boolean flags, some that grow every iteration (a Concat: the
+  carried shape changes); scan outputs of 0-d values, of the carried values, of
+  ``iteration_num`` (passed straight through, or cast), of values read from the outer graph by
+  name; a nested Loop reading the outer body's values by name; an If on the
   iteration's parity whose branches read outer values; a carried sequence (SequenceInsert) and a
   carried optional (opset 17: starts empty or not, the body keeps it, fills it or empties it).
 * Scan (opset 9, 11 or 16): one or two scan inputs of rank 1-3 scanned on random axes (negative
@@ -39,8 +40,9 @@ from onnx import TensorProto, helper
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 DTYPES = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
           np.float16: TensorProto.FLOAT16, np.int32: TensorProto.INT32,
-          np.int64: TensorProto.INT64, np.uint32: TensorProto.UINT32}
+          np.int64: TensorProto.INT64, np.uint32: TensorProto.UINT32, np.bool_: B}
 FLOATS = (np.float32, np.float64, np.float16)
+NUMERIC = [t for t in DTYPES if t is not np.bool_]
 
 
 @dataclass
@@ -84,6 +86,8 @@ def _const(name: str, value) -> object:
 
 
 def _array(r: random.Random, dtype, shape) -> np.ndarray:
+    if dtype is np.bool_:
+        return np.arange(int(np.prod(shape))).reshape(shape) % 2 == r.randint(0, 1)
     if dtype in FLOATS:
         return np.asarray(r.choice([-1.5, -0.5, 0.25, 1.0, 2.0]) +
                           np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) * 0.5,
@@ -167,6 +171,15 @@ def _loop_body(r: random.Random, names: _Names, feats: dict, *, opset: int, dept
             nodes.append(helper.make_node("Identity", [u], [v_out]))
             b_out.append(_vi(r, v_out, elem, shape))
             new_outer.append((v_in, dtype, shape))
+        elif ckind == "bool":                          # a flag flipped while i is odd
+            b_in.append(_vi(r, v_in, B, shape))
+            one, two, par, odd = names("one"), names("two"), names("par"), names("odd")
+            nodes += [_const(one, np.int64(1)), _const(two, np.int64(2)),
+                      helper.make_node("Mod", [it, two], [par]),
+                      helper.make_node("Equal", [par, one], [odd]),
+                      helper.make_node("Xor", [v_in, odd], [v_out])]
+            b_out.append(_vi(r, v_out, B, shape))
+            feats["carried_bool"] = True
         elif ckind == "grow":                          # the carried shape changes: [n] -> [n+1]
             b_in.append(helper.make_tensor_value_info(v_in, elem, [r.choice(["n", None])]))
             one = names("one")
@@ -329,17 +342,18 @@ def _loop_case(r: random.Random, seed: int) -> Case:
         feats["cond_omitted"] = True
     # outer values the body may read by name
     for _ in range(r.randint(0, 2)):
-        dt = r.choice(list(DTYPES))
+        dt = r.choice(NUMERIC)
         shape = tuple(r.randint(1, 3) for _ in range(r.randint(0, 2)))
         name = names("x")
         inputs.append(_vi(r, name, DTYPES[dt], list(shape), open_ok=False))
         feeds[name] = _array(r, dt, shape)
         outer.append((name, dt, shape))
     carried = []
-    kinds = ["tensor", "tensor", "grow"] + (["sequence", "optional"] if opset >= 17 else [])
+    kinds = ["tensor", "tensor", "grow", "bool"] + (["sequence", "optional"] if opset >= 17
+                                                     else [])
     for _ in range(r.randint(0, 3)):
-        dt = r.choice(list(DTYPES))
         ck = r.choice(kinds)
+        dt = np.bool_ if ck == "bool" else r.choice(NUMERIC)
         shape = (r.randint(1, 3),) if ck == "grow" else \
             tuple(r.randint(1, 3) for _ in range(r.randint(0, 2)))
         carried.append((dt, shape, ck))
@@ -350,7 +364,7 @@ def _loop_case(r: random.Random, seed: int) -> Case:
     for k, (dt, shape, ck) in enumerate(carried):
         v0 = names("v0")
         elem = DTYPES[dt]
-        if ck in ("tensor", "grow"):
+        if ck in ("tensor", "grow", "bool"):
             inputs.append(_vi(r, v0, elem, list(shape), open_ok=False))
             feeds[v0] = _array(r, dt, shape)
         elif ck == "sequence":
@@ -375,7 +389,7 @@ def _loop_case(r: random.Random, seed: int) -> Case:
     feats["unchanged_if_no_iteration"] = []      # (output, the input it equals then)
     for (dt, shape, ck), fin, v0 in zip(carried, fins, loop_in[2:]):
         elem = DTYPES[dt]
-        if ck in ("tensor", "grow"):
+        if ck in ("tensor", "grow", "bool"):
             outputs.append(helper.make_tensor_value_info(fin, elem, None))
             feats["unchanged_if_no_iteration"].append((fin, v0))
         elif ck == "sequence":
@@ -509,12 +523,12 @@ def _scan_case(r: random.Random, seed: int) -> Case:
         w = np.asarray([1.5, -2.0], np.float32)
         outer.append(("w", np.float32, (2,)))
         top_nodes.append(_const("w", w))
-    states = [(r.choice(list(DTYPES)), tuple(r.randint(1, 3) for _ in range(r.randint(0, 2))))
+    states = [(r.choice(NUMERIC), tuple(r.randint(1, 3) for _ in range(r.randint(0, 2))))
               for _ in range(r.randint(0, 2))]
     m = r.randint(1, 2)
     elems, axes, dirs, x_names = [], [], [], []
     for _ in range(m):
-        dt = r.choice(list(DTYPES))
+        dt = r.choice(NUMERIC)
         rank = r.randint(1, 3)
         full = [r.randint(1, 3) for _ in range(rank)]
         axis = r.randrange(rank)
@@ -579,12 +593,12 @@ def _scan8_case(r: random.Random, seed: int) -> Case:
     feats["zero_batch"] = batch == 0
     feats["zero_length"] = length == 0
     inputs, feeds, outer = [], {}, []
-    states = [(r.choice(list(DTYPES)), tuple(r.randint(1, 2) for _ in range(r.randint(0, 1))))
+    states = [(r.choice(NUMERIC), tuple(r.randint(1, 2) for _ in range(r.randint(0, 1))))
               for _ in range(r.randint(0, 2))]
     m = r.randint(1, 2)
     elems, dirs, x_names = [], [], []
     for _ in range(m):
-        dt = r.choice(list(DTYPES))
+        dt = r.choice(NUMERIC)
         elem = tuple(r.randint(1, 3) for _ in range(r.randint(0, 2)))
         full = (batch, length) + elem
         xn = names("xs")

@@ -316,7 +316,8 @@ def test_the_generator_reaches_every_feature():
               "scan output of iteration_num": lambda c: c.features.get("scan_of_iteration_num"),
               "Scan output passing its element": lambda c: bool(
                   c.features.get("passthrough_outputs")),
-              "six dtypes": lambda c: len({v.dtype for v in c.feeds.values()}) >= 3}
+              "six dtypes": lambda c: len({v.dtype for v in c.feeds.values()}) >= 3,
+              "carried boolean": lambda c: c.features.get("carried_bool")}
     seen = set()
     for seed in range(SEED, SEED + max(CASES, 200)):
         case = generate(seed)
