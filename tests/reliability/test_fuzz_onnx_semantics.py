@@ -13,7 +13,7 @@ and the values: onnxruntime's uninitialised pass-through scan outputs, its ``ite
 scan holding the count of iterations, its Scan-8 states over zero-length sequences and outputs
 over a batch of 0, its 0 dims (``(0,)`` for an open rank) in a zero-iteration Loop's scan output
 of open shape; onnx.reference's Loop without ``cond`` (no iteration) and its
-``np.vstack`` of scan values, its Scan-8 run without the batch axis, its empty ``Optional``
+``np.vstack`` of scan values, its Scan-8 read with Scan-9's signature, its empty ``Optional``
 that holds an element. A runtime that raises or dies on a case (onnxruntime's SIGFPE on
 some zero-length Scans) did not answer; the other one decides. When neither answers and the
 loop runs no iteration, the operator texts decide: the carried values (Scan states) are the
@@ -125,7 +125,7 @@ def ref_departs(case: Case, name: str, ours, theirs) -> str | None:
     if loop_without_cond(case.model.graph):
         return "a Loop without cond runs no iteration"
     if case.kind == "scan8":
-        return "Scan-8 run without its batch axis"
+        return "Scan-8 read with Scan-9's signature (no batch axis)"
     if makes_empty_optional(case.model.graph) and isinstance(ours, np.ndarray) and \
             ours.dtype == bool and ours.shape == () and not ours and theirs.shape == () and \
             bool(theirs):
