@@ -42,7 +42,7 @@ from loopdbg.check.extract_onnx import is_batch_loop
 from loopdbg.check.oracle import (CheckUnavailable, Oracle, OracleFailure, default_runtime,
                                   require_runtime)
 from loopdbg.check.results import CheckReport, Divergence, LoopCheck
-from loopdbg.check.runtime_departures import DEPARTS, onnxruntime_departure
+from loopdbg.check.runtime_departures import DEPARTS, onnxruntime_death, onnxruntime_departure
 from loopdbg.engine import events as ev
 from loopdbg.engine.inputs import match_inputs
 from loopdbg.engine.loopspec import LoopSpec
@@ -308,13 +308,17 @@ class _Check:
                 if ups and not here:
                     here.append(bk.unexplained(ups[0][0], c.name, c))
                 findings += here
+        died = None
         if report.runtime_error is not None and report.divergence is None:
             for spec in self.engine.loops.values():
                 findings += self._loop_findings(spec, runs, notices)
+            if self.oracle.runtime == "onnxruntime" and report.runtime_failure == "crash":
+                died = onnxruntime_death(self.engine.loops, runs)
+                findings += [bk.Finding(path, DEPARTS, None, why) for path, why in died[:1]]
         report.findings = bk.merge(findings)
-        report.runtime_wrong = bool(failing) and report.divergence is None and all(
+        report.runtime_wrong = bool(died) or (bool(failing) and report.divergence is None and all(
             any(f.aspect == DEPARTS and c.name in f.outputs for f in report.findings)
-            for _, c in failing)
+            for _, c in failing))
         report.confirmed = self.per_iteration and report.bodies_agree and \
             report.divergence is None
 

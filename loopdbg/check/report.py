@@ -55,6 +55,11 @@ def verdict(r: CheckReport) -> str:
         scope = " (outputs and every body iteration)" if r.per_iteration else " (outputs)"
         return f"loopdbg and {r.runtime} agree{scope}."
     if code == 2 and r.runtime_error is not None and r.divergence is None:
+        if r.runtime_wrong:
+            said = "; ".join(dict.fromkeys(f.text for f in r.findings if f.rule is None))
+            return (f"{r.runtime} looks wrong: {r.runtime_error}, where it is known to fail "
+                    f"({said}; see docs/semantics.md); loopdbg's own run finished (its outputs "
+                    f"are above).")
         return (f"could not compare: {r.runtime_error}; loopdbg's own run finished (its "
                 f"outputs are above).")
     if code == 2:
@@ -158,7 +163,9 @@ def divergence_lines(d: Divergence) -> list[str]:
 
 
 def _findings(r: CheckReport) -> list[str]:
-    if r.runtime_error is not None and r.divergence is None:
+    if r.runtime_error is not None and r.divergence is None and r.runtime_wrong:
+        head = f"{r.runtime} failed where loopdbg did not, as it is known to:"
+    elif r.runtime_error is not None and r.divergence is None:
         head = (f"{r.runtime} failed where loopdbg did not" + (" and every body iteration agrees"
                                                           if r.confirmed else "")
                 + "; what in the loops' bookkeeping may explain it:")

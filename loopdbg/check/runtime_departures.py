@@ -11,7 +11,8 @@ the difference is onnxruntime's, and ``check``'s verdict says that the runtime l
 * the final states of a Scan-8 over sequences of length 0, and every output of a Scan-8 over a
   batch of 0 (garbage);
 * a Loop that ran no iteration, whose scan output's shape the model leaves open (0 for every
-  open dim, ``(0,)`` for an open rank).
+  open dim, ``(0,)`` for an open rank);
+* and onnxruntime's process dying (SIGFPE) on a model with a Scan over a zero-length axis.
 """
 
 from __future__ import annotations
@@ -94,3 +95,15 @@ def _scan8(inner: LoopSpec, runs: list[LoopRun], port: int) -> str | None:
         return ("the final states of a Scan-8 over sequences of length 0, which onnxruntime "
                 "returns as garbage")
     return None
+
+
+def onnxruntime_death(loops: Mapping[str, LoopSpec], runs: list[LoopRun]) -> list[tuple[str, str]]:
+    """When onnxruntime's process died on the model: the Scans that ran over a zero-length
+    axis (in loopdbg's run), each with the departure that explains the death."""
+    out = []
+    for path, spec in loops.items():
+        if spec.onnx and spec.layer.data.get("onnx_op") == "Scan" and \
+                not spec.layer.data.get("onnx_scan8_batch") and 0 in _runs(spec, runs):
+            out.append((path, "a Scan over a zero-length axis, on which onnxruntime's process "
+                              "dies (SIGFPE) for some models"))
+    return out

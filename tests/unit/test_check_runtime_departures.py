@@ -63,6 +63,16 @@ def zero_trip_loop_of_open_shape():
     return m, {"M": np.array(0, np.int64), "v0": np.ones((2, 2), np.float32)}
 
 
+def scan_over_an_empty_axis_1():
+    """Scan over axis 1 of x (2, 0): onnxruntime 1.32's process dies by SIGFPE."""
+    body = helper.make_graph([helper.make_node("Identity", ["e"], ["y"])], "b",
+                             [vi("e", F, [2])], [vi("y", F, [2])])
+    m = model([helper.make_node("Scan", ["x"], ["ys"], body=body, num_scan_inputs=1,
+                                scan_input_axes=[1])], [vi("x", F, [2, 0])], [vi("ys", F, None)],
+              opset=11)
+    return m, {"x": np.zeros((2, 0), np.float32)}
+
+
 def _departure(m, feeds, output: str, theirs):
     """What the predicate says of onnxruntime giving ``theirs`` for ``output``."""
     engine = Engine(from_proto(m))
@@ -129,3 +139,17 @@ def test_the_json_report_says_the_runtime_looks_wrong(tmp_path, capsys):
     report = json.loads(out)
     assert report["runtime_looks_wrong"] is True
     assert any("iteration_num" in f["text"] for f in report["findings"])
+
+
+@pytest.mark.oracle
+@pytest.mark.skipif(not onnxruntime_installed(), reason="onnxruntime is missing")
+def test_check_says_onnxruntime_looks_wrong_when_it_dies_on_a_zero_length_scan(tmp_path, capsys):
+    m, feeds = scan_over_an_empty_axis_1()
+    code, out = _check(tmp_path, capsys, m, feeds)
+    verdict = out.strip().splitlines()[-1]
+    if "crashed" not in out:
+        pytest.skip(f"onnxruntime did not die on it here: {verdict}")
+    assert code == 2
+    assert verdict.startswith("verdict: onnxruntime looks wrong: onnxruntime crashed"), out
+    assert "zero-length axis" in verdict and "loopdbg's own run finished" in verdict
+    assert "(0, 2)" in out                         # loopdbg's own output is shown
