@@ -87,12 +87,13 @@ def _const(name: str, value) -> object:
 
 def _array(r: random.Random, dtype, shape) -> np.ndarray:
     if dtype is np.bool_:
-        return np.arange(int(np.prod(shape))).reshape(shape) % 2 == r.randint(0, 1)
+        return np.asarray(np.arange(int(np.prod(shape))).reshape(shape) % 2 == r.randint(0, 1))
     if dtype in FLOATS:
         return np.asarray(r.choice([-1.5, -0.5, 0.25, 1.0, 2.0]) +
                           np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) * 0.5,
                           dtype)
-    return (np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) % 5 + 1).astype(dtype)
+    return np.asarray((np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) % 5 + 1),
+                      dtype)
 
 
 def _sum(r: random.Random, nodes: list, names: _Names, value: str, dtype) -> str:

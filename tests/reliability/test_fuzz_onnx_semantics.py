@@ -83,6 +83,7 @@ def run_reference(case: Case) -> dict | Exception:
 
 def same(ours, theirs) -> bool:
     """Rule 14 of docs/semantics.md (f16: rtol 1e-3)."""
+    ours, theirs = (np.asarray(v) if isinstance(v, np.generic) else v for v in (ours, theirs))
     if not isinstance(ours, np.ndarray) or not isinstance(theirs, np.ndarray):
         return False
     if ours.shape != theirs.shape or ours.dtype != theirs.dtype:
