@@ -260,3 +260,12 @@ def test_a_scan8_over_a_batch_of_zero_keeps_its_states_and_element_shapes():
     assert fin.outputs["s_fin"].shape == (0, 3)
     assert fin.outputs["ys"].shape == (0, 2, 3)
     assert not fin.notices
+
+
+def test_explain_does_not_warn_that_a_negative_onnx_m_runs_forever():
+    """ONNX's negative M runs no iteration (OpenVINO's runs without limit)."""
+    from loopdbg.teach.explain import explain
+    from loopdbg.teach.explain_text import format_text
+
+    text = format_text(explain(Engine(from_proto(nonzero_loop()))))
+    assert "pseudo" not in text and "run forever" not in text and "nz = NonZero" in text
