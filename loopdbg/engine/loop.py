@@ -431,16 +431,14 @@ def _zero_iteration_outputs(spec: LoopSpec, ctx: RunContext, args, params):
     fixed = zero_trip_scans(spec, args, params) if open_ else {}
     for o in spec.outputs:
         if o.kind == irm.CONCAT:
-            if o.result_pos in fixed:
-                outputs.append(fixed[o.result_pos])
-                continue
-            outputs.append(spec.empty_concat(o))
-            if o.result_pos in open_:
+            value, exact = fixed.get(o.result_pos, (None, False))
+            outputs.append(spec.empty_concat(o) if value is None else value)
+            if o.result_pos in open_ and not exact:
                 yield from _notice(ctx, spec.path,
                                    f"loop '{spec.path}' ran zero iterations, and neither the "
                                    f"model nor shape inference on this run's inputs fixes the "
                                    f"shape of one value of scan output '{o.name}'; loopdbg gives "
-                                   f"shape {outputs[-1].shape}.", 6)
+                                   f"shape {outputs[-1].shape} (0 for each dim left open).", 6)
             continue
         ext = spec.merged_source(o.result_pos)
         if ext is not None:

@@ -73,9 +73,11 @@ def _types(spec: LoopSpec, body: bytes, feeds: dict) -> list:
     return types
 
 
-def zero_trip_scans(spec: LoopSpec, args: tuple, params: list) -> dict[int, np.ndarray]:
+def zero_trip_scans(spec: LoopSpec, args: tuple, params: list
+                    ) -> dict[int, tuple[np.ndarray, bool]]:
     """The empty scan outputs (by body Result position) whose element shape this execution's
-    inputs fix though the file leaves it open; the others are left out."""
+    inputs fix, wholly or in part, though the file leaves it open, each with whether it is
+    wholly fixed (a dim left open is 0); the others are left out."""
     wanted = open_outputs(spec)
     body = spec.layer.data.get(BODY_PROTO)
     if not wanted or not body:
@@ -95,17 +97,19 @@ def zero_trip_scans(spec: LoopSpec, args: tuple, params: list) -> dict[int, np.n
             if r not in wanted:
                 continue
             if isinstance(state, np.ndarray):          # the states are the initial ones
-                out[r] = state.copy()
+                out[r] = (state.copy(), True)
             elif r < len(types) and types[r] is not None and length is not None:
                 dims, et = types[r]
-                out[r] = np.zeros((0, length) + tuple(dims), np.dtype(numpy_dtype(et)))
+                out[r] = (np.zeros((0, length) + tuple(max(d, 0) for d in dims),
+                                   np.dtype(numpy_dtype(et))), -1 not in dims)
         return out
     types = _types(spec, body, _feeds(spec, args, params))
     for form in spec.concats:
         r = form.result_pos
         if r in wanted and r < len(types) and types[r] is not None:
             dims, et = types[r]
-            out[r] = stacked_empty(form, dims, np.dtype(numpy_dtype(et)))
+            out[r] = (stacked_empty(form, tuple(max(d, 0) for d in dims),
+                                    np.dtype(numpy_dtype(et))), -1 not in dims)
     return out
 
 

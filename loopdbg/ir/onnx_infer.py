@@ -31,7 +31,8 @@ def output_types(body: bytes, opsets: Mapping[str, int], feeds: Mapping[str, tup
                  ) -> list[tuple[tuple[int, ...], str] | None]:
     """For each output of the body graph ``body``, its (shape, element type) once the inputs
     named in ``feeds`` are tensors of the given (shape, numpy dtype) — inputs of the body or
-    values it reads from enclosing graphs — or None where inference leaves it open."""
+    values it reads from enclosing graphs — with -1 for a dim inference leaves open, or None
+    where it leaves the rank (or the type) open."""
     import onnx
     from onnx import helper
 
@@ -61,9 +62,9 @@ def output_types(body: bytes, opsets: Mapping[str, int], feeds: Mapping[str, tup
     for out in inferred.graph.output:
         tt = out.type.tensor_type if out.type.HasField("tensor_type") else None
         et = ONNX_TYPES.get(tt.elem_type) if tt is not None else None
-        if tt is None or et is None or not tt.HasField("shape") or \
-                not all(d.HasField("dim_value") for d in tt.shape.dim):
+        if tt is None or et is None or not tt.HasField("shape"):
             found.append(None)
             continue
-        found.append((tuple(int(d.dim_value) for d in tt.shape.dim), et))
+        found.append((tuple(int(d.dim_value) if d.HasField("dim_value") else -1
+                            for d in tt.shape.dim), et))
     return found
