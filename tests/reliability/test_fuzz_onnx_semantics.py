@@ -139,28 +139,27 @@ def ref_departs(case: Case, name: str, ours, theirs) -> str | None:
     return None
 
 
-def loop_without_cond(graph) -> bool:
-    """Does ``graph`` (or a graph in it) hold a Loop whose ``cond`` input is omitted?"""
+def any_node(graph, test) -> bool:
+    """Does ``graph`` or a graph in it hold a node for which ``test(node)`` is true?"""
     for node in graph.node:
-        if node.op_type == "Loop" and (len(node.input) < 2 or not node.input[1]):
+        if test(node):
             return True
         for a in node.attribute:
             subs = [a.g] if a.type == a.GRAPH else list(a.graphs)
-            if any(loop_without_cond(g) for g in subs):
+            if any(any_node(g, test) for g in subs):
                 return True
     return False
+
+
+def loop_without_cond(graph) -> bool:
+    """Does ``graph`` (or a graph in it) hold a Loop whose ``cond`` input is omitted?"""
+    return any_node(graph, lambda n: n.op_type == "Loop" and
+                    (len(n.input) < 2 or not n.input[1]))
 
 
 def makes_empty_optional(graph) -> bool:
     """Does ``graph`` (or a graph in it) make an empty optional (``Optional`` without input)?"""
-    for node in graph.node:
-        if node.op_type == "Optional" and not any(node.input):
-            return True
-        for a in node.attribute:
-            subs = [a.g] if a.type == a.GRAPH else list(a.graphs)
-            if any(makes_empty_optional(g) for g in subs):
-                return True
-    return False
+    return any_node(graph, lambda n: n.op_type == "Optional" and not any(n.input))
 
 
 def _vstacked(shape: tuple) -> tuple:
