@@ -153,3 +153,20 @@ def test_check_says_onnxruntime_looks_wrong_when_it_dies_on_a_zero_length_scan(t
     assert verdict.startswith("verdict: onnxruntime looks wrong: onnxruntime crashed"), out
     assert "zero-length axis" in verdict and "loopdbg's own run finished" in verdict
     assert "(0, 2)" in out                         # loopdbg's own output is shown
+
+
+@pytest.mark.oracle
+@pytest.mark.skipif(not onnxruntime_installed(), reason="onnxruntime is missing")
+def test_check_against_with_runtimes_judges_onnxruntime_by_its_known_departures(tmp_path,
+                                                                                capsys):
+    """Both runtimes differ from loopdbg alike (the same model twice): the plain rule (the other
+    runtime agrees with loopdbg) cannot judge, the known departure can."""
+    m, feeds = loop_scanning_iteration_num()
+    onnx.save(m, str(tmp_path / "reference.onnx"))
+    _check(tmp_path, capsys, m, feeds)                  # writes model.onnx and inputs.npz
+    main(["check", str(tmp_path / "model.onnx"), str(tmp_path / "inputs.npz"), "--against",
+          str(tmp_path / "reference.onnx"), "--runtimes"])
+    out = capsys.readouterr().out
+    assert "onnxruntime looks wrong on model.onnx" in out
+    assert "onnxruntime looks wrong on reference.onnx" in out
+    assert "iteration_num passed straight through" in out.strip().splitlines()[-1]
