@@ -46,6 +46,7 @@ class Finding:
 
     def line(self) -> str:
         rule = (f"rule {self.rule} of docs/semantics.md" if self.rule is not None
+                else "docs/semantics.md, ONNX" if self.aspect.startswith("a departure of")
                 else "no rule of docs/semantics.md")
         affects = ""
         if self.outputs:

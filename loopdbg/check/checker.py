@@ -42,6 +42,7 @@ from loopdbg.check.extract_onnx import is_batch_loop
 from loopdbg.check.oracle import (CheckUnavailable, Oracle, OracleFailure, default_runtime,
                                   require_runtime)
 from loopdbg.check.results import CheckReport, Divergence, LoopCheck
+from loopdbg.check.runtime_departures import DEPARTS, onnxruntime_death, onnxruntime_departure
 from loopdbg.engine import events as ev
 from loopdbg.engine.inputs import match_inputs
 from loopdbg.engine.loopspec import LoopSpec
@@ -292,6 +293,10 @@ class _Check:
             graph = self.model.graph
             for k, c in failing:
                 ups = bk.upstream_loops(graph, graph.results[k], self.paths_by_layer)
+                departs = self._runtime_departure(report, runs, ups, c)
+                if departs is not None:
+                    findings.append(departs)
+                    continue
                 here: list[bk.Finding] = []
                 for path, port in ups:
                     spec = self.engine.loops[path]
@@ -303,12 +308,32 @@ class _Check:
                 if ups and not here:
                     here.append(bk.unexplained(ups[0][0], c.name, c))
                 findings += here
+        died = None
         if report.runtime_error is not None and report.divergence is None:
             for spec in self.engine.loops.values():
                 findings += self._loop_findings(spec, runs, notices)
+            if self.oracle.runtime == "onnxruntime" and report.runtime_failure == "crash":
+                died = onnxruntime_death(self.engine.loops, runs)
+                findings += [bk.Finding(path, DEPARTS, None, why) for path, why in died[:1]]
         report.findings = bk.merge(findings)
+        report.runtime_wrong = bool(died) or (bool(failing) and report.divergence is None and all(
+            any(f.aspect == DEPARTS and c.name in f.outputs for f in report.findings)
+            for _, c in failing))
         report.confirmed = self.per_iteration and report.bodies_agree and \
             report.divergence is None
+
+    def _runtime_departure(self, report: CheckReport, runs, ups, c) -> bk.Finding | None:
+        """A difference in an output that one of onnxruntime's known departures from the
+        ONNX text explains (``runtime_departures``), as a finding."""
+        if self.oracle.runtime != "onnxruntime" or not ups or ups[0][1] is None:
+            return None
+        path, port = ups[0]
+        why = onnxruntime_departure(self.engine.loops[path], self.engine.loops, runs, port,
+                                    report.loopdbg_outputs.get(c.name),
+                                    report.runtime_outputs.get(c.name))
+        if why is None:
+            return None
+        return bk.Finding(path, DEPARTS, None, why, (c.name,))
 
     def _loop_findings(self, spec: LoopSpec, *args) -> list[bk.Finding]:
         """``bookkeeping``'s findings: rules about where loopdbg and OpenVINO part ways, so

@@ -53,6 +53,7 @@ def _check(r) -> dict:
         "findings": [{"loop": f.path, "aspect": f.aspect, "rule": f.rule, "text": f.text,
                       "outputs": list(f.outputs)} for f in r.findings],
         "confirmed": r.confirmed,
+        "runtime_looks_wrong": r.runtime_wrong,
         "notices": [{"loop": p, "text": t, "rule": rule} for p, t, rule in r.notices],
         "notes": list(r.notes),
     }

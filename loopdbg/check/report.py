@@ -55,6 +55,11 @@ def verdict(r: CheckReport) -> str:
         scope = " (outputs and every body iteration)" if r.per_iteration else " (outputs)"
         return f"loopdbg and {r.runtime} agree{scope}."
     if code == 2 and r.runtime_error is not None and r.divergence is None:
+        if r.runtime_wrong:
+            said = "; ".join(dict.fromkeys(f.text for f in r.findings if f.rule is None))
+            return (f"{r.runtime} looks wrong: {r.runtime_error}, where it is known to fail "
+                    f"({said}; see docs/semantics.md); loopdbg's own run finished (its outputs "
+                    f"are above).")
         return (f"could not compare: {r.runtime_error}; loopdbg's own run finished (its "
                 f"outputs are above).")
     if code == 2:
@@ -68,6 +73,10 @@ def verdict(r: CheckReport) -> str:
         return f"divergence in {d.where}: {d.what}."
     if r.runtime_error is not None:
         return f"{r.runtime} failed to run the model where loopdbg did not."
+    if r.runtime_wrong:
+        said = "; ".join(dict.fromkeys(f.text for f in r.findings))
+        return (f"{r.runtime} looks wrong: it departs from the ONNX text in a known way "
+                f"({said}; see docs/semantics.md), and loopdbg follows the text.")
     if r.confirmed and r.findings:
         return (f"the outputs differ but every body iteration agrees: the difference lies in "
                 f"the loop's own bookkeeping ({_aspects(r)}).")
@@ -154,13 +163,17 @@ def divergence_lines(d: Divergence) -> list[str]:
 
 
 def _findings(r: CheckReport) -> list[str]:
-    if r.runtime_error is not None and r.divergence is None:
+    if r.runtime_error is not None and r.divergence is None and r.runtime_wrong:
+        head = f"{r.runtime} failed where loopdbg did not, as it is known to:"
+    elif r.runtime_error is not None and r.divergence is None:
         head = (f"{r.runtime} failed where loopdbg did not" + (" and every body iteration agrees"
                                                           if r.confirmed else "")
                 + "; what in the loops' bookkeeping may explain it:")
     elif r.divergence is not None and r.divergence.inner is not None:
         head = (f"the value differs at the output of nested loop '{r.divergence.inner}', whose "
                 f"body agrees at every iteration: the difference lies in its bookkeeping:")
+    elif r.runtime_wrong:
+        head = f"the outputs differ where {r.runtime} departs from the ONNX text:"
     elif r.confirmed:
         head = ("the outputs differ but every body iteration agrees: the difference lies in the "
                 "loop's own bookkeeping:")

@@ -105,6 +105,7 @@ class CheckReport:
     divergence: Divergence | None = None
     findings: list[bk.Finding] = field(default_factory=list)
     confirmed: bool = False               # the findings follow from bodies that all agree
+    runtime_wrong: bool = False           # every differing output is a known runtime departure
     notices: list[tuple] = field(default_factory=list)    # loopdbg's reports: (path, text, rule)
     notes: list[str] = field(default_factory=list)
     capped: bool = False                  # loopdbg stopped a loop at max_iterations

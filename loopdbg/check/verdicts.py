@@ -9,7 +9,9 @@ compared two by two (``OutputAgreement``), and each runtime gets a ``Judgement``
 * it differs, while loopdbg gives the same numbers on both models and the other runtime agrees
   with loopdbg (or could not say): the runtime looks wrong, from the iteration where its check
   found the first divergence (or, when every body iteration agrees, in the loop's bookkeeping);
-* it differs and the models differ in loopdbg too: nothing plain can be said of the runtime.
+* it differs and the models differ in loopdbg too: nothing plain can be said of the runtime;
+* its own check found one of onnxruntime's known departures from the ONNX text
+  (``runtime_departures``): it looks wrong, whatever the other model does.
 
 And when the models differ in loopdbg while each runtime agrees with loopdbg on its own model,
 the conversion itself changed what the model computes.
@@ -108,6 +110,12 @@ def judge(r: AgainstReport) -> list[Judgement]:
     ra, rb = r.runtime_checks.get(MODEL), r.runtime_checks.get(REFERENCE)
     same = r.conversion_ok
     for mine, other, path in ((ra, rb, r.model), (rb, ra, r.reference)):
+        if mine is not None and mine.runtime_wrong:     # a known departure from the ONNX text
+            said = "; ".join(dict.fromkeys(f.text for f in mine.findings if f.rule is None))
+            out.append(Judgement(mine.runtime, path, True,
+                                 f"{mine.runtime} looks wrong on {_name(path)}: it departs from "
+                                 f"the ONNX text in a known way ({said}; see docs/semantics.md)."))
+            continue
         if mine is None or mine.runtime_error is not None:
             continue
         if mine.outputs_agree and mine.divergence is None:

@@ -16,6 +16,7 @@ import numpy as np
 from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.open_scans import open_outputs, zero_trip_scans
 from loopdbg.engine.slicing import Chunks, chunks, is_canonical
 from loopdbg.errors import LoopdbgError, ResourceLimitError, RunError
 from loopdbg.ir import model as irm
@@ -43,7 +44,7 @@ def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
     is_loop = spec.kind == "Loop"
     params: list = [None] * len(spec.param_names)
     for pos, ext in spec.merged + spec.invariant:
-        params[pos] = _external(spec, args, ext)
+        params[pos] = _external(spec, args, ext, pos in spec.may_be_empty)
     sliced = [(f.pos, _chunks(spec, f, args)) for f in spec.sliced]
 
     if is_loop:
@@ -57,7 +58,7 @@ def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
     if trip == 0 or not exec_cond:
         reason = (ev.STOP_NOT_STARTED if not exec_cond else
                   ev.STOP_ZERO_TRIP if is_loop else ev.STOP_SLICES)
-        outputs = yield from _zero_iteration_outputs(spec, ctx, args)
+        outputs = yield from _zero_iteration_outputs(spec, ctx, args, params)
         finished = ev.LoopFinished(path, 0, reason, _named(spec, outputs), outer)
         ctx.loops.append(finished)
         yield finished
@@ -193,7 +194,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
             for p, r, dt in back_edges:                       # rule 5: all at once
                 v = outs[r]
                 if dt is not None and (vd := getattr(v, "dtype", None)) is not dt and vd != dt:
-                    raise dtype_changed(spec, p, r, dt, v, i - 1)
+                    same_dtype(spec, p, r, dt, v, i - 1)
                 params[p] = v
             if cond_param is not None:
                 params[cond_param] = np.asarray(cond)
@@ -263,9 +264,11 @@ def steady(new: tuple, old: tuple, keys: tuple) -> bool | None:
 
 def same_dtype(spec: LoopSpec, p: int, r: int, dt, v, i: int) -> None:
     """Rule 5: a back edge keeps its dtype (values without one, ONNX sequences and optionals,
-    are not checked)."""
+    are not checked; an ONNX optional may become empty)."""
     vd = getattr(v, "dtype", None)
     if dt is not None and vd is not dt and vd != dt:
+        if v is None and p in spec.may_be_empty:    # ONNX Loop-16: an optional made empty
+            return
         raise dtype_changed(spec, p, r, dt, v, i)
 
 
@@ -337,8 +340,10 @@ def dtype_changed(spec: LoopSpec, p: int, r: int, dt, v, i: int) -> RunError:
 
 
 # -- setting up -------------------------------------------------------------------------------
-def _external(spec: LoopSpec, args: tuple, ext: int):
-    if not 0 <= ext < len(args) or args[ext] is None:     # -1 would read the last input
+def _external(spec: LoopSpec, args: tuple, ext: int, may_be_empty: bool = False):
+    """External input ``ext``; None (an unconnected input) only where an ONNX body takes an
+    empty optional (``LoopSpec.may_be_empty``)."""
+    if not 0 <= ext < len(args) or (args[ext] is None and not may_be_empty):  # -1: the last
         raise RunError(f"{spec.where}{spec.layer.describe()}: the port map reads input {ext}, "
                        f"which is not connected.", loop_path=spec.path)
     return args[ext]
@@ -419,12 +424,21 @@ def _setup_notices(spec: LoopSpec, ctx: RunContext, args):
                          "nothing, so it runs once."), 12)
 
 
-def _zero_iteration_outputs(spec: LoopSpec, ctx: RunContext, args):
+def _zero_iteration_outputs(spec: LoopSpec, ctx: RunContext, args, params):
     """Rule 6: outputs of a loop whose body never ran."""
     outputs = []
+    open_ = open_outputs(spec)
+    fixed = zero_trip_scans(spec, args, params) if open_ else {}
     for o in spec.outputs:
         if o.kind == irm.CONCAT:
-            outputs.append(spec.empty_concat(o))
+            value, exact = fixed.get(o.result_pos, (None, False))
+            outputs.append(spec.empty_concat(o) if value is None else value)
+            if o.result_pos in open_ and not exact:
+                yield from _notice(ctx, spec.path,
+                                   f"loop '{spec.path}' ran zero iterations, and neither the "
+                                   f"model nor shape inference on this run's inputs fixes the "
+                                   f"shape of one value of scan output '{o.name}'; loopdbg gives "
+                                   f"shape {outputs[-1].shape} (0 for each dim left open).", 6)
             continue
         ext = spec.merged_source(o.result_pos)
         if ext is not None:

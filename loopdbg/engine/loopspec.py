@@ -15,6 +15,7 @@ import numpy as np
 from loopdbg.errors import ModelError, RunError
 from loopdbg.ir import model as irm
 from loopdbg.ir.model import Layer, SubGraph
+from loopdbg.ir.onnx_names import OPTIONAL, OPTIONAL_SEQUENCE, VALUE_KIND
 from loopdbg.engine.plan import GraphPlan
 
 
@@ -134,6 +135,22 @@ class LoopSpec:
             if p in merged_pos or p == self.current_iteration or p == self.condition_param:
                 self.back_edges.append((p, r))
         self.cur_fed_back = any(p == self.current_iteration for p, _ in self.back_edges)
+        self.may_be_empty = self._may_be_empty()
+
+    def _may_be_empty(self) -> frozenset[int]:
+        """ONNX: the body Parameters that may hold an empty optional (None). A carried value
+        whose body input is an optional (or has no declared type) may start empty and be made
+        empty (Loop-16); a value read from an enclosing graph (an invariant input) is whatever
+        that graph holds, an empty optional too."""
+        if not self.onnx:
+            return frozenset()
+        empty = {pos for pos, _ in self.invariant}
+        for pos, _ in self.merged:
+            data = self.body.graph.layers[self.body.param_ids[pos]].data
+            if data.get(VALUE_KIND) in (OPTIONAL, OPTIONAL_SEQUENCE) or \
+                    (data.get("element_type") == "dynamic" and data.get("shape") == "..."):
+                empty.add(pos)
+        return frozenset(empty)
 
     def _current_iteration_type(self, pos: int) -> None:
         from loopdbg.ir.elements import numpy_dtype

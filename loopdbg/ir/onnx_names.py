@@ -12,6 +12,14 @@ NODE_PROTO = "onnx_node_proto"
 # attributes onnx.reference runs as graphs of their own (SequenceMap, FlexAttention).
 OPSETS = "onnx_opsets"
 
+# ``Layer.data`` keys of an ONNX Loop/Scan whose scan outputs have shapes the file leaves open: its
+# body graph (a serialized GraphProto) and those outputs' positions among the body's outputs, for
+# the element shapes of a run of zero iterations (``loopdbg/ir/onnx_infer.py``).
+BODY_PROTO = "onnx_body_proto"
+OPEN_OUTPUTS = "onnx_open_outputs"
+# ... and on the batch loop of a Scan-8 (whose body is the Scan's body), its number of states.
+SCAN8_STATES = "onnx_scan8_states"
+
 # ``Layer.data`` key of a Parameter that is not a tensor: one of the kinds below (its
 # ``element_type`` and ``shape`` then describe the tensors in it).
 VALUE_KIND = "onnx_value_kind"

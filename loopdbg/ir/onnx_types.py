@@ -98,8 +98,9 @@ def collect_types(graph, types: dict[str, TensorType]) -> None:
         t = tensor_type(vi.type)
         if t is not None and vi.name and (vi.name not in types or t.dims is not None):
             types[vi.name] = t
-    for init in graph.initializer:
-        if init.name and init.name not in types:
+    for init in graph.initializer:        # its shape is fixed, whatever a value_info leaves open
+        known = types.get(init.name)
+        if init.name and (known is None or known.dims is None or -1 in known.dims):
             types[init.name] = TensorType(ONNX_TYPES.get(init.data_type, "dynamic"),
                                           tuple(int(d) for d in init.dims))
     for node in graph.node:

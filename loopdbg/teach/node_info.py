@@ -8,10 +8,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from loopdbg.ir.onnx_names import NODE_PROTO, OPSETS
+from loopdbg.ir.onnx_names import BODY_PROTO, NODE_PROTO, OPEN_OUTPUTS, OPSETS
 from loopdbg.teach.pseudocode import source_name
 
-HIDDEN = (NODE_PROTO, OPSETS)
+HIDDEN = (NODE_PROTO, OPSETS, BODY_PROTO, OPEN_OUTPUTS)
 MAX_ATTR = 120               # characters of an attribute value shown
 
 

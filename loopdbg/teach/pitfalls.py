@@ -63,7 +63,7 @@ def pitfalls(spec: LoopSpec, mode: modes.Mode, static: modes.Mode) -> list[dict]
             "the trip count is negative (no limit) and the conditions are constant true: this "
             "loop never stops on its own; run it with --max-iterations N.")
     elif static.depends_on_inputs and static.execution_condition is True and \
-            static.body_condition is True:
+            static.body_condition is True and not spec.onnx:    # ONNX: a negative M runs none
         add("may_be_infinite",
             f"the trip count comes from '{outer_name(spec, 0)}' and nothing else can stop the "
             f"loop: a negative value makes it run forever.")
