@@ -3,6 +3,7 @@ iteration, the value each body assignment gave in it (``// = ...``, the graph's 
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -17,6 +18,14 @@ from loopdbg.tui.widgets.valuetext import value_text
 
 
 _NONE = object()
+
+
+def segments(text: Text, console) -> list[Segment]:
+    """A Text as segments, its own style kept: ``Text.render`` drops the Text's style when it
+    has no spans (a whole line in reverse video would be drawn plain)."""
+    if text.style and not text.spans:
+        return [Segment(text.plain, console.get_style(text.style))] if text.plain else []
+    return list(text.render(console))
 
 
 def phase_of(stop) -> str:
@@ -83,7 +92,7 @@ class Lines(Widget):
             if text.cell_len > width:
                 text = text.copy()
                 text.truncate(width, overflow="ellipsis")
-            strip = Strip(text.render(self.app.console)).apply_style(style)
+            strip = Strip(segments(text, self.app.console)).apply_style(style)
             strip = self._strips[y] = strip.extend_cell_length(width, style)
         return strip
 
