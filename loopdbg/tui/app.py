@@ -27,6 +27,7 @@ from textual.widgets import Header, RichLog, TabbedContent, TabPane
 from loopdbg.debug.report import headline
 from loopdbg.debug.session import Session, Stop
 from loopdbg.tui.commands import LoopdbgCommands
+from loopdbg.tui.guard import Guarded, describe
 from loopdbg.tui.messages import Busy, GoTo, InspectValue, Stopped
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.prompts import PromptActions
@@ -57,7 +58,7 @@ TALL_HEIGHT = 56            # from here: the tabs grow with the terminal
 ZOOMS = ("zoom-graph", "zoom-side", "zoom-tabs")
 
 
-class LoopdbgApp(PromptActions, App):
+class LoopdbgApp(Guarded, PromptActions, App):
     """loopdbg's UI.
 
     n next · N back · s step (into / node by node) · f finish · c continue · space pause ·
@@ -111,6 +112,8 @@ class LoopdbgApp(PromptActions, App):
         self.view = View(session.stop, session)
         self.panels: list[Panel] = []
         self.engine = EngineThread(session, self._stopped_in_thread)
+        self.internal_errors: list[BaseException] = []
+        self._up = False                 # the screen is built: errors are reported, not fatal
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -148,6 +151,7 @@ class LoopdbgApp(PromptActions, App):
             self.notify(note, markup=False, timeout=6)
         self.refresh_all(self.session.stop)
         self.graph.focus()
+        self._up = True
         if self.autostart:
             self.action_command("step")
 
@@ -274,7 +278,12 @@ class LoopdbgApp(PromptActions, App):
         self.view = view
         self.last_stop = view.stop
         for panel in self.panels:
-            panel.show(view)
+            try:
+                panel.show(view)
+            except Exception as exc:  # noqa: BLE001 - one panel failing leaves the others shown
+                if self.RAISE_INTERNAL_ERRORS:
+                    raise
+                self.report_internal_error(exc, type(panel).__name__)
 
     def show_again(self, stop: Stop | None = None) -> None:
         """Show the current stop again: breakpoints or watches changed (or the stop's watches)."""
@@ -282,6 +291,33 @@ class LoopdbgApp(PromptActions, App):
 
     def log_line(self, text: str) -> None:
         self.query_one("#log", RichLog).write(Text(text))
+
+    # -- internal errors (loopdbg.tui.guard) ----------------------------------------------------
+    RAISE_INTERNAL_ERRORS = False    # tests: a bug fails the test instead of being logged
+
+    def _handle_exception(self, error: Exception) -> None:
+        if not self._up or self.RAISE_INTERNAL_ERRORS:
+            super()._handle_exception(error)
+            return
+        self.report_internal_error(error, "the screen")
+
+    def report_internal_error(self, exc: BaseException, where: str) -> None:
+        """Show an unexpected exception in the Log and a notification; the UI stays up. The same
+        error again (a panel failing at every stop) is counted, not shown again."""
+        self.internal_errors.append(exc)
+        key = (where, type(exc).__name__, str(exc))
+        seen = self.__dict__.setdefault("_errors_seen", set())
+        if key in seen:
+            return
+        seen.add(key)
+        lines = describe(exc, where)
+        try:
+            for line in lines:
+                self.log_line(line)
+            self.notify(lines[0] + " — see the Log tab", severity="error", markup=False,
+                        timeout=10)
+        except Exception:  # noqa: BLE001 - the Log itself failing must not end the UI either
+            pass
 
     # -- leaving ------------------------------------------------------------------------------
     STOP_TIMEOUT = 0.6       # seconds quitting waits for the engine thread to see the cancel

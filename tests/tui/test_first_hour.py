@@ -7,10 +7,12 @@ import pytest
 
 pytest.importorskip("textual")
 
-from screen import model_files, press, rows_of, settle, style_at  # noqa: E402
+from textual.widgets import Static  # noqa: E402
+from screen import model_files, press, rows_of, screen_text, settle, style_at  # noqa: E402
 
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
+from loopdbg.tui.panel import Panel, View  # noqa: E402
 from loopdbg.tui.widgets.code import PseudoCode  # noqa: E402
 
 SIZE = (160, 48)
@@ -44,3 +46,59 @@ async def test_the_current_pseudocode_line_is_drawn_in_reverse_video():
         lit = lit_rows(app, app.query_one(PseudoCode))
         assert len(lit) == 1, lit
         assert stop.node.layer.name in lit[0]
+
+
+# -- 2. no path ends the UI with a traceback -------------------------------------------------------
+
+async def test_the_plot_extra_installed_while_the_ui_is_open_does_not_crash_it(monkeypatch):
+    from loopdbg.tui.widgets import plot
+
+    monkeypatch.setattr(plot, "plot_widget", lambda: None)          # not installed at compose
+    app = app_for("while_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(plot, "plot_widget", lambda: Static)    # "installed" since
+        app.query_one(plot.PlotPanel).set_expressions(["x_next[0]"])
+        await press(pilot, "n")
+        assert "start loopdbg again" in str(app.query_one("#plot-note").render())
+        assert app.is_running
+
+
+class Exploding(Panel, Static):
+    """A panel whose show fails after the first stop, and whose key handler fails."""
+
+    TAB, TAB_ID, ID = "Boom", "tab-boom", "boom"
+    can_focus = True
+
+    def show(self, view: View) -> None:
+        if view.event is not None and view.event.iteration >= 1:
+            raise RuntimeError("the panel broke")
+
+    def on_key(self, event) -> None:
+        if event.key == "x":
+            raise KeyError("x key broke")
+
+
+async def test_a_panel_that_raises_is_shown_in_the_log_and_the_ui_stays_up(monkeypatch):
+    import loopdbg.tui.app as app_module
+
+    monkeypatch.setattr(app_module.LoopdbgApp, "RAISE_INTERNAL_ERRORS", False)
+    monkeypatch.setattr(app_module, "PANELS", (*app_module.PANELS, Exploding))
+    app = app_for("while_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "n", "n")                     # show raises at iterations 1 and 2
+        assert app.is_running and app.session.current.iteration == 2
+        app.query_one(Exploding).focus()
+        await press(pilot, "x", "n")                     # its key handler raises
+        assert app.is_running and app.session.current.iteration == 3
+        app.query_one("#tabs").active = "tab-log"
+        await pilot.pause()
+        assert "x key broke" in "\n".join(screen_text(app))     # the Log's newest lines
+        log = "\n".join(strip.text for strip in app.query_one("#log").lines)
+        assert "internal error in Exploding: RuntimeError: the panel broke" in log
+        assert "KeyError" in log and "x key broke" in log
+        assert log.count("the panel broke") >= 1 and len(app.internal_errors) >= 3
+        # the other panels still follow the stops
+        assert "3" in app.query_one("#state").render().plain
+    assert app.return_code in (0, None)
