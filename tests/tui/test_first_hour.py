@@ -13,6 +13,7 @@ from screen import model_files, press, rows_of, screen_text, settle, style_at  #
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
 from loopdbg.tui.panel import Panel, View  # noqa: E402
+from loopdbg.tui.screens.prompt import PromptBar, PromptInput  # noqa: E402
 from loopdbg.tui.widgets.code import PseudoCode  # noqa: E402
 
 SIZE = (160, 48)
@@ -102,3 +103,80 @@ async def test_a_panel_that_raises_is_shown_in_the_log_and_the_ui_stays_up(monke
         # the other panels still follow the stops
         assert "3" in app.query_one("#state").render().plain
     assert app.return_code in (0, None)
+
+
+# -- 3. dotted PyTorch names, Tab completion in every prompt ---------------------------------------
+
+async def test_a_torchscript_name_with_a_dot_is_a_breakpoint_and_a_value_to_inspect():
+    app = app_for("tacotron_decoder")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "b", *"norm(h1.13) > 0", "enter")
+        assert not app.query_one(PromptBar).open
+        assert [bp.text for bp in app.session.breakpoints.items.values()] == ["norm(h1.13) > 0"]
+        await press(pilot, "i", *"h1.13.shape", "enter")
+        inspected = app.query_one("#inspect-view").render().plain
+        assert "[ 1 24]" in inspected           # its shape, (1, 24)
+
+
+def clear(app) -> None:
+    app.query_one(PromptInput).value = ""
+
+
+async def prompt_after_tab(pilot, key: str, typed: str, tabs: int = 1):
+    """Open the prompt of ``key``, clear it, type ``typed`` and press Tab."""
+    app = pilot.app
+    await press(pilot, key)
+    clear(app)
+    await pilot.press(*typed)
+    for _ in range(tabs):
+        await press(pilot, "tab")
+    bar = app.query_one(PromptBar)
+    assert bar.open and app.focused is app.query_one(PromptInput)   # Tab stayed in the prompt
+    rows = "\n".join(strip.text for _, strip in rows_of(app, bar))
+    return app.query_one(PromptInput).value, rows
+
+
+async def test_tab_completes_names_and_functions_in_every_expression_prompt():
+    app = app_for("while_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key in ("b", "w", "i", "p"):
+            value, _ = await prompt_after_tab(pilot, key, "kee")
+            assert value.endswith("keep_going"), key
+            await press(pilot, "escape")
+            value, rows = await prompt_after_tab(pilot, key, "x")  # several: listed
+            assert value.endswith("x")
+            assert "x_next" in rows and "x_next/result" in rows
+            await press(pilot, *"_n", "tab")
+            assert app.query_one(PromptInput).value.endswith("x_next")
+            clear(app)
+            await press(pilot, *"nor", "tab")
+            assert app.query_one(PromptInput).value == "norm("
+            await press(pilot, "escape")
+
+
+async def test_tab_completes_loop_paths_at_the_go_to_prompt_and_names_at_find():
+    app = app_for("nested_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        loops = list(app.session.engine.loops)
+        inner = [p for p in loops if "/" in p][0]
+        value, _ = await prompt_after_tab(pilot, "colon", inner[:len(inner) - 2])
+        assert value == inner + " "
+        await press(pilot, "escape")
+        value, rows = await prompt_after_tab(pilot, "slash", "zzz")
+        assert "nothing to complete" in rows
+
+
+async def test_a_click_outside_the_prompt_gives_it_up():
+    app = app_for("while_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "b", *"i ==")
+        await pilot.click("#graph")
+        await settle(pilot)
+        assert not app.query_one(PromptBar).open
+        assert "i ==" not in "\n".join(screen_text(app))
+        await press(pilot, "n")                       # keys go to the debugger again
+        assert app.session.current.iteration == 1

@@ -54,6 +54,11 @@ class PlotPanel(Panel, Vertical):
         self._view = view
         if self.expressions:
             self._draw()
+        elif view.event is not None and view.event.spec.param_names:
+            name = view.event.spec.param_names[0]
+            example = f"mean({name})" if name.isidentifier() else f'mean(t["{name}"])'
+            self.query_one("#plot-note", Static).update(plain(
+                f"press p to plot an expression over the iterations, e.g. {example}", "dim"))
 
     def set_expressions(self, texts: list[str]) -> None:
         self.expressions = texts
