@@ -15,6 +15,7 @@ import numpy as np
 
 from loopdbg.debug.stop import END, ERROR, START, Stop
 from loopdbg.engine.events import STOP_TEXT
+from loopdbg.engine.trip import trip_text  # noqa: F401 - the faces say a trip count with it
 from loopdbg.ir.elements import dtype_name, is_ml_dtype
 from loopdbg.text import safe
 
@@ -104,7 +105,7 @@ def format_stop(stop: Stop, session=None) -> str:
         return "\n".join(map(safe, lines))
     if e is not None:
         spec = e.spec
-        trip = "no limit" if e.trip_count is None else str(e.trip_count)
+        trip = trip_text(e.trip_count)
         kind = spec.kind
         outer = f", outer iterations {list(e.outer)}" if e.outer else ""
         lines.append(f"  loop:          {safe(e.path)} ({kind}, trip count {trip}{outer})")

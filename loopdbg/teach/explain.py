@@ -120,10 +120,11 @@ def loop_facts(spec: LoopSpec, started=None, runs=None, *, inputs_given: bool = 
     static = modes.loop_mode(spec)
     mode = modes.loop_mode(spec, started) if started is not None else static
     facts: dict[str, Any] = {
-        "type": spec.kind,
+        "type": spec.source_kind,       # the model's word: an ONNX Scan is a Scan
         "name": spec.layer.name,
         "path": spec.path,
-        "mode": None if mode.depends_on_inputs else mode.mode,
+        "mode": None if mode.depends_on_inputs else (
+            "scan" if spec.source_kind == "Scan" else mode.mode),
         "depends_on_inputs": static.depends_on_inputs,
     }
     if mode.depends_on_inputs:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from loopdbg.engine.trip import UNBOUNDED, trip_text
 from loopdbg.teach.explain import RUN_BUDGET
 from loopdbg.text import safe
 
@@ -90,11 +91,13 @@ def _trip_line(t: dict) -> str:
         return "none (not connected: no limit)"
     if t["kind"] == "constant":
         v = t["value"]
+        if v in UNBOUNDED:
+            return f"{v} ({UNBOUNDED[v]}: no limit, a while loop)"
         return f"{v}" + (" (negative: no limit)" if v < 0 else "")
     text = _source_text(t)
     if "value" in t:
         v = t["value"]
-        text += f", {'no limit' if v is None else v} with the given inputs"
+        text += f", {trip_text(v)} with the given inputs"
     return text
 
 

@@ -180,3 +180,40 @@ async def test_a_click_outside_the_prompt_gives_it_up():
         assert "i ==" not in "\n".join(screen_text(app))
         await press(pilot, "n")                       # keys go to the debugger again
         assert app.session.current.iteration == 1
+
+
+# -- 4. 80x24: the state, the current pseudo-code line, the keys a first hour needs ----------------
+
+def footer_text(app) -> str:
+    return screen_text(app)[-1]
+
+
+async def test_at_80x24_the_current_code_line_and_the_first_hour_keys_are_on_screen():
+    app = app_for("while_loop")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await press(pilot, "s", "s")
+        code = app.query_one(PseudoCode)
+        assert code.parent.region.height >= 3
+        lit = lit_rows(app, code)
+        assert lit and app.session.stop.node.layer.name in lit[0]
+        footer = footer_text(app)
+        for key in ("n next", "s step", "c continue", "b break", "f finish", "i inspect",
+                    "z max", "q quit", "? help"):
+            assert key in footer, footer
+        await press(pilot, "n", "n")                  # the lit line follows, still in view
+        assert lit_rows(app, code)
+
+
+async def test_at_80x24_long_names_are_cut_in_the_middle_and_the_trip_count_is_one_line():
+    app = app_for("tacotron_decoder")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        state = [strip.text.strip(" │") for _, strip in rows_of(app, app.query_one("#state"))]
+        assert any(row.startswith("trips") and row.endswith("no limit (while)") for row in state)
+    app = app_for("crnn_text")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        state = [strip.text.strip(" │") for _, strip in rows_of(app, app.query_one("#state"))]
+        loop = [row for row in state if row.startswith("loop ")]
+        assert len(loop) == 1 and "…" in loop[0] and loop[0].endswith("/while"), state

@@ -386,3 +386,26 @@ def test_onnx_invariant_read_by_its_own_name_is_not_assigned_to_itself(tmp_path,
     for line in text.splitlines():
         left, _, right = line.strip().partition(" = ")
         assert not (right and right.split(";")[0] == left), line
+
+
+# ---------------------------------------------------------------------------------------------
+# TorchScript's while loops (issue 30): INT64_MAX trip count, a counter named by a number
+
+def test_a_torchscript_while_loop_reads_as_a_while_with_a_counter_called_i(capsys):
+    xml = Path(__file__).resolve().parents[1] / "converted" / "tacotron_decoder" / "model.xml"
+    if not xml.exists():
+        pytest.skip("no converted model")
+    assert main(["explain", str(xml)]) == 0
+    out = capsys.readouterr().out
+    assert "mode: while" in out
+    assert "trip count: 9223372036854775807 (INT64_MAX: no limit, a while loop)" in out
+    assert "for (i = 0; cond; i++) {" in out
+    assert "// i: the iteration counter (the model names it '57')" in out
+    assert "57 <" not in out and "9223372036854775807 &&" not in out
+
+
+def test_trip_text_says_no_limit_for_the_largest_integers():
+    from loopdbg.engine.trip import trip_text
+
+    assert trip_text(2**63 - 1) == trip_text(2**31 - 1) == "no limit (while)"
+    assert trip_text(None) == "no limit" and trip_text(7) == "7" and trip_text(2**31) == str(2**31)

@@ -144,6 +144,20 @@ class PseudoCode(Lines):
                     line.append(f"  // {safe(value_text(value, 28))}", style="dim cyan")
             out.append(line)
         self.set_lines(out)
+        lit = [y for y, (_, current, _) in enumerate(lines) if current]
+        if lit:
+            self.call_after_refresh(self._reveal, lit[0], lit[-1])
+
+    def _reveal(self, first: int, last: int) -> None:
+        """Scroll the pane to the lit lines when they are out of view (a short terminal gives
+        the pseudo-code a few rows: the current line must be one of them)."""
+        pane = self.parent
+        if pane is None or not pane.size.height:
+            return
+        top, rows = pane.scroll_offset.y, pane.size.height
+        if first < top or last >= top + rows:
+            pane.scroll_to(y=max(0, min(first - 1, last - rows + 1) if last - first < rows
+                                 else first), animate=False)
 
     _code_key = None
     _code_lines: list = []
