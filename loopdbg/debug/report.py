@@ -158,3 +158,24 @@ def format_watches(stop: Stop) -> str:
              [(f"{w.number}: {w.text}", err if err else value) for w, value, err in stop.watches],
              raw_errors=True)
     return "\n".join(safe(line[2:]) for line in lines)
+
+
+RANDOM_SOURCE = "random inputs"     # Session.source when loopdbg made the inputs up
+
+
+def random_inputs_note(inputs, model_path: str = "MODEL") -> str:
+    """Said when loopdbg made the inputs up: which, and how to give real ones."""
+    shapes = ", ".join(f"{safe(name)} {tuple(np.shape(v))}" for name, v in list(inputs.items())[:4])
+    more = ", ..." if len(inputs) > 4 else ""
+    return (f"no inputs given and no inputs.npz beside the model: loopdbg made up random ones "
+            f"({shapes}{more}); `loopdbg inputs {safe(model_path)} -o inputs.npz` writes them to "
+            f"edit")
+
+
+def random_failure_hint(inputs, model_path: str = "MODEL") -> str:
+    """Said when a run on made-up inputs failed: random shapes are often what a kernel refuses."""
+    name, value = next(iter(inputs.items()), ("NAME", np.zeros(2)))
+    dims = ",".join(str(d) for d in np.shape(value)) or "D1,D2"
+    return (f"the inputs are random data, and a kernel may fail on shapes the model does not "
+            f"expect: give real inputs, or inputs of the right shapes with `loopdbg inputs "
+            f"{safe(model_path)} --shape {safe(name)}={dims} -o inputs.npz` (edit the sizes)")

@@ -24,7 +24,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Header, RichLog, TabbedContent, TabPane
 
-from loopdbg.debug.report import headline
+from loopdbg.debug.report import (RANDOM_SOURCE, headline, random_failure_hint,
+                                  random_inputs_note)
 from loopdbg.debug.session import Session, Stop
 from loopdbg.tui.commands import LoopdbgCommands
 from loopdbg.tui.guard import Guarded, describe
@@ -146,7 +147,11 @@ class LoopdbgApp(Guarded, PromptActions, App):
         self.query_one("#side").border_title = "loop"
         self.log_line("loopdbg: press n for the next iteration, s to step, c to continue, "
                       "b to add a breakpoint, ? for help")
-        for note in self.notes:
+        notes = list(self.notes)
+        if self.random_inputs:
+            notes.append(random_inputs_note(self.session.inputs, self._model_path()))
+            self.sub_title = self.model_title = f"{self.model_title} · random inputs"
+        for note in notes:
             self.log_line(f"loopdbg: {note}")
             self.notify(note, markup=False, timeout=6)
         self.refresh_all(self.session.stop)
@@ -256,12 +261,24 @@ class LoopdbgApp(Guarded, PromptActions, App):
         if stop.kind in ("breakpoint", "nan", "error"):
             self.notify(headline(stop), severity="error" if stop.kind == "error" else "warning",
                         markup=False)
+        if stop.kind == "error" and self.random_inputs:
+            hint = random_failure_hint(self.session.inputs, self._model_path())
+            self.log_line(f"hint: {hint}")
+            self.notify(hint, markup=False, timeout=12)
         for n in self.session.notices[self._notices_shown:]:
             self.log_line(f"notice: {n.message}")
         self._notices_shown = len(self.session.notices)
 
     _notices_shown = 0
     _progress_timer = None
+
+    @property
+    def random_inputs(self) -> bool:
+        """loopdbg made the inputs up (none were given): the UI says so."""
+        return self.session.source == RANDOM_SOURCE
+
+    def _model_path(self) -> str:
+        return self.model_title.split(" · ")[0] or "MODEL"
     _running = ""
 
     @on(InspectValue)

@@ -217,3 +217,33 @@ async def test_at_80x24_long_names_are_cut_in_the_middle_and_the_trip_count_is_o
         state = [strip.text.strip(" │") for _, strip in rows_of(app, app.query_one("#state"))]
         loop = [row for row in state if row.startswith("loop ")]
         assert len(loop) == 1 and "…" in loop[0] and loop[0].endswith("/while"), state
+
+
+# -- 6. made-up inputs are announced; a failure on them points at `loopdbg inputs --shape` ---------
+
+async def test_random_inputs_are_announced_and_a_failure_on_them_suggests_inputs_shape():
+    xml, _ = model_files("failing_loop")
+    app = LoopdbgApp(Session.open(xml), title="failing_loop/model.xml")   # no inputs: random
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "random inputs" in screen_text(app)[0]                   # the header says so
+        await press(pilot, "c")
+        assert app.session.stop.kind == "error"
+        app.query_one("#tabs").active = "tab-log"
+        await pilot.pause()
+        log = " ".join(" ".join(strip.text for strip in app.query_one("#log").lines).split())
+        assert "loopdbg made up random ones" in log
+        assert "loopdbg inputs failing_loop/model.xml --shape" in log
+
+
+def test_loopdbg_run_on_random_inputs_that_fail_suggests_inputs_shape(tmp_path, capsys):
+    import shutil
+
+    from loopdbg.cli import main
+
+    xml, _ = model_files("failing_loop")
+    for f in ("model.xml", "model.bin"):
+        shutil.copy(xml.with_name(f), tmp_path / f)
+    assert main(["run", str(tmp_path / "model.xml")]) != 0
+    err = capsys.readouterr().err
+    assert "hint: the inputs are random data" in err and "--shape" in err
