@@ -53,7 +53,7 @@ def run(args) -> int:
         if made_up is not None:
             from loopdbg.debug.report import random_failure_hint
 
-            exc.args = (f"{exc.args[0]}\nhint: {random_failure_hint(made_up, str(args.model))}",)
+            exc.args = (f"{exc.args[0]} Hint: {random_failure_hint(made_up, str(args.model))}.",)
         raise
 
 

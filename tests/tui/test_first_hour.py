@@ -246,4 +246,4 @@ def test_loopdbg_run_on_random_inputs_that_fail_suggests_inputs_shape(tmp_path, 
         shutil.copy(xml.with_name(f), tmp_path / f)
     assert main(["run", str(tmp_path / "model.xml")]) != 0
     err = capsys.readouterr().err
-    assert "hint: the inputs are random data" in err and "--shape" in err
+    assert "Hint: the inputs are random data" in err and "--shape" in err
