@@ -12,9 +12,15 @@ from loopdbg.ir.model import Layer
 class IfSpec:
     """The two branches of an If layer, each a compiled plan with its input/output mapping."""
 
+    parent = ""                      # the loop path the If is in ("": the model's graph)
+
     def __init__(self, layer: Layer, branches: dict[str, GraphPlan], where: str):
         self.layer = layer
         self.where = where
+        # What the runs so far chose (explain and the debugger tell it): runs per branch, and
+        # the last condition value.
+        self.taken = {"then_body": 0, "else_body": 0}
+        self.last_condition = None
         self.branches = {}
         n_out = len(layer.outputs)
         for sub in layer.subgraphs:
@@ -45,7 +51,11 @@ class IfSpec:
         if cond.size != 1:
             raise RunError(f"{self.where}{self.layer.describe()}: the condition must hold one "
                            f"element, but it has shape {cond.shape}.")
-        plan, feeds, picks = self.branches["then_body" if bool(cond.reshape(())) else "else_body"]
+        value = bool(cond.reshape(()))
+        role = "then_body" if value else "else_body"
+        self.taken[role] += 1
+        self.last_condition = value
+        plan, feeds, picks = self.branches[role]
         values = [None] * len(plan.param_ids)
         for pos, ext in feeds:
             values[pos] = args[ext]

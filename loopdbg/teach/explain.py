@@ -53,7 +53,9 @@ def loop_starts(engine, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict, s
     try:
         with np.errstate(all="ignore"):
             for event in engine.run(inputs, max_iterations=RUN_BUDGET):
-                if isinstance(event, ev.LoopStarted):
+                if isinstance(event, ev.RunFinished):
+                    started.setdefault("", event)          # the model's outputs (if_facts)
+                elif isinstance(event, ev.LoopStarted):
                     started.setdefault(event.path, event)
                 elif isinstance(event, ev.LoopFinished):
                     runs.setdefault(event.path, []).append(
@@ -95,14 +97,48 @@ def explain(engine, inputs: Mapping[str, np.ndarray] | None = None, loop: str | 
     error = None
     if inputs is not None:
         started, runs, error = loop_starts(engine, inputs)
+    finished = started.pop("", None)
     facts = {"model": engine.file, "inputs_given": inputs is not None,
              "loops": [loop_facts(s, started.get(s.path), runs.get(s.path),
                                   inputs_given=inputs is not None) for s in specs]}
+    if loop is None:
+        facts["ifs"] = if_facts(engine, ran=inputs is not None and error is None)
+        if finished is not None and not specs:
+            facts["outputs"] = {name: {"shape": list(np.shape(v)), "dtype": str(np.asarray(v).dtype)}
+                                for name, v in finished.outputs.items()}
     if getattr(engine, "unsupported", None):
         facts["cannot_run"] = engine.unsupported
     if error is not None:
         facts["run_error"] = error
     return facts
+
+
+def if_facts(engine, ran: bool) -> list[dict]:
+    """Each If of the model (in loop bodies too): where it is, what feeds its condition and,
+    after a run, which branch ran (how often, and the last condition value)."""
+    out = []
+    for spec in engine.ifs.values():
+        layer = spec.layer
+        try:
+            condition = source_name(_graph_of(engine, spec), layer.id, 0)
+        except (KeyError, AttributeError):     # an If inside a branch: its graph is not at hand
+            condition = None
+        fact: dict[str, Any] = {"name": layer.name, "loop": spec.parent or None,
+                                "condition": condition}
+        if ran:
+            fact["then_runs"] = spec.taken["then_body"]
+            fact["else_runs"] = spec.taken["else_body"]
+            fact["last_condition"] = spec.last_condition
+        out.append(fact)
+    return out
+
+
+def _graph_of(engine, spec):
+    """The graph holding an If layer (to name what feeds it): the model's or a loop body's."""
+    if not spec.parent:
+        return engine.model.graph
+    loop = engine.loops.get(spec.parent)
+    return loop.body.graph if loop is not None else None
 
 
 def outermost_first(loops: Mapping[str, LoopSpec]) -> list[LoopSpec]:
