@@ -179,3 +179,24 @@ def random_failure_hint(inputs, model_path: str = "MODEL") -> str:
     return (f"the inputs are random data, and a kernel may fail on shapes the model does not "
             f"expect: give real inputs, or inputs of the right shapes with `loopdbg inputs "
             f"{safe(model_path)} --shape {safe(name)}={dims} -o inputs.npz` (edit the sizes)")
+
+
+def if_lines(engine) -> list[str]:
+    """Each If of the model with what the runs so far chose (the debugger's words for a model
+    whose control flow is If only)."""
+    out = []
+    for spec in engine.ifs.values():
+        text = spec.runs_text()
+        text = f"condition {text[2:]}" if text.startswith("= ") else text
+        where = f" in loop {safe(spec.parent)}" if spec.parent else ""
+        out.append(f"If {safe(spec.layer.name)}{where}: {text}")
+    return out
+
+
+def no_loop_text(engine) -> str:
+    """What the debugger says of a model without loops."""
+    n = len(engine.ifs)
+    ifs = f"; its control flow is {n} If node{'s' if n != 1 else ''}" if n else \
+        ", nor any If: no control flow"
+    return (f"this model has no loop (Loop, Scan or TensorIterator){ifs}. It runs once, from its "
+            f"inputs to its outputs: see the Outputs tab.")

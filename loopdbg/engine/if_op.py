@@ -9,6 +9,17 @@ from loopdbg.errors import ModelError, RunError
 from loopdbg.ir.model import Layer
 
 
+def runs_text(then: int, other: int, last) -> str:
+    """What the runs of an If chose, in words: "= true, ran the then branch", "not reached",
+    "ran 3 times: then 2, else 1 (last condition true)"."""
+    if then + other == 0:
+        return "not reached"
+    last = str(last).lower()
+    if then + other == 1:
+        return f"= {last}, ran the {'then' if then else 'else'} branch"
+    return f"ran {then + other} times: then {then}, else {other} (last condition {last})"
+
+
 class IfSpec:
     """The two branches of an If layer, each a compiled plan with its input/output mapping."""
 
@@ -45,6 +56,10 @@ class IfSpec:
             self.branches[sub.role] = (plan, feeds, picks)
         if set(self.branches) != {"then_body", "else_body"}:
             raise ModelError(f"{where}{layer.describe()} needs both then_body and else_body.")
+
+    def runs_text(self) -> str:
+        """What the runs so far chose (``runs_text``)."""
+        return runs_text(self.taken["then_body"], self.taken["else_body"], self.last_condition)
 
     def run(self, ctx, *args):
         cond = np.asarray(args[0])

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from loopdbg.engine.if_op import runs_text
 from loopdbg.engine.trip import UNBOUNDED, trip_text
 from loopdbg.teach.explain import RUN_BUDGET
 from loopdbg.text import safe
@@ -62,15 +63,8 @@ def _if_lines(ifs: list) -> list[str]:
         cond = f"condition {f['condition']}" if f["condition"] else "condition"
         line = f"  If {f['name']:<{width}}{where}: {cond}"
         if "then_runs" in f:
-            then, other = f["then_runs"], f["else_runs"]
-            if then + other == 0:
-                line += "; not reached"
-            elif then + other == 1:
-                taken = "then" if then else "else"
-                line += f" = {str(f['last_condition']).lower()}, ran the {taken} branch"
-            else:
-                line += (f"; ran {then + other} times: then {then}, else {other} (last "
-                         f"condition {str(f['last_condition']).lower()})")
+            text = runs_text(f["then_runs"], f["else_runs"], f["last_condition"])
+            line += f" {text}" if text.startswith("=") else f"; {text}"
         out.append(line)
     return out
 

@@ -257,6 +257,8 @@ class LoopdbgApp(Guarded, PromptActions, App):
             self.sub_title = self.model_title
         stop = message.stop
         self.refresh_all(stop)
+        if stop.kind == "end" and not self.session.engine.loops:     # nothing else to show
+            self.query_one(TabbedContent).active = OutputsPanel.TAB_ID
         self.log_line(f"[{message.command}] {headline(stop)}")
         if stop.kind in ("breakpoint", "nan", "error"):
             self.notify(headline(stop), severity="error" if stop.kind == "error" else "warning",
@@ -380,6 +382,9 @@ class LoopdbgApp(Guarded, PromptActions, App):
         """With the help shown, only closing it and quitting work (keys do not act unseen)."""
         if self.screen.has_class("show-help") and action not in ("help", "quit", "interrupt"):
             return False
+        if action == "command" and not self.session.engine.loops and parameters and \
+                parameters[0] != "restart":
+            return None                 # no loop: stepping keys are shown dimmed, do nothing
         return True
 
 

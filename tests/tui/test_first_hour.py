@@ -247,3 +247,18 @@ def test_loopdbg_run_on_random_inputs_that_fail_suggests_inputs_shape(tmp_path, 
     assert main(["run", str(tmp_path / "model.xml")]) != 0
     err = capsys.readouterr().err
     assert "Hint: the inputs are random data" in err and "--shape" in err
+
+
+async def test_a_model_whose_control_flow_is_an_if_says_so_shows_the_branch_and_its_outputs():
+    xml, npz = model_files("if_only")
+    app = LoopdbgApp(Session.open(xml, npz), title="if_only/model.onnx")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        state = rows_of(app, app.query_one("#state"))
+        text = " ".join(" ".join(strip.text for _, strip in state).split())
+        assert "this model has no loop" in text and "its control flow is 1 If node" in text
+        assert "If sign_gate: condition true, ran the then branch" in text
+        assert app.query_one("#tabs").active == "tab-outputs"
+        stop = app.session.stop
+        await press(pilot, "n")                     # nothing to step: the key does nothing
+        assert app.session.stop is stop and not app.busy

@@ -11,9 +11,11 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from loopdbg.debug.report import if_lines
 from loopdbg.teach.pseudocode import pseudocode
 from loopdbg.text import safe
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import plain
 from loopdbg.tui.widgets.valuetext import value_text
 
 
@@ -108,6 +110,11 @@ class PseudoCode(Lines):
             self._shown = None
             spec, phase = _loop_without_iteration(view)
             if spec is None:
+                if not view.session.engine.loops:
+                    self.set_lines([Text("(no loop in this model: no pseudo-code to step "
+                                         "through)", style="dim")]
+                                   + [plain(line) for line in if_lines(view.session.engine)])
+                    return
                 self.set_lines([Text("(no loop has started)", style="dim")])
                 return
             text = Text()

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 from textual.widgets import Static
 
-from loopdbg.debug.report import ends_because, headline, trip_text
+from loopdbg.debug.report import ends_because, headline, if_lines, no_loop_text, trip_text
 from loopdbg.tui.panel import Panel, View
 from loopdbg.text import safe
 from loopdbg.tui.plain import cut_middle, plain, update_text
@@ -84,7 +84,11 @@ class LoopState(Panel, Static):
             for n in session.notices:
                 if any(n.path == end.path for end in ended):
                     t += _wrapped(plain(f"notice: {n.message}", "yellow"), width, 2)
-            if not ended:
+            if not session.engine.loops:                   # nothing to step: say so
+                t += _wrapped(plain(no_loop_text(session.engine)), width, 0)
+                for line in if_lines(session.engine):
+                    t += _wrapped(plain(line), width, 2)
+            elif not ended:
                 t.append("no iteration has run yet\n", style="dim")
             return t
         spec, mode = e.spec, view.mode
