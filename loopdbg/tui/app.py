@@ -246,6 +246,7 @@ class LoopdbgApp(Guarded, PromptActions, App):
         e = self.session.current
         where = f" · loop {e.path} iteration {e.iteration}" if e is not None else ""
         self.sub_title = f"{self.model_title} · running {self._running}…{where} (space pauses)"
+        self.query_one(LoopState).running(f"running {self._running}…{where} (space pauses)")
 
     @on(Stopped)
     def _on_stopped(self, message: Stopped) -> None:

@@ -262,3 +262,33 @@ async def test_a_model_whose_control_flow_is_an_if_says_so_shows_the_branch_and_
         stop = app.session.stop
         await press(pilot, "n")                     # nothing to step: the key does nothing
         assert app.session.stop is stop and not app.busy
+
+
+# -- 9. smaller items -------------------------------------------------------------------------------
+
+async def test_while_continue_runs_the_state_says_running_not_the_old_stop():
+    import asyncio
+
+    app = app_for("endless_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        for _ in range(300):
+            await asyncio.sleep(0.02)
+            await pilot.pause()
+            first = rows_of(app, app.query_one("#state"))[0][1].text.strip()
+            if first.startswith("running continue"):
+                break
+        assert first.startswith("running continue"), first
+        await pilot.press("space")
+        await settle(pilot)
+        assert rows_of(app, app.query_one("#state"))[0][1].text.strip().startswith("stopped: paused")
+
+
+async def test_go_to_an_iteration_past_the_end_of_the_loop_says_there_is_none():
+    app = app_for("while_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "colon", *"99", "enter")
+        state = " ".join(strip.text for _, strip in rows_of(app, app.query_one("#state")))
+        assert "there is no iteration 99" in " ".join(state.split())
