@@ -34,12 +34,17 @@ class PromptActions:
     """Actions b, w, i, / and the breakpoint table's messages (mixed into the app; the handlers
     go by their names, ``on_toggle_breakpoint``, since ``@on`` is not seen in a mixin)."""
 
-    def ask(self, title, hint, check, done, value: str = "", words=None) -> None:
+    def ask(self, title, hint, check, done, value: str = "", words=None,
+            to_graph: bool = False) -> None:
         """Ask for one line in the prompt bar (``loopdbg.tui.screens.prompt``); Tab completes
-        from ``words`` (the expression words of the current loop when not given)."""
+        from ``words`` (the expression words of the current loop when not given).
+        ``to_graph``: the focus goes to the graph afterwards, not back where it was (a prompt
+        whose answer shows a tab: a widget of another tab taking the focus back, the Timeline
+        after `t`, would bring its own tab in front again)."""
         if words is None:
             words = self.expression_words()
-        self.query_one(PromptBar).ask(title, hint, check, done, value, words)
+        self.query_one(PromptBar).ask(title, hint, check, done, value, words,
+                                      return_to=self.graph if to_graph else None)
 
     def _scope_names(self) -> set[str]:
         """The model names of the current loop (of every loop before one has run)."""
@@ -109,7 +114,7 @@ class PromptActions:
         start = self.graph.selected_expression or ""
         x = self.example()
         self.ask("Inspect …", f"{x}   ·   {x}[0, :4]   ·   t[\"name with spaces\"]",
-                 lambda text: None, done, value=start)
+                 lambda text: None, done, value=start, to_graph=True)
 
     def show_value(self, text: str) -> None:
         """Show ``text`` (a name or an expression) in the Inspector tab."""
@@ -156,7 +161,7 @@ class PromptActions:
                 self.query_one(TabbedContent).active = PlotPanel.TAB_ID
         x = self.example()
         self.ask("Plot over the iterations …", f"mean({x})   ·   norm({x}); {x}[0]", check, done,
-                 value="; ".join(panel.expressions))
+                 value="; ".join(panel.expressions), to_graph=True)
 
     def action_find(self) -> None:
         def check(text: str) -> str | None:

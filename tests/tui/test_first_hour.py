@@ -292,3 +292,14 @@ async def test_go_to_an_iteration_past_the_end_of_the_loop_says_there_is_none():
         await press(pilot, "colon", *"99", "enter")
         state = " ".join(strip.text for _, strip in rows_of(app, app.query_one("#state")))
         assert "there is no iteration 99" in " ".join(state.split())
+
+
+async def test_p_after_t_brings_the_plot_in_front_of_the_timeline():
+    app = app_for("while_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "n", "t")
+        assert app.query_one("#tabs").active == "tab-timeline"
+        await press(pilot, "p", *"x_next[0]", "enter")
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "tab-plot"

@@ -63,10 +63,13 @@ class PromptBar(Vertical):
         return bool(self.display)
 
     def ask(self, title: str, hint: str, check: Callable[[str], str | None],
-            done: Callable[[str | None], None], value: str = "", words=()) -> None:
+            done: Callable[[str | None], None], value: str = "", words=(),
+            return_to=None) -> None:
+        """``return_to``: the widget that gets the focus back (by default the one that had
+        it)."""
         self._check, self._done = check, done
-        self._words = list(words)
-        self._return_to = self.app.focused
+        self._words = words
+        self._return_to = return_to or self.app.focused
         self.query_one("#prompt-title", Label).update(plain(title))
         entry = self.query_one(PromptInput)
         entry.placeholder = hint
