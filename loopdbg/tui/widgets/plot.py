@@ -41,6 +41,7 @@ class PlotPanel(Panel, Vertical):
         self.expressions: list[str] = []
         self._view: View | None = None
         self._canvas = None       # the plot widget made by compose (None without the extra)
+        self._example = None      # the name the note's example uses
 
     def compose(self) -> ComposeResult:
         yield Static(plain("press p to plot an expression over the iterations, e.g. mean(h)",
@@ -56,9 +57,11 @@ class PlotPanel(Panel, Vertical):
             self._draw()
         elif view.event is not None and view.event.spec.param_names:
             name = view.event.spec.param_names[0]
-            example = f"mean({name})" if name.isidentifier() else f'mean(t["{name}"])'
-            self.query_one("#plot-note", Static).update(plain(
-                f"press p to plot an expression over the iterations, e.g. {example}", "dim"))
+            if name != self._example:          # once per loop: an update lays the screen out
+                self._example = name
+                example = f"mean({name})" if name.isidentifier() else f'mean(t["{name}"])'
+                self.query_one("#plot-note", Static).update(plain(
+                    f"press p to plot an expression over the iterations, e.g. {example}", "dim"))
 
     def set_expressions(self, texts: list[str]) -> None:
         self.expressions = texts
