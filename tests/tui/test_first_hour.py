@@ -303,3 +303,15 @@ async def test_p_after_t_brings_the_plot_in_front_of_the_timeline():
         await press(pilot, "p", *"x_next[0]", "enter")
         await pilot.pause()
         assert app.query_one("#tabs").active == "tab-plot"
+
+
+async def test_stepping_node_by_node_keeps_the_values_of_the_nodes_run_so_far():
+    app = app_for("while_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "s")
+        node = app.session.stop.node
+        assert node is not None
+        rows = [strip.text for _, strip in rows_of(app, app.query_one(PseudoCode))]
+        line = [r for r in rows if f"{node.layer.name} = " in r]
+        assert line and "//" in line[0], rows

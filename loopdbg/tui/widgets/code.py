@@ -139,7 +139,8 @@ class PseudoCode(Lines):
         lines = self._code(e, view, phase, node)
         steps = e.spec.body.steps
         try:
-            values = view.values(e) if stop.node is None else {}
+            # node by node: the values computed so far in this iteration
+            values = view.values(e) if stop.node is None else stop.node.values
         except Exception:  # noqa: BLE001 - values are a help here; the code shows without them
             values = {}
         out = []
