@@ -57,6 +57,11 @@ class IfSpec:
         if set(self.branches) != {"then_body", "else_body"}:
             raise ModelError(f"{where}{layer.describe()} needs both then_body and else_body.")
 
+    def reset(self) -> None:
+        """A new run: nothing chosen yet."""
+        self.taken = {"then_body": 0, "else_body": 0}
+        self.last_condition = None
+
     def runs_text(self) -> str:
         """What the runs so far chose (``runs_text``)."""
         return runs_text(self.taken["then_body"], self.taken["else_body"], self.last_condition)

@@ -88,6 +88,8 @@ class Engine:
         budget.start(max_memory)                # what the run may add to the process (ops.budget)
         ctx = RunContext(max_iterations=max_iterations, max_memory=max_memory,
                          record_nodes=record_nodes)
+        for spec in self.ifs.values():          # what the Ifs chose is told per run
+            spec.reset()
         for text in self.model.warnings:
             ctx.notice("", text, None)
         for p in self.plans:

@@ -384,7 +384,7 @@ class LoopdbgApp(Guarded, PromptActions, App):
         if self.screen.has_class("show-help") and action not in ("help", "quit", "interrupt"):
             return False
         if action == "command" and not self.session.engine.loops and parameters and \
-                parameters[0] != "restart":
+                parameters[0] not in ("restart", "continue"):
             return None                 # no loop: stepping keys are shown dimmed, do nothing
         return True
 

@@ -315,3 +315,14 @@ async def test_stepping_node_by_node_keeps_the_values_of_the_nodes_run_so_far():
         rows = [strip.text for _, strip in rows_of(app, app.query_one(PseudoCode))]
         line = [r for r in rows if f"{node.layer.name} = " in r]
         assert line and "//" in line[0], rows
+
+
+async def test_restart_tells_what_the_ifs_chose_in_the_new_run_only():
+    xml, npz = model_files("if_only")
+    app = LoopdbgApp(Session.open(xml, npz), title="if_only/model.onnx")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await press(pilot, "r", "c")               # run again: c runs a model without loops
+        state = rows_of(app, app.query_one("#state"))
+        text = " ".join(" ".join(strip.text for _, strip in state).split())
+        assert "If sign_gate: condition true, ran the then branch" in text
