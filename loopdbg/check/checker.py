@@ -211,7 +211,7 @@ class _Check:
         path = spec.path
         lc = self.loops.get(path)
         if lc is None:
-            lc = self.loops[path] = LoopCheck(path, spec.kind, spec.layer.name)
+            lc = self.loops[path] = LoopCheck(path, spec.source_kind, spec.layer.name)
             if self.model.format == "onnx" and is_batch_loop(spec):
                 lc.note = ("loopdbg's batch loop around a Scan-8, with no ONNX body of its own "
                            "(the Scan inside it is checked)")
@@ -230,7 +230,7 @@ class _Check:
             theirs = self.oracle.infer(compiled, body_in, f"the body of loop '{path}'")
         except OracleFailure as exc:
             if exc.kind == "error":     # the runtime refused what loopdbg ran: a divergence
-                lc.divergence = Divergence(path, spec.kind, tuple(outer), iteration,
+                lc.divergence = Divergence(path, spec.source_kind, tuple(outer), iteration,
                                            error=str(exc), runtime=self.label)
             else:                       # it crashed, hung or outgrew its budget: not compared
                 lc.error, lc.failure = f"at iteration {iteration}: {exc}", exc.kind
@@ -249,7 +249,7 @@ class _Check:
                 continue
             if first is None:
                 inner = self.paths_by_layer.get(id(t.layer)) if t.layer is not None else None
-                first = Divergence(path, spec.kind, tuple(outer), iteration, t, c,
+                first = Divergence(path, spec.source_kind, tuple(outer), iteration, t, c,
                                    np.asarray(ours), theirs[k] if k < len(theirs) else None,
                                    inner=inner, runtime=self.label)
             else:

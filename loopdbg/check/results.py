@@ -14,7 +14,7 @@ from loopdbg.check import bookkeeping as bk
 from loopdbg.check.compare import Comparison
 from loopdbg.check.extract import NODE, Target
 
-KIND_SHORT = {"Loop": "Loop", "TensorIterator": "TI"}
+KIND_SHORT = {"Loop": "Loop", "TensorIterator": "TI", "Scan": "Scan"}   # in the model's words
 
 
 def where(path: str, outer: tuple, iteration: int) -> str:

@@ -49,6 +49,11 @@ def run(args) -> int:
         file = getattr(args, "model_file", None) or args.model
         if not str(exc).startswith(f"{file}:"):
             exc.args = (f"{file}: {exc}",)
+        made_up = getattr(args, "random_inputs", None)
+        if made_up is not None:
+            from loopdbg.debug.report import random_failure_hint
+
+            exc.args = (f"{exc.args[0]} Hint: {random_failure_hint(made_up, str(args.model))}.",)
         raise
 
 

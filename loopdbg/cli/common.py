@@ -142,5 +142,6 @@ def load_model_and_inputs(args, *, say=None):
         return model, load_npz(beside, limit), str(beside)
     say(f"inputs: none given and no inputs.npz beside the model; using random data "
         f"(seed {getattr(args, 'seed', 0)})")
-    return model, random_inputs(model, seed=getattr(args, "seed", 0), limit=limit), \
-        "random inputs"
+    inputs = random_inputs(model, seed=getattr(args, "seed", 0), limit=limit)
+    args.random_inputs = inputs           # a failure then suggests `loopdbg inputs --shape`
+    return model, inputs, "random inputs"

@@ -6,7 +6,9 @@ closures; nothing is ever handed to ``eval``. What it may use:
 * names: ``i`` / ``iteration`` (the iteration that just finished), ``cond`` (the body condition it
   produced; false means the loop is about to end), ``trip_count``, ``loop`` (the loop's path), every
   body Parameter, Result and node by name (``h``, ``body_acc``), and any name through
-  ``t["name with spaces"]``;
+  ``t["name with spaces"]``; a name with dots and a number in it, as PyTorch's exporter makes
+  them (``h.25``, ``x.1``, ``encoder.layer.0``), may be written as it is: it cannot mean anything
+  else, and reads as ``t["h.25"]``;
 * numbers, strings, ``True``/``False``, arithmetic, comparisons, ``and``/``or``/``not``, ``x if c else y``,
   indexing and slicing (``h[0, :3]``, ``h[..., -1]``), the attribute ``.shape``;
 * the functions ``any all isnan isinf isfinite abs min max mean sum norm shape size len changed``,
@@ -30,8 +32,10 @@ without one), are refused when evaluated, before the array is made.
 from __future__ import annotations
 
 import ast
-import re
+import io
 import operator
+import re
+import tokenize
 from typing import Any, Callable
 
 import numpy as np
@@ -180,6 +184,57 @@ class Lookup:
         return self.name(name)
 
 
+_DOTTED = re.compile(r"[A-Za-z_]\w*\.\d")
+_NUMBER_PART = re.compile(r"\.?\d+\.?")      # how the tokenizer cuts ".25", "0." out of "h.25.x"
+_NOT_PART = {"shape", *METHODS}               # h.25.shape, x.1.sum(): the attribute, the method
+
+
+def quote_dotted_names(text: str) -> str:
+    """``text`` with each name that has dots and a number part (``h.25``, ``x.1.2``,
+    ``enc.layer.0.weight``) written ``t["..."]``: Python reads ``h.25`` as a name followed by a
+    number, which is never a valid expression, so the rewrite changes nothing that parsed before.
+    Text in strings is left alone; anything the tokenizer refuses is returned as it is (the
+    parser says what is wrong)."""
+    if not _DOTTED.search(text) or "\n" in text:
+        return text
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    out, last, k = [], 0, 0
+    while k < len(tokens):
+        tok = tokens[k]
+        prev = tokens[k - 1] if k else None
+        after_dot = prev is not None and prev.string == "." and prev.end == tok.start
+        if tok.type == tokenize.NAME and not after_dot:
+            j, numbered, end = k + 1, False, k
+            while j < len(tokens) and tokens[j].start == tokens[j - 1].end:
+                part = tokens[j]
+                if part.type == tokenize.NUMBER and _NUMBER_PART.fullmatch(part.string) and (
+                        part.string.startswith(".") or tokens[j - 1].string == "."):
+                    numbered, end = True, j
+                elif part.string == "." or (part.type == tokenize.NAME and
+                                            tokens[j - 1].string.endswith(".")):
+                    if part.type == tokenize.NAME and part.string in _NOT_PART:
+                        break
+                    if part.type == tokenize.NAME:
+                        end = j
+                else:
+                    break
+                j += 1
+            if numbered:
+                a, b = tok.start[1], tokens[end].end[1]
+                name = text[a:b].rstrip(".")
+                b = a + len(name)
+                out += [text[last:a], 't["', name, '"]']
+                last = b
+                while k + 1 < len(tokens) and tokens[k + 1].end[1] <= b:
+                    k += 1
+        k += 1
+    out.append(text[last:])
+    return "".join(out)
+
+
 def _iteration_equals(node: ast.AST) -> int | None:
     """K when the expression is ``i == K`` (or ``iteration == K``), the usual breakpoint: the
     debugger's hot loop then compares the iteration itself (``i`` is always the built-in)."""
@@ -202,7 +257,7 @@ class Expression:
             raise ExprError(f"the expression is {len(self.text):,} characters long; loopdbg "
                             f"expressions may have at most {MAX_LENGTH:,}.")
         try:
-            tree = ast.parse(self.text, mode="eval")
+            tree = ast.parse(quote_dotted_names(self.text), mode="eval")
         except SyntaxError as exc:
             where = f" at column {exc.offset}" if exc.offset else ""
             hint = ""
@@ -306,7 +361,12 @@ class Expression:
 
     def _c_Attribute(self, node):
         if node.attr != "shape":
-            raise self._refuse(node, f"the attribute '.{node.attr}' (only .shape is)")
+            error = self._refuse(node, f"the attribute '.{node.attr}' (only .shape is)")
+            dotted = ast.unparse(node)
+            if re.fullmatch(r"[A-Za-z_][\w.]*", dotted):     # h.dtype, or a model's "layer.weight"
+                error = ExprError(f"{str(error).rstrip('.')}; if '{dotted}' is the name of a "
+                                  f"model value, write t[\"{dotted}\"].")
+            raise error
         value = self._compile(node.value)
         return lambda env: _shape(value(env))
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from loopdbg.debug.stop import END, ERROR, START, Stop
 from loopdbg.engine.events import STOP_TEXT
+from loopdbg.engine.trip import trip_text  # noqa: F401 - the faces say a trip count with it
 from loopdbg.ir.elements import dtype_name, is_ml_dtype
 from loopdbg.text import safe
 
@@ -104,7 +105,7 @@ def format_stop(stop: Stop, session=None) -> str:
         return "\n".join(map(safe, lines))
     if e is not None:
         spec = e.spec
-        trip = "no limit" if e.trip_count is None else str(e.trip_count)
+        trip = trip_text(e.trip_count)
         kind = spec.kind
         outer = f", outer iterations {list(e.outer)}" if e.outer else ""
         lines.append(f"  loop:          {safe(e.path)} ({kind}, trip count {trip}{outer})")
@@ -157,3 +158,45 @@ def format_watches(stop: Stop) -> str:
              [(f"{w.number}: {w.text}", err if err else value) for w, value, err in stop.watches],
              raw_errors=True)
     return "\n".join(safe(line[2:]) for line in lines)
+
+
+RANDOM_SOURCE = "random inputs"     # Session.source when loopdbg made the inputs up
+
+
+def random_inputs_note(inputs, model_path: str = "MODEL") -> str:
+    """Said when loopdbg made the inputs up: which, and how to give real ones."""
+    shapes = ", ".join(f"{safe(name)} {tuple(np.shape(v))}" for name, v in list(inputs.items())[:4])
+    more = ", ..." if len(inputs) > 4 else ""
+    return (f"no inputs given and no inputs.npz beside the model: loopdbg made up random ones "
+            f"({shapes}{more}); `loopdbg inputs {safe(model_path)} -o inputs.npz` writes them to "
+            f"edit")
+
+
+def random_failure_hint(inputs, model_path: str = "MODEL") -> str:
+    """Said when a run on made-up inputs failed: random shapes are often what a kernel refuses."""
+    name, value = next(iter(inputs.items()), ("NAME", np.zeros(2)))
+    dims = ",".join(str(d) for d in np.shape(value)) or "D1,D2"
+    return (f"the inputs are random data, and a kernel may fail on shapes the model does not "
+            f"expect: give real inputs, or inputs of the right shapes with `loopdbg inputs "
+            f"{safe(model_path)} --shape {safe(name)}={dims} -o inputs.npz` (edit the sizes)")
+
+
+def if_lines(engine) -> list[str]:
+    """Each If of the model with what the runs so far chose (the debugger's words for a model
+    whose control flow is If only)."""
+    out = []
+    for spec in engine.ifs.values():
+        text = spec.runs_text()
+        text = f"condition {text[2:]}" if text.startswith("= ") else text
+        where = f" in loop {safe(spec.parent)}" if spec.parent else ""
+        out.append(f"If {safe(spec.layer.name)}{where}: {text}")
+    return out
+
+
+def no_loop_text(engine) -> str:
+    """What the debugger says of a model without loops."""
+    n = len(engine.ifs)
+    ifs = f"; its control flow is {n} If node{'s' if n != 1 else ''}" if n else \
+        ", nor any If: no control flow"
+    return (f"this model has no loop (Loop, Scan or TensorIterator){ifs}. It runs once, from its "
+            f"inputs to its outputs: see the Outputs tab.")

@@ -17,6 +17,8 @@ pulls from the engine. Every move ends in a ``Stop`` that says where and why.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import threading
 from typing import Any, Callable, Mapping
 
@@ -501,8 +503,15 @@ class Session:
         if held and not timeline.at(held[-1]).continues:
             raise LoopdbgError(f"loop '{path}' stopped after {timeline.at(held[-1]).iteration + 1}"
                                f" iterations there; it has no iteration {k}.")
-        return self._advance(lambda e: e.path == path and e.iteration == k and e.outer == outer,
+        stop = self._advance(lambda e: e.path == path and e.outer == outer and
+                             (e.iteration == k or not e.continues),
                              f"go to iteration {k} of loop '{path}'")
+        e = stop.event
+        if e is not None and e.path == path and e.outer == outer and e.iteration < k:
+            # the loop ended first: stay at its last iteration and say why
+            return replace(stop, reason=f"there is no iteration {k}: loop '{path}' ran "
+                                        f"{e.iteration + 1} iterations (this is its last)")
+        return stop
 
     def goto(self, path: str, iteration: int, outer: tuple = ()) -> Stop:
         """Straight to ``iteration`` of loop ``path`` at ``outer``, if the timeline holds it

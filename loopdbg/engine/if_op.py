@@ -9,12 +9,29 @@ from loopdbg.errors import ModelError, RunError
 from loopdbg.ir.model import Layer
 
 
+def runs_text(then: int, other: int, last) -> str:
+    """What the runs of an If chose, in words: "= true, ran the then branch", "not reached",
+    "ran 3 times: then 2, else 1 (last condition true)"."""
+    if then + other == 0:
+        return "not reached"
+    last = str(last).lower()
+    if then + other == 1:
+        return f"= {last}, ran the {'then' if then else 'else'} branch"
+    return f"ran {then + other} times: then {then}, else {other} (last condition {last})"
+
+
 class IfSpec:
     """The two branches of an If layer, each a compiled plan with its input/output mapping."""
+
+    parent = ""                      # the loop path the If is in ("": the model's graph)
 
     def __init__(self, layer: Layer, branches: dict[str, GraphPlan], where: str):
         self.layer = layer
         self.where = where
+        # What the runs so far chose (explain and the debugger tell it): runs per branch, and
+        # the last condition value.
+        self.taken = {"then_body": 0, "else_body": 0}
+        self.last_condition = None
         self.branches = {}
         n_out = len(layer.outputs)
         for sub in layer.subgraphs:
@@ -40,12 +57,25 @@ class IfSpec:
         if set(self.branches) != {"then_body", "else_body"}:
             raise ModelError(f"{where}{layer.describe()} needs both then_body and else_body.")
 
+    def reset(self) -> None:
+        """A new run: nothing chosen yet."""
+        self.taken = {"then_body": 0, "else_body": 0}
+        self.last_condition = None
+
+    def runs_text(self) -> str:
+        """What the runs so far chose (``runs_text``)."""
+        return runs_text(self.taken["then_body"], self.taken["else_body"], self.last_condition)
+
     def run(self, ctx, *args):
         cond = np.asarray(args[0])
         if cond.size != 1:
             raise RunError(f"{self.where}{self.layer.describe()}: the condition must hold one "
                            f"element, but it has shape {cond.shape}.")
-        plan, feeds, picks = self.branches["then_body" if bool(cond.reshape(())) else "else_body"]
+        value = bool(cond.reshape(()))
+        role = "then_body" if value else "else_body"
+        self.taken[role] += 1
+        self.last_condition = value
+        plan, feeds, picks = self.branches[role]
         values = [None] * len(plan.param_ids)
         for pos, ext in feeds:
             values[pos] = args[ext]

@@ -72,6 +72,13 @@ class LoopSpec:
         self._concat_by_name = {o.name: o.concat_k for o in self.concats}
 
     # -- inputs -------------------------------------------------------------------------------
+    @property
+    def source_kind(self) -> str:
+        """The loop's type in its model's own words: ``Scan`` for an ONNX Scan (which loopdbg
+        runs as a TensorIterator), else ``kind``."""
+        op = self.layer.data.get("onnx_op") if self.onnx else None
+        return op if op in ("Loop", "Scan") else self.kind
+
     def _param_pos(self, layer_id: int, what: str) -> int:
         try:
             return self.body.param_ids.index(layer_id)

@@ -41,7 +41,7 @@ class Engine:
         self.model = model
         self.file = model.path or model.graph.name or "model"
         self.loops: dict[str, LoopSpec] = {}          # by loop path, in the order they were found
-        self.ifs: dict[int, IfSpec] = {}
+        self.ifs: dict[tuple, IfSpec] = {}           # (loop path, layer id, order): one per If
         self.kernels = KernelMaker(require_kernels)
         self.unsupported: str | None = None           # why the model cannot run (if it cannot)
         try:
@@ -65,7 +65,8 @@ class Engine:
                         for sub in layer.subgraphs}
             self.plans.extend(branches.values())
             spec = IfSpec(layer, branches, where)
-            self.ifs[layer.id] = spec
+            spec.parent = parent
+            self.ifs[(parent, layer.id, len(self.ifs))] = spec
             return spec.run
         path = loop_path(parent, layer.name, layer.id, self.loops)
         body = layer.body
@@ -87,6 +88,8 @@ class Engine:
         budget.start(max_memory)                # what the run may add to the process (ops.budget)
         ctx = RunContext(max_iterations=max_iterations, max_memory=max_memory,
                          record_nodes=record_nodes)
+        for spec in self.ifs.values():          # what the Ifs chose is told per run
+            spec.reset()
         for text in self.model.warnings:
             ctx.notice("", text, None)
         for p in self.plans:

@@ -332,7 +332,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     'onnx.OptionalHasElement': ('onnx_sequence',),
     'onnx.Or': ('onnx_elementwise',),
     'onnx.PRelu': ('onnx_elementwise',),
-    'onnx.Pad': ('onnx_reference',),
+    'onnx.Pad': ('onnx_pad',),
     'onnx.Pow': ('onnx_elementwise',),
     'onnx.QLinearConv': ('onnx_reference',),
     'onnx.QLinearMatMul': ('onnx_reference',),

@@ -72,7 +72,7 @@ REFERENCE_OPS = {
     "MaxPool": (1, 8, 10, 11, 12, 22), "MaxUnpool": (9, 11, 22),
     "MeanVarianceNormalization": (9, 13), "MelWeightMatrix": (17,),
     "NegativeLogLikelihoodLoss": (12, 13, 22), "NonMaxSuppression": (10, 11),
-    "OneHot": (9, 11, 28), "Pad": (1, 2, 11, 13, 18, 19, 21, 23, 24, 25), "QLinearConv": (10,),
+    "OneHot": (9, 11, 28), "QLinearConv": (10,),
     "QLinearMatMul": (10, 21), "QuantizeLinear": (10, 13, 19, 21, 23, 24, 25, 28),
     "RMSNormalization": (23,), "Resize": (10, 11, 13, 18, 19),
     "ReverseSequence": (10, 28), "RoiAlign": (10, 16, 22), "RotaryEmbedding": (23,), "STFT": (17,),

@@ -55,7 +55,9 @@ def loop_starts(engine, inputs: Mapping[str, np.ndarray], max_memory: int | None
     try:
         with np.errstate(all="ignore"):
             for event in engine.run(inputs, max_iterations=RUN_BUDGET, max_memory=max_memory):
-                if isinstance(event, ev.LoopStarted):
+                if isinstance(event, ev.RunFinished):
+                    started.setdefault("", event)          # the model's outputs (if_facts)
+                elif isinstance(event, ev.LoopStarted):
                     started.setdefault(event.path, event)
                 elif isinstance(event, ev.LoopFinished):
                     runs.setdefault(event.path, []).append(
@@ -98,14 +100,48 @@ def explain(engine, inputs: Mapping[str, np.ndarray] | None = None, loop: str | 
     error = None
     if inputs is not None:
         started, runs, error = loop_starts(engine, inputs, max_memory)
+    finished = started.pop("", None)
     facts = {"model": engine.file, "inputs_given": inputs is not None,
              "loops": [loop_facts(s, started.get(s.path), runs.get(s.path),
                                   inputs_given=inputs is not None) for s in specs]}
+    if loop is None:
+        facts["ifs"] = if_facts(engine, ran=inputs is not None and error is None)
+        if finished is not None and not specs:
+            facts["outputs"] = {name: {"shape": list(np.shape(v)), "dtype": str(np.asarray(v).dtype)}
+                                for name, v in finished.outputs.items()}
     if getattr(engine, "unsupported", None):
         facts["cannot_run"] = engine.unsupported
     if error is not None:
         facts["run_error"] = error
     return facts
+
+
+def if_facts(engine, ran: bool) -> list[dict]:
+    """Each If of the model (in loop bodies too): where it is, what feeds its condition and,
+    after a run, which branch ran (how often, and the last condition value)."""
+    out = []
+    for spec in engine.ifs.values():
+        layer = spec.layer
+        try:
+            condition = source_name(_graph_of(engine, spec), layer.id, 0)
+        except (KeyError, AttributeError):     # an If inside a branch: its graph is not at hand
+            condition = None
+        fact: dict[str, Any] = {"name": layer.name, "loop": spec.parent or None,
+                                "condition": condition}
+        if ran:
+            fact["then_runs"] = spec.taken["then_body"]
+            fact["else_runs"] = spec.taken["else_body"]
+            fact["last_condition"] = spec.last_condition
+        out.append(fact)
+    return out
+
+
+def _graph_of(engine, spec):
+    """The graph holding an If layer (to name what feeds it): the model's or a loop body's."""
+    if not spec.parent:
+        return engine.model.graph
+    loop = engine.loops.get(spec.parent)
+    return loop.body.graph if loop is not None else None
 
 
 def outermost_first(loops: Mapping[str, LoopSpec]) -> list[LoopSpec]:
@@ -123,10 +159,11 @@ def loop_facts(spec: LoopSpec, started=None, runs=None, *, inputs_given: bool = 
     static = modes.loop_mode(spec)
     mode = modes.loop_mode(spec, started) if started is not None else static
     facts: dict[str, Any] = {
-        "type": spec.kind,
+        "type": spec.source_kind,       # the model's word: an ONNX Scan is a Scan
         "name": spec.layer.name,
         "path": spec.path,
-        "mode": None if mode.depends_on_inputs else mode.mode,
+        "mode": None if mode.depends_on_inputs else (
+            "scan" if spec.source_kind == "Scan" else mode.mode),
         "depends_on_inputs": static.depends_on_inputs,
     }
     if mode.depends_on_inputs:

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from loopdbg.engine.if_op import runs_text
+from loopdbg.engine.trip import UNBOUNDED, trip_text
 from loopdbg.teach.explain import RUN_BUDGET
 from loopdbg.text import safe
 
@@ -13,12 +15,15 @@ from loopdbg.text import safe
 def format_text(facts: dict) -> str:
     """``explain``'s facts as the text ``loopdbg explain`` prints."""
     out: list[str] = []
+    ifs = facts.get("ifs", [])
     if not facts["loops"]:
-        out.append(f"{facts['model']}: no Loop or TensorIterator.")
+        out.extend(_no_loop_text(facts, ifs))
     for k, loop in enumerate(facts["loops"]):
         if k:
             out.append("")
         out.extend(_loop_text(loop, facts["inputs_given"]))
+    if facts["loops"] and ifs:
+        out.extend([""] + _if_lines(ifs))
     if "cannot_run" in facts:
         out.append("")
         decided = (" The inputs decided only the loops that start before the first of them."
@@ -29,6 +34,39 @@ def format_text(facts: dict) -> str:
         out.append("")
         out.append(f"note: the run on the given inputs failed: {facts['run_error']}")
     return "\n".join(map(safe, out)) + "\n"     # names from the model escaped, one line each
+
+
+def _no_loop_text(facts: dict, ifs: list) -> list[str]:
+    """A model without loops: its Ifs, or plainly no control flow (and what it computes)."""
+    if ifs:
+        return [f"{facts['model']}: no Loop, Scan or TensorIterator; its control flow is "
+                f"{len(ifs)} If node{'s' if len(ifs) != 1 else ''}."] + _if_lines(ifs)
+    out = [f"{facts['model']}: no control flow (no Loop, Scan, TensorIterator or If): the "
+           f"model runs once from its inputs to its outputs, and the debugger has nothing to "
+           f"step through."]
+    outputs = facts.get("outputs")
+    if outputs:
+        out.append("outputs with the given inputs:")
+        width = max(len(n) for n in outputs)
+        for name, o in outputs.items():
+            out.append(f"  {name:<{width}}  {o['dtype']}, shape {o['shape']}")
+    return out
+
+
+def _if_lines(ifs: list) -> list[str]:
+    """One line per If: where, its condition and the branch the run took."""
+    out = ["If nodes (which branch ran with the given inputs):" if "then_runs" in ifs[0]
+           else "If nodes (give INPUTS to see which branch runs):"]
+    width = max(len(f["name"]) for f in ifs)
+    for f in ifs:
+        where = f" in loop {f['loop']}" if f["loop"] else ""
+        cond = f"condition {f['condition']}" if f["condition"] else "condition"
+        line = f"  If {f['name']:<{width}}{where}: {cond}"
+        if "then_runs" in f:
+            text = runs_text(f["then_runs"], f["else_runs"], f["last_condition"])
+            line += f" {text}" if text.startswith("=") else f"; {text}"
+        out.append(line)
+    return out
 
 
 def _loop_text(loop: dict, inputs_given: bool) -> list[str]:
@@ -90,11 +128,13 @@ def _trip_line(t: dict) -> str:
         return "none (not connected: no limit)"
     if t["kind"] == "constant":
         v = t["value"]
+        if v in UNBOUNDED:
+            return f"{v} ({UNBOUNDED[v]}: no limit, a while loop)"
         return f"{v}" + (" (negative: no limit)" if v < 0 else "")
     text = _source_text(t)
     if "value" in t:
         v = t["value"]
-        text += f", {'no limit' if v is None else v} with the given inputs"
+        text += f", {trip_text(v)} with the given inputs"
     return text
 
 

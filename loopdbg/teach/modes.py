@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopdbg.engine.loopspec import LoopSpec
+from loopdbg.engine.trip import UNBOUNDED
 
 FOR, FOR_COND, WHILE, DO_WHILE, INFINITE, TI = (
     "for", "for-with-condition", "while", "do-while", "infinite", "tensor-iterator")
@@ -111,8 +112,9 @@ def loop_mode(spec: LoopSpec, started=None) -> Mode:
     if cond_in is None:
         cond_in = True
     body_cond = body_condition(spec)
+    # INT64_MAX (TorchScript's while) and INT32_MAX bound nothing a run reaches: no limit
     no_limit = trip is None or (isinstance(trip, (int, np.integer)) and not isinstance(trip, bool)
-                                and trip < 0)
+                                and (trip < 0 or int(trip) in UNBOUNDED))
     if depends:
         mode = FOR if body_cond is True else FOR_COND
     elif not no_limit:

@@ -17,6 +17,9 @@ from loopdbg.teach.pseudocode import outer_name, result_source
 def pitfalls(spec: LoopSpec, mode: modes.Mode, static: modes.Mode) -> list[dict]:
     """Where the model relies on something undefined, fragile or implementation-specific."""
     found: list[dict] = []
+    # An ONNX Scan slices whole axes one step at a time and stacks its outputs on a new axis:
+    # what OpenVINO's CPU plugin does with a TensorIterator's slicing and pieces does not apply.
+    onnx_scan = getattr(spec, "onnx", False) and spec.kind != "Loop"
 
     def add(kind: str, message: str) -> None:
         found.append({"kind": kind, "message": message})
@@ -43,7 +46,8 @@ def pitfalls(spec: LoopSpec, mode: modes.Mode, static: modes.Mode) -> list[dict]
                 f"cannot be joined (only axis {o.axis} may differ).")
         else:
             axis = _norm(o.axis, len(dims))
-            along = dims[axis] if 0 <= axis < len(dims) else None
+            along = dims[axis] if 0 <= axis < len(dims) and not getattr(spec, "onnx", False) \
+                else None                     # ONNX stacks on a new axis: no length along it
             if along == -1:
                 add("concat_shape_may_vary",
                     f"concatenated output '{o.name}': the length of "
@@ -73,7 +77,7 @@ def pitfalls(spec: LoopSpec, mode: modes.Mode, static: modes.Mode) -> list[dict]
             ok = is_canonical(f.start, f.end, f.stride, length)
         else:
             ok = (f.start, f.end) == ((0, -1) if f.stride > 0 else (-1, 0))
-        if not ok:
+        if not ok and not onnx_scan:
             where = "" if length is not None else " (the axis length is not declared)"
             add("non_canonical_slicing",
                 f"sliced input '{f.name}' starts at {f.start} and ends at {f.end} with stride "

@@ -128,15 +128,36 @@ def slice_comment(f) -> str:
 # The code
 
 
+def counter_name(spec: LoopSpec) -> str:
+    """The iteration counter as the code names it: the model's name for it, or ``i`` when that
+    is a bare number (TorchScript's exporter names it ``57``, which reads as a constant)."""
+    if spec.current_iteration is None:
+        return "i"
+    name = spec.param_names[spec.current_iteration]
+    if name.lstrip("-").replace(".", "", 1).isdigit():
+        return "i" if "i" not in spec.param_names else "iteration"
+    return name
+
+
+def _counter_layer(spec: LoopSpec):
+    """The counter's Parameter layer id when the code renames it (else None)."""
+    ci = spec.current_iteration
+    if ci is None or counter_name(spec) == spec.param_names[ci]:
+        return None
+    return spec.body.param_ids[ci]
+
+
 def body_statements(spec: LoopSpec) -> list[str]:
     """One C-like statement per body layer, in execution order."""
     g = spec.body.graph
+    counter, i = _counter_layer(spec), counter_name(spec)
     lines = []
     for step in spec.body.steps:
         layer = step.layer
         args = []
         for k in range(len(layer.inputs)):
-            name = source_name(g, layer.id, k)
+            src = g.producer(layer.id, k) if counter is not None else None
+            name = i if src is not None and src[0] == counter else source_name(g, layer.id, k)
             if name is not None:
                 args.append(name)
         n_out = max(len(step.outs), 1)
@@ -177,7 +198,10 @@ def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | No
     for o in spec.concats:
         lines.append(Line("init", f"{o.name} = [];  // {joined} {o.axis}"
                                   + (", in reverse order" if o.stride < 0 else "")))
-    i = names[spec.current_iteration] if spec.current_iteration is not None else "i"
+    i = counter_name(spec)
+    if _counter_layer(spec) is not None:
+        lines.append(Line("init", f"// {i}: the iteration counter (the model names it "
+                                  f"'{names[spec.current_iteration]}')"))
     closing = "}"
     if spec.kind != "Loop":
         n = " and ".join(f"{outer_name(spec, f.ext)} (axis {f.axis})" for f in spec.sliced)

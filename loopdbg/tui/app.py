@@ -24,9 +24,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Header, RichLog, TabbedContent, TabPane
 
-from loopdbg.debug.report import headline
+from loopdbg.debug.report import (RANDOM_SOURCE, headline, random_failure_hint,
+                                  random_inputs_note)
 from loopdbg.debug.session import Session, Stop
 from loopdbg.tui.commands import LoopdbgCommands
+from loopdbg.tui.guard import Guarded, describe
 from loopdbg.tui.messages import Busy, GoTo, InspectValue, Stopped
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.prompts import PromptActions
@@ -57,7 +59,7 @@ TALL_HEIGHT = 56            # from here: the tabs grow with the terminal
 ZOOMS = ("zoom-graph", "zoom-side", "zoom-tabs")
 
 
-class LoopdbgApp(PromptActions, App):
+class LoopdbgApp(Guarded, PromptActions, App):
     """loopdbg's UI.
 
     n next · N back · s step (into / node by node) · f finish · c continue · space pause ·
@@ -73,14 +75,14 @@ class LoopdbgApp(PromptActions, App):
         Binding("n", "command('next')", "next"),
         Binding("s", "command('step_node')", "step"),
         Binding("c", "command('continue')", "continue"),
-        Binding("N", "command('back')", "back"),
         Binding("b", "add_breakpoint", "break"),
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help"),
         Binding("f", "command('finish')", "finish"),
         Binding("i", "inspect", "inspect"),
-        Binding("w", "add_watch", "watch"),
         Binding("z", "zoom", "max"),
+        Binding("N", "command('back')", "back"),
+        Binding("w", "add_watch", "watch"),
         Binding("right_square_bracket", "tab(1)", "tab"),
         Binding("slash", "find", "find"),
         Binding("space", "pause", "pause"),
@@ -111,6 +113,8 @@ class LoopdbgApp(PromptActions, App):
         self.view = View(session.stop, session)
         self.panels: list[Panel] = []
         self.engine = EngineThread(session, self._stopped_in_thread)
+        self.internal_errors: list[BaseException] = []
+        self._up = False                 # the screen is built: errors are reported, not fatal
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -143,11 +147,16 @@ class LoopdbgApp(PromptActions, App):
         self.query_one("#side").border_title = "loop"
         self.log_line("loopdbg: press n for the next iteration, s to step, c to continue, "
                       "b to add a breakpoint, ? for help")
-        for note in self.notes:
+        notes = list(self.notes)
+        if self.random_inputs:
+            notes.append(random_inputs_note(self.session.inputs, self._model_path()))
+            self.sub_title = self.model_title = f"{self.model_title} · random inputs"
+        for note in notes:
             self.log_line(f"loopdbg: {note}")
             self.notify(note, markup=False, timeout=6)
         self.refresh_all(self.session.stop)
         self.graph.focus()
+        self._up = True
         if self.autostart:
             self.action_command("step")
 
@@ -237,6 +246,7 @@ class LoopdbgApp(PromptActions, App):
         e = self.session.current
         where = f" · loop {e.path} iteration {e.iteration}" if e is not None else ""
         self.sub_title = f"{self.model_title} · running {self._running}…{where} (space pauses)"
+        self.query_one(LoopState).running(f"running {self._running}…{where} (space pauses)")
 
     @on(Stopped)
     def _on_stopped(self, message: Stopped) -> None:
@@ -248,16 +258,30 @@ class LoopdbgApp(PromptActions, App):
             self.sub_title = self.model_title
         stop = message.stop
         self.refresh_all(stop)
+        if stop.kind == "end" and not self.session.engine.loops:     # nothing else to show
+            self.query_one(TabbedContent).active = OutputsPanel.TAB_ID
         self.log_line(f"[{message.command}] {headline(stop)}")
         if stop.kind in ("breakpoint", "nan", "error"):
             self.notify(headline(stop), severity="error" if stop.kind == "error" else "warning",
                         markup=False)
+        if stop.kind == "error" and self.random_inputs:
+            hint = random_failure_hint(self.session.inputs, self._model_path())
+            self.log_line(f"hint: {hint}")
+            self.notify(hint, markup=False, timeout=12)
         for n in self.session.notices[self._notices_shown:]:
             self.log_line(f"notice: {n.message}")
         self._notices_shown = len(self.session.notices)
 
     _notices_shown = 0
     _progress_timer = None
+
+    @property
+    def random_inputs(self) -> bool:
+        """loopdbg made the inputs up (none were given): the UI says so."""
+        return self.session.source == RANDOM_SOURCE
+
+    def _model_path(self) -> str:
+        return self.model_title.split(" · ")[0] or "MODEL"
     _running = ""
 
     @on(InspectValue)
@@ -274,7 +298,12 @@ class LoopdbgApp(PromptActions, App):
         self.view = view
         self.last_stop = view.stop
         for panel in self.panels:
-            panel.show(view)
+            try:
+                panel.show(view)
+            except Exception as exc:  # noqa: BLE001 - one panel failing leaves the others shown
+                if self.RAISE_INTERNAL_ERRORS:
+                    raise
+                self.report_internal_error(exc, type(panel).__name__)
 
     def show_again(self, stop: Stop | None = None) -> None:
         """Show the current stop again: breakpoints or watches changed (or the stop's watches)."""
@@ -282,6 +311,33 @@ class LoopdbgApp(PromptActions, App):
 
     def log_line(self, text: str) -> None:
         self.query_one("#log", RichLog).write(Text(text))
+
+    # -- internal errors (loopdbg.tui.guard) ----------------------------------------------------
+    RAISE_INTERNAL_ERRORS = False    # tests: a bug fails the test instead of being logged
+
+    def _handle_exception(self, error: Exception) -> None:
+        if not self._up or self.RAISE_INTERNAL_ERRORS:
+            super()._handle_exception(error)
+            return
+        self.report_internal_error(error, "the screen")
+
+    def report_internal_error(self, exc: BaseException, where: str) -> None:
+        """Show an unexpected exception in the Log and a notification; the UI stays up. The same
+        error again (a panel failing at every stop) is counted, not shown again."""
+        self.internal_errors.append(exc)
+        key = (where, type(exc).__name__, str(exc))
+        seen = self.__dict__.setdefault("_errors_seen", set())
+        if key in seen:
+            return
+        seen.add(key)
+        lines = describe(exc, where)
+        try:
+            for line in lines:
+                self.log_line(line)
+            self.notify(lines[0] + " — see the Log tab", severity="error", markup=False,
+                        timeout=10)
+        except Exception:  # noqa: BLE001 - the Log itself failing must not end the UI either
+            pass
 
     # -- leaving ------------------------------------------------------------------------------
     STOP_TIMEOUT = 0.6       # seconds quitting waits for the engine thread to see the cancel
@@ -327,6 +383,9 @@ class LoopdbgApp(PromptActions, App):
         """With the help shown, only closing it and quitting work (keys do not act unseen)."""
         if self.screen.has_class("show-help") and action not in ("help", "quit", "interrupt"):
             return False
+        if action == "command" and not self.session.engine.loops and parameters and \
+                parameters[0] not in ("restart", "continue"):
+            return None                 # no loop: stepping keys are shown dimmed, do nothing
         return True
 
 

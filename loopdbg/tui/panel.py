@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from loopdbg.debug.session import Session, Stop
+from loopdbg.tui.guard import Guarded
 
 HISTORY_LIMIT = 48          # iterations of the current loop execution a panel can plot
 
@@ -120,8 +121,9 @@ class View:
         return view
 
 
-class Panel:
-    """Mixed into a widget to make it a panel (see the module docstring)."""
+class Panel(Guarded):
+    """Mixed into a widget to make it a panel (see the module docstring). An exception escaping
+    one of its handlers is shown in the Log, not the end of the UI (``loopdbg.tui.guard``)."""
 
     AREA: ClassVar[str] = "tabs"     # "main", "side" or "tabs"
     TAB: ClassVar[str] = ""          # the tab's title (AREA "tabs")

@@ -48,3 +48,14 @@ def displayed(widget) -> bool:
             return False
         node = node.parent
     return True
+
+
+def cut_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, a long name cut in its middle
+    (``functional_1/…/forward_lstm``): both ends of a converter's path say the most."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]

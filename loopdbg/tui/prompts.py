@@ -11,6 +11,7 @@ from dataclasses import replace
 from textual.widgets import TabbedContent
 
 from loopdbg.debug.breakpoints import EventLookup
+from loopdbg.debug.complete import expression_words, loop_words, name_word, plain_words
 from loopdbg.debug.jump import HINT, parse_target
 from loopdbg.errors import LoopdbgError
 from loopdbg.tui.messages import (DeleteBreakpoint, DeleteWatch, EditBreakpoint,
@@ -33,9 +34,36 @@ class PromptActions:
     """Actions b, w, i, / and the breakpoint table's messages (mixed into the app; the handlers
     go by their names, ``on_toggle_breakpoint``, since ``@on`` is not seen in a mixin)."""
 
-    def ask(self, title, hint, check, done, value: str = "") -> None:
-        """Ask for one line in the prompt bar (``loopdbg.tui.screens.prompt``)."""
-        self.query_one(PromptBar).ask(title, hint, check, done, value)
+    def ask(self, title, hint, check, done, value: str = "", words=None,
+            to_graph: bool = False) -> None:
+        """Ask for one line in the prompt bar (``loopdbg.tui.screens.prompt``); Tab completes
+        from ``words`` (the expression words of the current loop when not given).
+        ``to_graph``: the focus goes to the graph afterwards, not back where it was (a prompt
+        whose answer shows a tab: a widget of another tab taking the focus back, the Timeline
+        after `t`, would bring its own tab in front again)."""
+        if words is None:
+            words = self.expression_words()
+        self.query_one(PromptBar).ask(title, hint, check, done, value, words,
+                                      return_to=self.graph if to_graph else None)
+
+    def _scope_names(self) -> set[str]:
+        """The model names of the current loop (of every loop before one has run)."""
+        known = self.session.breakpoints.known_names
+        e = self.last_stop.event or (self.last_stop.node.event if self.last_stop.node else None)
+        if e is not None and e.path in known:
+            return set(known[e.path])
+        return set().union(*known.values()) if known else set()
+
+    def example(self) -> str:
+        """A value of the current loop to show in the prompts' hints (``h`` is not in every
+        model): its first body Parameter as an expression spells it."""
+        e = self.last_stop.event or (self.last_stop.node.event if self.last_stop.node else None)
+        spec = e.spec if e is not None else next(iter(self.session.engine.loops.values()), None)
+        names = list(spec.param_names) if spec is not None else []
+        return name_word(names[0]).text if names else "x"
+
+    def expression_words(self) -> list:
+        return expression_words(self._scope_names(), self.session.engine.loops)
 
     def action_add_breakpoint(self) -> None:
         scope = self.last_stop.event.path if self.last_stop.event else None
@@ -48,7 +76,11 @@ class PromptActions:
             if result:
                 self.show_again()
                 self.log_line(f"breakpoint added: {result}")
-        hint = "i == 7   ·   not cond   ·   isnan(h).any()   ·   outer: i == 2"
+        x = self.example()
+        outer = next((p for p in self.session.engine.loops if "/" not in p), None) \
+            if len(self.session.engine.loops) > 1 else None
+        hint = f"i == 7   ·   not cond   ·   isnan({x}).any()" + (
+            f"   ·   {outer}: i == 2" if outer else "")
         title = "Break after an iteration where … " + (f"(current loop: {scope})" if scope else "")
         self.ask(title, hint, _check_expr(add), done)
 
@@ -71,7 +103,8 @@ class PromptActions:
                     stop = replace(stop, watches=tuple(
                         self.session.breakpoints.evaluate_watches(EventLookup(stop.event))))
                 self.show_again(stop)
-        self.ask("Watch the expression …", "h.shape   ·   norm(h)   ·   changed(h)",
+        x = self.example()
+        self.ask("Watch the expression …", f"{x}.shape   ·   norm({x})   ·   changed({x})",
                  _check_expr(add), done)
 
     def action_inspect(self) -> None:
@@ -79,8 +112,9 @@ class PromptActions:
             if result:
                 self.show_value(result)
         start = self.graph.selected_expression or ""
-        self.ask("Inspect …", "h   ·   h[0, :4]   ·   t[\"name with spaces\"]",
-                 lambda text: None, done, value=start)
+        x = self.example()
+        self.ask("Inspect …", f"{x}   ·   {x}[0, :4]   ·   t[\"name with spaces\"]",
+                 lambda text: None, done, value=start, to_graph=True)
 
     def show_value(self, text: str) -> None:
         """Show ``text`` (a name or an expression) in the Inspector tab."""
@@ -100,7 +134,8 @@ class PromptActions:
         def done(result):
             if result:
                 self.action_command("jump", result)
-        self.ask("Go to iteration …", HINT, check, done)
+        self.ask("Go to iteration …", HINT, check, done,
+                 words=loop_words(self.session.engine.loops))
 
     def action_plot(self) -> None:
         """`p`: expressions to plot over the iterations (several: separated by ';')."""
@@ -112,7 +147,7 @@ class PromptActions:
         def check(text: str) -> str | None:
             texts = [t.strip() for t in text.split(";") if t.strip()]
             if not texts:
-                return "type an expression, e.g. mean(h)"
+                return f"type an expression, e.g. mean({self.example()})"
             try:
                 for t in texts:
                     self.session.breakpoints.compile(t, scope)
@@ -124,8 +159,9 @@ class PromptActions:
             if result:
                 panel.set_expressions([t.strip() for t in result.split(";") if t.strip()])
                 self.query_one(TabbedContent).active = PlotPanel.TAB_ID
-        self.ask("Plot over the iterations …", "mean(h)   ·   norm(c); h[0, 3]", check, done,
-                 value="; ".join(panel.expressions))
+        x = self.example()
+        self.ask("Plot over the iterations …", f"mean({x})   ·   norm({x}); {x}[0]", check, done,
+                 value="; ".join(panel.expressions), to_graph=True)
 
     def action_find(self) -> None:
         def check(text: str) -> str | None:
@@ -138,7 +174,7 @@ class PromptActions:
                 self._last_find = result
                 self.graph.focus()
         self.ask("Find a node by name (or type) …", "cell   ·   Add   ·   h_next", check, done,
-                 value=getattr(self, "_last_find", ""))
+                 value=getattr(self, "_last_find", ""), words=plain_words(self._scope_names()))
 
     def find_node(self, name: str) -> None:
         self.graph.find(name)

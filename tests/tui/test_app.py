@@ -14,7 +14,6 @@ iterations 0 and 1 and fails at iteration 2.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,8 @@ import pytest
 pytest.importorskip("textual")
 
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent  # noqa: E402
+
+from screen import press, settle  # noqa: E402,F401 - the tests of this file wait with them
 
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
@@ -48,27 +49,6 @@ def model(case: str) -> tuple[Path, Path]:
 def session(case: str = "loop_while_iter", **options) -> Session:
     xml, npz = model(case)
     return Session.open(xml, npz, **options)
-
-
-async def settle(pilot, timeout: float = 10.0) -> None:
-    """Wait until the engine worker has finished and its Stop has been drawn."""
-    app = pilot.app
-    deadline = time.monotonic() + timeout
-    while True:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if not app.busy and not app.query_one("#graph").laying_out:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError("the app is still busy")
-        await asyncio.sleep(0.01)
-
-
-async def press(pilot, *keys: str) -> None:
-    """Press each key and wait for the command it started (if any) to finish."""
-    for key in keys:
-        await pilot.press(key)
-        await settle(pilot)
 
 
 async def type_text(pilot, text: str) -> None:

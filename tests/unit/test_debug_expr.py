@@ -525,3 +525,24 @@ def test_an_expression_cannot_make_an_array_past_the_memory_budget(text):
     finally:
         budget.start(None)
     same(ev("x[:3, None] * x[None, :2]", env), np.ones((3, 2), np.float32))   # small: computed
+
+
+# -- names with dots (issue 30): what PyTorch's exporter calls its values ----------------------
+DOTTED = Env(**{"h.25": np.array([0.25, 0.5]), "x.1": np.float32(2.0), "h1.13": np.float32(3.0),
+                "x.1.2": np.float32(4.0), "enc.layer.0.weight": np.ones(3), "h": H})
+
+
+@pytest.mark.parametrize("text, want", [
+    ("norm(h.25) > 0.5", True), ("x.1 + h1.13", 5.0), ("x.1.2", 4.0),
+    ("h.25.shape", (2,)), ("h.25.sum()", 0.75), ("h.25[1]", 0.5), ("max(h.25)", 0.5),
+    ("sum(enc.layer.0.weight)", 3.0), ('t["h.25"][0]', 0.25), ("x.1 > 1 and h[0, 1] == 1", True),
+    ('"h.25" == "h.25"', True),           # inside a string: left alone
+])
+def test_a_dotted_model_name_is_read_as_it_is_written(text, want):
+    same(Expression(text).evaluate(DOTTED), want)
+    assert Expression(text).names <= set(DOTTED.values) | {"h"}
+
+
+def test_a_dotted_name_without_a_number_says_how_to_write_it():
+    with pytest.raises(ExprError, match=r'is the name of a model value, write t\["layer.weight"\]'):
+        Expression("layer.weight > 0")

@@ -386,3 +386,71 @@ def test_onnx_invariant_read_by_its_own_name_is_not_assigned_to_itself(tmp_path,
     for line in text.splitlines():
         left, _, right = line.strip().partition(" = ")
         assert not (right and right.split(";")[0] == left), line
+
+
+# ---------------------------------------------------------------------------------------------
+# TorchScript's while loops (issue 30): INT64_MAX trip count, a counter named by a number
+
+def test_a_torchscript_while_loop_reads_as_a_while_with_a_counter_called_i(capsys):
+    xml = Path(__file__).resolve().parents[1] / "converted" / "tacotron_decoder" / "model.xml"
+    if not xml.exists():
+        pytest.skip("no converted model")
+    assert main(["explain", str(xml)]) == 0
+    out = capsys.readouterr().out
+    assert "mode: while" in out
+    assert "trip count: 9223372036854775807 (INT64_MAX: no limit, a while loop)" in out
+    assert "for (i = 0; cond; i++) {" in out
+    assert "// i: the iteration counter (the model names it '57')" in out
+    assert "57 <" not in out and "9223372036854775807 &&" not in out
+
+
+def test_trip_text_says_no_limit_for_the_largest_integers():
+    from loopdbg.engine.trip import trip_text
+
+    assert trip_text(2**63 - 1) == trip_text(2**31 - 1) == "no limit (while)"
+    assert trip_text(None) == "no limit" and trip_text(7) == "7" and trip_text(2**31) == str(2**31)
+
+
+# ---------------------------------------------------------------------------------------------
+# Models whose control flow is If only, or none (issue 30)
+
+IF_ONLY = Path(__file__).resolve().parents[1] / "data" / "if_only" / "model.onnx"
+
+
+def test_an_if_only_model_shows_each_if_and_the_branch_its_run_took(capsys):
+    pytest.importorskip("onnx")
+    assert main(["explain", str(IF_ONLY)]) == 0           # inputs.npz beside: x = [1, 2]
+    out = capsys.readouterr().out
+    assert out.startswith(f"{IF_ONLY}: no Loop, Scan or TensorIterator; its control flow is 1 If")
+    assert "If sign_gate: condition pos = true, ran the then branch" in out
+
+
+def test_a_model_without_control_flow_says_so_and_shows_its_outputs(tmp_path, capsys):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "plain", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "plain.onnx")
+    np.savez(tmp_path / "inputs.npz", x=np.array([1.0, -2.0], np.float32))
+    assert main(["explain", str(tmp_path / "plain.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "no control flow (no Loop, Scan, TensorIterator or If)" in out
+    assert "  y  float32, shape [2]" in out
+
+
+def test_ifs_inside_a_loop_count_their_branches():
+    pytest.importorskip("onnx")
+    from _onnx_models import nested_with_if_and_outer_values
+    from loopdbg.ir.onnx_reader import from_proto
+
+    built = nested_with_if_and_outer_values()
+    model = built[0] if isinstance(built, tuple) else built
+    inputs = {"n": np.array(3, np.int64), "acc0": np.array(0, np.float32),
+              "step": np.array(1.0, np.float32)}
+    facts = explain(Engine(from_proto(model)), inputs)
+    (fact,) = facts["ifs"]
+    assert fact["loop"] and fact["then_runs"] + fact["else_runs"] == 3
+    assert "ran 3 times" in format_text(facts)

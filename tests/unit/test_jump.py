@@ -83,3 +83,18 @@ def test_an_iteration_behind_the_history_says_so():
     s.jump("cols_loop 2 1")
     with pytest.raises(LoopdbgError, match="--trace"):
         s.jump("cols_loop 0 0")
+
+
+def test_an_iteration_past_the_end_of_the_loop_says_there_is_none():
+    """Issue 30: `:99` on a loop that ends after 7 stops at its last iteration and says so,
+    instead of running to the end of the model ("finished")."""
+    from loopdbg.debug.session import Session
+
+    base = Path(__file__).resolve().parents[2] / "demos" / "while_loop"
+    s = Session.open(base / "model.xml", base / "inputs.npz")
+    s.step()
+    stop = s.jump("99")
+    e = stop.event
+    assert e is not None and not e.continues
+    assert stop.reason == (f"there is no iteration 99: loop '{e.path}' ran {e.iteration + 1} "
+                           f"iterations (this is its last)")

@@ -136,3 +136,26 @@ def test_explain_writes_onnx_semantics_in_the_pseudo_code(capsys, tmp_path):
     loop = capsys.readouterr().out
     assert "keepgoing_in   the loop condition" in loop
     assert "my_local = Add(a, b_in);" in loop
+
+
+def test_an_onnx_scan_is_called_scan_in_explain_and_check(capsys, tmp_path):
+    """Issue 30: explain and check --per-iteration speak the model's word for the loop (Scan
+    runs as a TensorIterator inside loopdbg), and no OpenVINO pitfall is told of it."""
+    import onnx
+
+    from _onnx_models import scan_with_axes_and_directions
+
+    built = scan_with_axes_and_directions()
+    model = built[0] if isinstance(built, tuple) else built
+    path = tmp_path / "scan.onnx"
+    onnx.save(model, path)
+    assert main(["explain", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Scan 'scan'\nmode: scan\n")
+    assert "TensorIterator" not in out and "tensor-iterator" not in out
+    assert "OpenVINO" not in out
+    pytest.importorskip("onnxruntime")
+    main(["check", str(path), "--per-iteration"])
+    out = capsys.readouterr().out
+    row = [line.split() for line in out.splitlines() if line.strip().startswith("scan ")]
+    assert row and row[0][1] == "Scan", out

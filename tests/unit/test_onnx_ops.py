@@ -24,7 +24,7 @@ REQUIRED = ("Add Sub Mul Div Pow Neg Abs Sqrt Exp Log Tanh Sigmoid Relu MatMul G
 MORE = ("Ceil Floor Round Reciprocal Sign Sin Cos Erf IsNaN IsInf Max Min Sum Mean Mod Flatten Tile "
         "Split ArgMax ArgMin ReduceProd ReduceL1 ReduceL2 ReduceLogSumExp ReduceSumSquare "
         "LogSoftmax Hardmax CumSum NonZero LeakyRelu Elu Softplus HardSigmoid CastLike "
-        "GatherElements Dropout").split()
+        "GatherElements Dropout Pad").split()
 
 
 def _supported_ops() -> set[str]:
@@ -182,3 +182,69 @@ def test_global_lp_pool_is_the_p_norm_over_the_spatial_axes(p):
     want = (np.abs(x.astype(np.float64)) ** p).sum(axis=(2, 3), keepdims=True) ** (1 / p)
     assert y.dtype == np.float32 and y.shape == (2, 3, 1, 1)
     np.testing.assert_allclose(y, want, rtol=1e-5)
+
+
+# -- Pad: loopdbg's own kernel (onnx.reference refuses negative pads) ------------------------------
+
+def _pad(x, pads, *, mode="constant", value=None, axes=None, opset=21):
+    from onnx import numpy_helper
+
+    inits = [numpy_helper.from_array(np.asarray(pads, np.int64), "pads")]
+    names = ["x", "pads"]
+    if value is not None or axes is not None:
+        names.append("")
+        if value is not None:
+            inits.append(numpy_helper.from_array(np.asarray(value, x.dtype), "value"))
+            names[-1] = "value"
+    if axes is not None:
+        inits.append(numpy_helper.from_array(np.asarray(axes, np.int64), "axes"))
+        names.append("axes")
+    node = helper.make_node("Pad", names, ["y"], mode=mode)
+    return _run([node], {"x": x}, ["y"], opset, inits)["y"]
+
+
+X = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+
+@pytest.mark.parametrize("pads, mode, want", [
+    ([0, -1, 0, -1], "constant", X[:, 1:3]),                              # crop both ends
+    ([-1, 1, 0, 0], "constant", np.pad(X[1:], ((0, 0), (1, 0)))),         # crop one axis, pad one
+    ([0, -1, 0, 2], "edge", np.pad(X[:, 1:], ((0, 0), (0, 2)), mode="edge")),   # crop, then pad
+    ([1, 0, -2, 0], "reflect", np.pad(X[:1], ((1, 0), (0, 0)), mode="reflect")),
+    ([-3, 0, 0, 0], "constant", X[3:]),                                    # down to nothing
+])
+def test_negative_pads_crop_then_the_rest_pads(pads, mode, want):
+    np.testing.assert_array_equal(_pad(X, pads, mode=mode), want)
+
+
+def test_pad_with_axes_a_value_and_wrap():
+    got = _pad(X, [1, -1], axes=[-1], value=7.0)                # begin 1, end -1 on the last axis
+    np.testing.assert_array_equal(got, np.pad(X[:, :3], ((0, 0), (1, 0)), constant_values=7))
+    got = _pad(X, [0, 2, 0, 1], mode="wrap", opset=19)
+    np.testing.assert_array_equal(got, np.pad(X, ((0, 0), (2, 1)), mode="wrap"))
+    b = np.array([True, False])
+    np.testing.assert_array_equal(_pad(b, [1, 1]), [False, True, False, False])
+
+
+def test_pad_refuses_what_leaves_a_negative_length_and_negative_pads_before_pad_11():
+    with pytest.raises(Exception, match="leave -1 elements"):
+        _pad(X, [-4, 0, 0, 0])
+    node = helper.make_node("Pad", ["x"], ["y"], pads=[0, -1, 0, 0])
+    with pytest.raises(Exception, match="Pad at opset 10 does not accept negative pads"):
+        _run([node], {"x": X}, ["y"], 10)
+
+
+def test_pad_agrees_with_onnxruntime_on_negative_pads():
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import numpy_helper
+
+    for pads, mode in (([0, -1, 1, -2], "constant"), ([-1, 2, 1, -1], "edge"),
+                       ([1, -1, 0, 2], "reflect")):
+        node = helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [3, 4])],
+                                  [helper.make_tensor_value_info("y", 1, None)],
+                                  [numpy_helper.from_array(np.asarray(pads, np.int64), "pads")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        want = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, {"x": X})[0]
+        np.testing.assert_array_equal(_pad(X, pads, mode=mode, opset=18), want, err_msg=str(pads))

@@ -3,6 +3,7 @@ iteration, the value each body assignment gave in it (``// = ...``, the graph's 
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -10,13 +11,23 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from loopdbg.debug.report import if_lines
 from loopdbg.teach.pseudocode import pseudocode
 from loopdbg.text import safe
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import plain
 from loopdbg.tui.widgets.valuetext import value_text
 
 
 _NONE = object()
+
+
+def segments(text: Text, console) -> list[Segment]:
+    """A Text as segments, its own style kept: ``Text.render`` drops the Text's style when it
+    has no spans (a whole line in reverse video would be drawn plain)."""
+    if text.style and not text.spans:
+        return [Segment(text.plain, console.get_style(text.style))] if text.plain else []
+    return list(text.render(console))
 
 
 def phase_of(stop) -> str:
@@ -83,7 +94,7 @@ class Lines(Widget):
             if text.cell_len > width:
                 text = text.copy()
                 text.truncate(width, overflow="ellipsis")
-            strip = Strip(text.render(self.app.console)).apply_style(style)
+            strip = Strip(segments(text, self.app.console)).apply_style(style)
             strip = self._strips[y] = strip.extend_cell_length(width, style)
         return strip
 
@@ -99,6 +110,11 @@ class PseudoCode(Lines):
             self._shown = None
             spec, phase = _loop_without_iteration(view)
             if spec is None:
+                if not view.session.engine.loops:
+                    self.set_lines([Text("(no loop in this model: no pseudo-code to step "
+                                         "through)", style="dim")]
+                                   + [plain(line) for line in if_lines(view.session.engine)])
+                    return
                 self.set_lines([Text("(no loop has started)", style="dim")])
                 return
             text = Text()
@@ -123,7 +139,8 @@ class PseudoCode(Lines):
         lines = self._code(e, view, phase, node)
         steps = e.spec.body.steps
         try:
-            values = view.values(e) if stop.node is None else {}
+            # node by node: the values computed so far in this iteration
+            values = view.values(e) if stop.node is None else stop.node.values
         except Exception:  # noqa: BLE001 - values are a help here; the code shows without them
             values = {}
         out = []
@@ -135,6 +152,20 @@ class PseudoCode(Lines):
                     line.append(f"  // {safe(value_text(value, 28))}", style="dim cyan")
             out.append(line)
         self.set_lines(out)
+        lit = [y for y, (_, current, _) in enumerate(lines) if current]
+        if lit:
+            self.call_after_refresh(self._reveal, lit[0], lit[-1])
+
+    def _reveal(self, first: int, last: int) -> None:
+        """Scroll the pane to the lit lines when they are out of view (a short terminal gives
+        the pseudo-code a few rows: the current line must be one of them)."""
+        pane = self.parent
+        if pane is None or not pane.size.height:
+            return
+        top, rows = pane.scroll_offset.y, pane.size.height
+        if first < top or last >= top + rows:
+            pane.scroll_to(y=max(0, min(first - 1, last - rows + 1) if last - first < rows
+                                 else first), animate=False)
 
     _code_key = None
     _code_lines: list = []

@@ -1,9 +1,9 @@
 """A footer that shows the keys that fit, most needed first, instead of cutting the last one.
 
 Textual's footer lays every shown binding in a row and clips what does not fit ("f fini"). This
-one keeps the order of importance — the app's first three keys, the focused widget's own (the
-breakpoint table's ``t e d``, the graph's ``enter``), then the app's others in the order of its
-BINDINGS — and drops
+one keeps the order of importance — the app's first nine keys (what a first hour needs: n s c b
+q ? f i z), the focused widget's own (the breakpoint table's ``t e d``, the graph's ``enter``),
+then the app's others in the order of its BINDINGS — and drops
 whole keys from the end, always keeping ``q quit`` and ``? help`` (which lists the rest). It turns compact
 below 120 columns, and lays itself out again when the terminal is resized.
 """
@@ -15,7 +15,8 @@ from textual.widgets._footer import FooterKey
 
 ALWAYS = ("help", "quit")   # actions never dropped
 PALETTE_WIDTH = 13          # "^p palette" with its separator
-APP_FIRST = 3               # the app's keys shown before the focused widget's (n, s, c)
+APP_FIRST = 9               # the app's keys shown before the focused widget's (n s c b q ? f i z)
+PALETTE_FROM = 100          # narrower: no "^p palette" (ctrl+p still opens it; ? lists it)
 
 
 class KeyFooter(Footer):
@@ -58,10 +59,11 @@ class KeyFooter(Footer):
                 continue
             seen_actions.add(binding.action)
             items.append((binding, enabled, tooltip, app.get_key_display(binding)))
-        room = width - (PALETTE_WIDTH if self.show_command_palette else 0)
+        palette_shown = self.show_command_palette and width >= PALETTE_FROM
+        room = width - (PALETTE_WIDTH if palette_shown else 0)
         keys = tuple(_fit(items, room, self.compact))
         palette = None
-        if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
+        if palette_shown and app.ENABLE_COMMAND_PALETTE:
             palette = self.screen.active_bindings.get(app.COMMAND_PALETTE_BINDING)
             if palette is not None:
                 _, binding, enabled, _ = palette

@@ -17,8 +17,8 @@ from loopdbg.errors import LoopdbgError
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import plain
 
-INSTALL = ("plots in the UI need textual-plotext: pip install 'loopdbg[ui-plot]' "
-           "(or `loopdbg plot ... -o plot.svg` draws one to a file)")
+INSTALL = ("plots in the UI need textual-plotext: pip install 'loopdbg[ui-plot]', then start "
+           "loopdbg again (or `loopdbg plot ... -o plot.svg` draws one to a file)")
 MAX_POINTS = 5000
 
 
@@ -40,18 +40,28 @@ class PlotPanel(Panel, Vertical):
         super().__init__(**kw)
         self.expressions: list[str] = []
         self._view: View | None = None
+        self._canvas = None       # the plot widget made by compose (None without the extra)
+        self._example = None      # the name the note's example uses
 
     def compose(self) -> ComposeResult:
         yield Static(plain("press p to plot an expression over the iterations, e.g. mean(h)",
                            "dim"), id="plot-note")
         cls = plot_widget()
         if cls is not None:
-            yield cls(id="plot-canvas")
+            self._canvas = cls(id="plot-canvas")
+            yield self._canvas
 
     def show(self, view: View) -> None:
         self._view = view
         if self.expressions:
             self._draw()
+        elif view.event is not None and view.event.spec.param_names:
+            name = view.event.spec.param_names[0]
+            if name != self._example:          # once per loop: an update lays the screen out
+                self._example = name
+                example = f"mean({name})" if name.isidentifier() else f'mean(t["{name}"])'
+                self.query_one("#plot-note", Static).update(plain(
+                    f"press p to plot an expression over the iterations, e.g. {example}", "dim"))
 
     def set_expressions(self, texts: list[str]) -> None:
         self.expressions = texts
@@ -60,11 +70,11 @@ class PlotPanel(Panel, Vertical):
 
     def _draw(self) -> None:
         note = self.query_one("#plot-note", Static)
-        cls = plot_widget()
-        if cls is None:
+        canvas = self._canvas     # what compose found: the extra installed since needs a restart
+        if canvas is None:
             note.update(plain(INSTALL, "yellow"))
             return
-        view, canvas = self._view, self.query_one("#plot-canvas")
+        view = self._view
         e = view.event
         plt = canvas.plt
         plt.clear_data()
@@ -87,5 +97,7 @@ class PlotPanel(Panel, Vertical):
             plt.plot(series.x, series.values[text], label=text, marker="braille")
         plt.xlabel("iteration")
         where = f" (outer {list(e.outer)})" if e.outer else ""
-        note.update(plain(f"loop {e.path}{where}: {len(series.x)} iterations held", "dim"))
+        held = len(series.x)
+        note.update(plain(f"loop {e.path}{where}: {held} iteration{'' if held == 1 else 's'} "
+                          f"held", "dim"))
         canvas.refresh()

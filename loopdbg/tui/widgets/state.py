@@ -12,15 +12,16 @@ from rich.console import Console
 from rich.text import Text
 from textual.widgets import Static
 
-from loopdbg.debug.report import ends_because, headline
+from loopdbg.debug.report import ends_because, headline, if_lines, no_loop_text, trip_text
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import plain, update_text
+from loopdbg.text import safe
+from loopdbg.tui.plain import cut_middle, plain, update_text
 
 LABEL = 18                 # the label column ("current_iteration" and a blank)
 NARROW = 48                # below this width: short labels in a narrower column
 SHORT_LABELS = {"current_iteration": "iteration", "outer iterations": "outer",
-                "trip_count": "trip count", "loop ended": "ended"}
-SHORT_LABEL = 11
+                "trip_count": "trips", "loop ended": "ended"}
+SHORT_LABEL = 10           # "iteration" and a blank
 _CONSOLE = Console(width=400, color_system=None, legacy_windows=False)
 
 
@@ -38,9 +39,19 @@ class LoopState(Panel, Static):
         self._view: View | None = None
         self._rows = (None, 0)        # (loop path, the most lines its texts had)
 
+    _running: str | None = None      # while a command runs (after 0.3 s): what it does
+
     def show(self, view: View) -> None:
         self._view = view
+        self._running = None
         update_text(self, self._steady(view, self._text(view, self._width())))
+
+    def running(self, text: str) -> None:
+        """A command is running: the headline says so (not the stop it started from)."""
+        if self._view is None or text == self._running:
+            return
+        self._running = text
+        update_text(self, self._steady(self._view, self._text(self._view, self._width())))
 
     def _steady(self, view: View, text: Text) -> Text:
         """``text`` padded to the most lines this loop's texts had at this width: stepping
@@ -72,7 +83,10 @@ class LoopState(Panel, Static):
         stop, session = view.stop, view.session
         kind_style = {"breakpoint": "bold red", "nan": "bold red", "error": "bold red",
                       "end": "bold green"}.get(stop.kind, "bold cyan")
-        t = _wrapped(plain(headline(stop), kind_style), width, 2)
+        if self._running:
+            t = _wrapped(plain(self._running, "bold yellow"), width, 2)
+        else:
+            t = _wrapped(plain(_headline(stop, width), kind_style), width, 2)
         rows: list[tuple[str, Text]] = []
         e = stop.node.event if stop.node is not None else view.event    # the one being run
         if e is None:
@@ -83,28 +97,37 @@ class LoopState(Panel, Static):
             for n in session.notices:
                 if any(n.path == end.path for end in ended):
                     t += _wrapped(plain(f"notice: {n.message}", "yellow"), width, 2)
-            if not ended:
+            if not session.engine.loops:                   # nothing to step: say so
+                t += _wrapped(plain(no_loop_text(session.engine)), width, 0)
+                for line in if_lines(session.engine):
+                    t += _wrapped(plain(line), width, 2)
+            elif not ended:
                 t.append("no iteration has run yet\n", style="dim")
             return t
         spec, mode = e.spec, view.mode
         shown = f", {mode}" if mode and spec.kind == "Loop" and width >= NARROW else ""
-        rows.append(("loop", Text.assemble(plain(view.crumbs(e.path), "bold"),
-                                           f"  ({spec.kind}{shown})")))
+        kind = f"  ({_kind(spec)}{shown})"
+        room = _room(width)
+        name = view.crumbs(e.path)
+        if len(name) + len(kind) > room and width < NARROW:     # the name alone, cut in the middle
+            kind, name = "", cut_middle(name, room)
+        rows.append(("loop", Text.assemble(plain(name, "bold"), kind)))
         if e.outer:
             rows.append(("outer iterations", Text(str(list(e.outer)))))
-        trip = "no limit" if e.trip_count is None else str(e.trip_count)
-        rows.append(("trip_count", Text(trip)))
+        rows.append(("trip_count", Text(trip_text(e.trip_count))))
         it = Text(str(e.iteration), style="bold yellow")
         if stop.node is not None:
-            it.append(f"  (running node by node: {stop.node.index + 1} of {stop.node.total})",
-                      style="green")
+            k, total = stop.node.index + 1, stop.node.total
+            it.append(f"  (running node by node: {k} of {total})" if width >= NARROW
+                      else f" (node {k}/{total})", style="green")
             rows.append(("current_iteration", it))
             return t + _rows(rows, width)
         rows.append(("current_iteration", it))
         if stop.kind == "error":
             nxt = f"iteration {e.iteration + 1} failed (see the log)"
         elif e.continues:
-            nxt = f"iteration {e.iteration + 1} runs next"
+            nxt = (f"iteration {e.iteration + 1} runs next" if width >= NARROW
+                   else f"next {e.iteration + 1}")        # a narrow column: one line
         else:
             nxt = "the loop ends: " + ends_because(e)
         if spec.kind == "Loop":
@@ -119,12 +142,37 @@ class LoopState(Panel, Static):
         return t + _rows(rows, width)
 
 
+def _kind(spec) -> str:
+    """The loop's type as its model says it: an ONNX Scan is a Scan, not a TensorIterator."""
+    return getattr(spec, "source_kind", None) or spec.kind
+
+
+def _room(width: int) -> int:
+    """Columns a value has beside its label."""
+    return max(width - (SHORT_LABEL if width < NARROW else LABEL), 12)
+
+
+def _headline(stop, width: int) -> str:
+    """The stop's headline; a narrow panel leaves out where (the rows below say it) and cuts a
+    name too long for a line in its middle instead of breaking it."""
+    text = headline(stop)
+    if width >= NARROW:
+        return text
+    e = stop.node.event if stop.node is not None else stop.event
+    if e is not None:
+        for where in (f" in loop {safe(e.path)}, iteration {e.iteration}",
+                      f" in loop {safe(e.path)} at iteration {e.iteration}"):
+            if text.endswith(where):
+                text = text[:-len(where)]
+    return " ".join(cut_middle(word, width - 2) for word in text.split(" "))
+
+
 def _rows(rows: list[tuple[str, Text]], width: int) -> Text:
     """``label  value`` lines, each value wrapped under itself."""
     out = Text()
     short = width < NARROW
     column = SHORT_LABEL if short else LABEL
-    room = max(width - column, 12)
+    room = _room(width)
     for label, value in rows:
         if short:
             label = SHORT_LABELS.get(label, label)
