@@ -171,26 +171,29 @@ def scopes_of(names: Mapping[int, str], types: Mapping[int, str],
             scope[i] = both
         elif d and _common(d):
             scope[i] = _common(d)
-        elif a and _common(a) and not d:
+        elif a and _common(a):
             scope[i] = _common(a)
         else:
             undecided.append(i)
-    # what is still open goes where most of its neighbours are (inputs win a tie)
-    for _ in range(3):
+    # what is still open goes to the outermost scope most of its neighbours are in (inputs
+    # count more); votes are counted on what was decided before the round, so that a chain of
+    # undecided nodes (a residual stream) does not carry one block's scope down the chain
+    for _ in range(4):
+        known = dict(scope)
         left = []
         for i in undecided:
-            votes = Counter()
-            for k, group in enumerate((preds[i], succs[i])):
+            votes: Counter = Counter()
+            for weight, group in ((2.0, preds[i]), (1.5, succs[i])):
                 for j in group:
-                    s = scope.get(j)
+                    s = known.get(j)
                     if s:
-                        votes[s[:1]] += 2 if k == 0 else 1.5
+                        votes[s[:1]] += weight
             if votes:
-                top = votes.most_common(1)[0][0]
-                inner = [scope[j] for j in preds[i] + succs[i] if scope.get(j, ())[:1] == top]
-                scope[i] = _common(inner) or top
+                scope[i] = votes.most_common(1)[0][0]
             else:
                 left.append(i)
+        if len(left) == len(undecided):
+            break
         undecided = left
     for i in undecided:
         scope[i] = ()

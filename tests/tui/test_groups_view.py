@@ -1,0 +1,78 @@
+"""Issue 28: a big body drawn by its groups (blocks, the head), each one box that opens in place."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopdbg.engine import Engine
+from loopdbg.ir.load import read_model
+from loopdbg.layout import dot_available, layout_body, render_text
+from loopdbg.layout.grouped import GROUP, grouped_body
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bigbody import decoder_model  # noqa: E402
+
+needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz 'dot' is not installed")
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    return decoder_model(tmp_path_factory.mktemp("decoder"), blocks=30)
+
+
+def _spec(xml):
+    return next(iter(Engine(read_model(xml)).loops.values()))
+
+
+def test_a_big_body_closes_to_its_blocks_and_opens_one_in_place(decoder):
+    spec = _spec(decoder[0])
+    gb = grouped_body(spec)
+    assert gb is not None
+    assert [g.name for g in gb.root.children] == [f"blocks.{k}" for k in range(30)] + ["head"]
+    top = gb.view()
+    groups = [n for n in top.nodes if n.kind == GROUP]
+    assert len(groups) == 31 and len(top.nodes) < 40
+    b7 = next(n for n in groups if n.name == "blocks.7")
+    assert b7.lines[0] == "▸ blocks.7" and b7.lines[1].endswith("nodes")
+    assert "aten::add/Add_7" in b7.lines[2]                     # the value that leaves it
+    # the residual stream runs block to block: one edge between neighbours
+    ids = {n.name: n.id for n in groups}
+    assert any(e.src == ids["blocks.6"] and e.dst == ids["blocks.7"] for e in top.edges)
+    opened = gb.view({("blocks.7",)})
+    names = {n.name for n in opened.nodes}
+    assert "blocks.7" not in names and "blocks.7/fc1" in names and "blocks.6" in names
+    assert len(opened.nodes) < len(top.nodes) + 8
+    assert gb.view({("blocks.7",)}) is opened                   # cached by what is open
+
+
+def test_the_way_to_a_node_inside_closed_groups(decoder):
+    spec = _spec(decoder[0])
+    gb = grouped_body(spec)
+    mm = next(lid for lid, layer in spec.body.graph.layers.items()
+              if layer.name == "aten::linear/MatMul_9")            # blocks.4's fc1
+    assert gb.way_to(mm) == [("blocks.4",), ("blocks.4", "fc1")]
+    assert gb.box_of(mm, ()) == gb.ids[("blocks.4",)]
+    assert gb.box_of(mm, gb.way_to(mm)) == mm
+
+
+def test_small_bodies_stay_flat():
+    root = Path(__file__).resolve().parents[2]
+    for demo in ("prefix_sum", "nested_loop", "vandermonde"):
+        engine = Engine(read_model(root / "demos" / demo / "model.xml"))
+        for spec in engine.loops.values():
+            assert grouped_body(spec) is None, demo
+
+
+@needs_dot
+def test_the_closed_body_is_laid_out_alone_and_small(decoder):
+    spec = _spec(decoder[0])
+    gb = grouped_body(spec)
+    text = render_text(layout_body(gb.view()))
+    assert "▸ blocks.29" in text and "MatMul_9" not in text
+    text = render_text(layout_body(gb.view({("blocks.4",)})))
+    assert "▸ blocks.4/fc1" in text and "MatMul_9" not in text
+    text = render_text(layout_body(gb.view({("blocks.4",), ("blocks.4", "fc1")})))
+    assert "MatMul_9" in text and "▸ blocks.29" in text
