@@ -64,9 +64,9 @@ class GroupedBody:
         """The groups to open, outermost first, for ``node_id`` (a node or a group id) to have a
         box of its own."""
         path = self.by_id[node_id].path[:-1] if node_id < 0 else self.group_of(node_id)
-        return [g for g in self._chain(path)]
+        return [g for g in self.chain(path)]
 
-    def _chain(self, path: Scope) -> list[Scope]:
+    def chain(self, path: Scope) -> list[Scope]:
         """The groups of the tree that hold ``path``, outermost first (merged groups such as
         ``lstm_1/while`` are one step)."""
         out = []
@@ -79,7 +79,7 @@ class GroupedBody:
         """The id of the box that shows ``node_id`` with ``opened`` open: the node's own, or the
         outermost closed group that holds it."""
         opened = set(opened)
-        for p in self._chain(self.group_of(node_id)):
+        for p in self.chain(self.group_of(node_id)):
             if p not in opened:
                 return self.ids[p]
         return node_id

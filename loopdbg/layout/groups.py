@@ -159,6 +159,7 @@ def scopes_of(names: Mapping[int, str], types: Mapping[int, str],
             seeds[i] = seeds[data[0]]
 
     scope: dict[int, Scope] = dict(seeds)
+    position = {i: k for k, i in enumerate(_topological(ids, preds, succs))}
     free = [i for i in ids if i not in seeds and i not in const and i not in shape
             and i not in ends]
     up = _nearest(free, preds, seeds, const | shape)
@@ -183,13 +184,15 @@ def scopes_of(names: Mapping[int, str], types: Mapping[int, str],
         left = []
         for i in undecided:
             votes: Counter = Counter()
+            latest: dict[Scope, int] = {}
             for weight, group in ((2.0, preds[i]), (1.5, succs[i])):
                 for j in group:
                     s = known.get(j)
                     if s:
                         votes[s[:1]] += weight
-            if votes:
-                scope[i] = votes.most_common(1)[0][0]
+                        latest[s[:1]] = max(latest.get(s[:1], -1), position[j])
+            if votes:       # a tie goes to the later scope: a residual Add ends the block before it
+                scope[i] = max(votes, key=lambda t: (votes[t], latest[t]))
             else:
                 left.append(i)
         if len(left) == len(undecided):

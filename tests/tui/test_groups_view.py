@@ -76,3 +76,43 @@ def test_the_closed_body_is_laid_out_alone_and_small(decoder):
     assert "▸ blocks.4/fc1" in text and "MatMul_9" not in text
     text = render_text(layout_body(gb.view({("blocks.4",), ("blocks.4", "fc1")})))
     assert "MatMul_9" in text and "▸ blocks.29" in text
+
+
+# -- in the debugger ------------------------------------------------------------------------------
+@needs_dot
+async def test_the_debugger_shows_the_blocks_and_opens_and_closes_them_from_the_keyboard(decoder):
+    pytest.importorskip("textual")
+    from loopdbg.debug.session import Session
+    from loopdbg.tui.app import LoopdbgApp
+    from loopdbg.tui.widgets.graph import GraphView
+    from test_keyboard import press, settle
+
+    app = LoopdbgApp(Session.open(*decoder), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        graph = app.query_one(GraphView)
+        screen = "\n".join(graph._lines)
+        assert "▸ blocks.0" in screen and "aten::linear/MatMul_1" not in screen
+        graph.focus()
+        await press(pilot, "n", "down", "down")
+        gb = grouped_body(graph._spec)
+        assert graph.selected == gb.ids[("blocks.0",)]
+        await press(pilot, "enter")                       # opens blocks.0 in place
+        screen = "\n".join(graph._lines)
+        assert "▸ blocks.0/fc1" in screen and "▸ blocks.1" in screen
+        assert "▸ blocks.0 " not in screen
+        assert graph.selected == gb.ids[("blocks.0", "fc1")]   # the cursor on what it holds
+        await press(pilot, "plus")
+        assert "aten::linear/MatMul_1" in "\n".join(graph._lines)
+        await press(pilot, "escape")                      # closes the innermost open group
+        assert graph.selected == gb.ids[("blocks.0", "fc1")]
+        await press(pilot, "minus")
+        assert "▸ blocks.0 " in "\n".join(graph._lines)
+        # / finds a node inside closed groups and opens the way to it
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"MatMul_9", "enter")
+        await settle(pilot)
+        assert graph.selected_name == "aten::linear/MatMul_9"
+        box = graph._layout.box(graph.selected)
+        assert "aten::linear/MatMul_9" in graph._lines[box.y + 1]

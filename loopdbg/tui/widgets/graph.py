@@ -8,6 +8,11 @@ Keys (with the graph focused): the arrows move the cursor from box to box, ``ent
 selected node's full value in the Inspector (or opens a nested loop's body, as a click does),
 ``escape`` comes back from a nested body, ``v`` switches the boxes between fitting the pane,
 wide and compact. Without graphviz the panel says how to install it and lists the nodes.
+
+A big body (converter output: a decoder's blocks) is drawn by its groups (loopdbg.layout.grouped):
+a group is one box; ``enter`` or ``+`` opens it in place, ``-`` or ``escape`` closes the group the
+cursor is in; finding a node opens the groups on the way to it. Each set of open groups is laid
+out once, in the background, while the picture before it stays on screen.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from textual.strip import Strip
 
 from loopdbg.debug.values import is_sequence, numbers, same_value, type_text
 from loopdbg.debug.expr import name_expression
+from loopdbg.layout.grouped import grouped_body
 from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
@@ -64,6 +70,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         Binding("right", "move('right')", "box →", show=False),
         Binding("enter", "select", "value"),
         Binding("v", "detail", "box size"),
+        Binding("plus", "open_group", "open group", show=False),
+        Binding("minus", "close_group", "close group", show=False),
         Binding("escape", "close_nested", "back to the running loop", show=False),
     ]
 
@@ -89,6 +97,9 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._wanted = None
         self._unavailable: str | None = None    # why dot cannot lay bodies out (not installed)
         self._show_first = False
+        self._open: dict[str, frozenset] = {}   # per loop path: the groups opened in its body
+        self._pending: int | None = None        # a box to select once its layout is drawn
+        self._ids_by_name = None
 
     # -- what to show ---------------------------------------------------------------------------
     def show(self, view: View) -> None:
@@ -153,33 +164,46 @@ class GraphView(Panel, ScrollView, can_focus=True):
         try:
             if self._unavailable is not None:
                 raise LayoutUnavailable(self._unavailable)
-            layout = choose_layout(spec, self.detail, self.size.width or 120, cached_only=True)
+            target = self._target(spec)
+            layout = choose_layout(target, self.detail, self.size.width or 120, cached_only=True)
         except LayoutUnavailable as exc:
             self._layout = None
             texts = {name: value_text(v, 40) for name, v in self._values.items()}
             self._set_text([str(exc), ""] + _listing(spec, texts), note=True)
             return
+        stale = False
         if layout is None:                  # dot has not run for this body and width yet
-            self._lay_out(spec, self.detail, self.size.width or 120)
+            self._lay_out(target, self.detail, self.size.width or 120)
             layout = self._layout if self._layout is not None and self._layout.name == \
                 spec.path else None
             if layout is None:
                 self._set_text([f"laying out the body of {spec.path} "
-                                f"({len(spec.body.steps)} nodes)…"])
+                                f"({len(getattr(target, 'nodes', spec.body.steps))} boxes)…"])
                 return
+            stale = True                    # the picture before this one, until it is ready
         self._layout = layout
+        if stale:
+            self.border_title = Text(self._title + "  (laying out…)")
         ids = {b.id for b in layout.boxes}
-        if self.selected not in ids:
+        if self._pending is not None and self._pending in ids:
+            self.selected, self._pending = self._pending, None
+            self._scroll_to_box(layout.box(self.selected))
+        if self.selected not in ids and not stale:
             self.selected = None
+        gb = grouped_body(spec)
+        opened = self._open.get(spec.path, frozenset())
+        current_id = self._layer_id(self._current) if self._current is not None else None
+        if current_id is not None and gb is not None:
+            current_id = gb.box_of(current_id, opened)
         texts, changed, current = {}, set(), None
         for box in layout.boxes:
-            names = keys.get(box.id, ())
+            names = keys.get(box.id, ()) if box.id >= 0 else self._group_keys(gb, box.id)
             name = next((n for n in names if n in self._values), None)
             if name is not None:
                 texts[box.id] = "= " + value_text(self._values[name], box.inner_width - 2)
                 if name in self._changed:
                     changed.add(box.id)
-            if self._current is not None and self._current in names[:1]:
+            if box.id == current_id:
                 current = box.id
         canvas = render(layout, texts, changed=changed, current=current, selected=self.selected)
         # a picture narrower than the pane stands in its middle
@@ -199,6 +223,26 @@ class GraphView(Panel, ScrollView, can_focus=True):
     def laying_out(self) -> bool:
         """Whether ``dot`` is running for this panel (the picture follows when it is done)."""
         return self._layout_busy
+
+    def _target(self, spec):
+        """What is laid out: the body itself, or (a big body) its groups with those opened."""
+        gb = grouped_body(spec)
+        return spec if gb is None else gb.view(self._open.get(spec.path, frozenset()))
+
+    def _group_keys(self, gb, box_id: int) -> tuple[str, ...]:
+        """The value names a group's box shows: those of the first value leaving it."""
+        if gb is None or box_id not in gb.by_id:
+            return ()
+        out = gb.leaving(gb.by_id[box_id].path)
+        return value_keys(self._spec).get(out[0], ()) if out else ()
+
+    def _layer_id(self, name: str) -> int | None:
+        hit = self._ids_by_name
+        if hit is None or hit[0] is not self._spec:
+            hit = (self._spec, {names[0]: lid for lid, names in value_keys(self._spec).items()
+                                if names})
+            self._ids_by_name = hit
+        return hit[1].get(name)
 
     def _lay_out(self, spec, detail: str, width: int) -> None:
         """Run ``dot`` in a thread (it takes up to a second on a body of 100 nodes), then draw
@@ -302,11 +346,17 @@ class GraphView(Panel, ScrollView, can_focus=True):
             self._scroll_to_box(self._layout.box(node_id))
 
     def find(self, text: str) -> str | None:
-        """Move the cursor to the next box whose name (or type) contains ``text``; its name."""
+        """Move the cursor to the next box whose name (or type) contains ``text``; its name.
+
+        In a grouped body every node is searched, closed groups or not: the groups on the way
+        to the one found are opened."""
         layout = self._layout
         needle = text.strip().lower()
         if layout is None or not needle:
             return None
+        gb = grouped_body(self._spec)
+        if gb is not None:
+            return self._find_grouped(gb, needle)
         boxes = list(layout.boxes)
         start = next((k for k, b in enumerate(boxes) if b.id == self.selected), -1)
         order = boxes[start + 1:] + boxes[:start + 1]
@@ -317,10 +367,77 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     return b.name
         return None
 
+    def _find_grouped(self, gb, needle: str) -> str | None:
+        """``find`` in a grouped body: nodes (all of them) and groups, in body order."""
+        items = [(n.id, n.name, n.type) for n in gb.full.nodes]
+        items += [(gb.ids[p], g.name, "group") for p, g in gb.groups.items()]
+        start = next((k for k, it in enumerate(items) if it[0] == self.selected), -1)
+        order = items[start + 1:] + items[:start + 1]
+        for field in (1, 2):
+            for it in order:
+                if needle in it[field].lower():
+                    self.reveal(it[0])
+                    return it[1]
+        return None
+
+    def reveal(self, node_id: int) -> None:
+        """Open the groups on the way to box ``node_id`` (a node or a group) and select it."""
+        spec = self._spec
+        gb = grouped_body(spec) if spec is not None else None
+        if gb is None:
+            self.select(node_id)
+            return
+        opened = self._open.get(spec.path, frozenset())
+        way = set(gb.way_to(node_id))
+        if way <= opened:
+            self.select(node_id)
+            return
+        self._open[spec.path] = opened | way
+        self.selected = self._pending = node_id
+        self._redraw()
+
+    def action_open_group(self) -> None:
+        """Enter or ``+`` on a group's box: open it in place, the cursor on what it holds."""
+        spec, sel = self._spec, self.selected
+        gb = grouped_body(spec) if spec is not None else None
+        if gb is None or sel is None or sel not in gb.by_id:
+            return
+        group = gb.by_id[sel]
+        opened = self._open.get(spec.path, frozenset()) | {group.path}
+        self._open[spec.path] = opened
+        inside = set(group.all_nodes())
+        first = next((n.id for n in gb.full.nodes if n.id in inside), None)
+        self.selected = self._pending = gb.box_of(first, opened) if first is not None else None
+        self._redraw()
+
+    def action_close_group(self) -> bool:
+        """``-`` (or Escape): close the innermost open group the cursor is in; False if none."""
+        spec, sel = self._spec, self.selected
+        gb = grouped_body(spec) if spec is not None else None
+        opened = self._open.get(spec.path, frozenset()) if spec is not None else frozenset()
+        if gb is None or not opened:
+            return False
+        if sel is not None and sel < 0 and sel in gb.by_id:
+            path = gb.by_id[sel].path[:-1]
+        else:
+            path = gb.group_of(sel) if sel is not None else ()
+        chain = [p for p in gb.chain(path) if p in opened]
+        if not chain:
+            return False
+        closing = chain[-1]
+        self._open[spec.path] = frozenset(p for p in opened if p[:len(closing)] != closing)
+        self.selected = self._pending = gb.ids[closing]
+        self._redraw()
+        return True
+
     def action_select(self) -> None:
-        """Enter: open a nested loop's body, else show the node's full value in the Inspector."""
+        """Enter: open a group or a nested loop's body, else show the node's full value in the
+        Inspector."""
         if self.selected is None:
             self.action_move("down")
+            return
+        if self.selected < 0:
+            self.action_open_group()
             return
         if not self._open_nested(self.selected):
             expression = self.selected_expression
@@ -357,6 +474,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         return True
 
     def action_close_nested(self) -> None:
+        if self.action_close_group():
+            return
         if self.opened is not None and self._view is not None:
             self.opened = None
             self.show(self._view)
