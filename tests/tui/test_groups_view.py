@@ -116,3 +116,32 @@ async def test_the_debugger_shows_the_blocks_and_opens_and_closes_them_from_the_
         assert graph.selected_name == "aten::linear/MatMul_9"
         box = graph._layout.box(graph.selected)
         assert "aten::linear/MatMul_9" in graph._lines[box.y + 1]
+
+
+@needs_dot
+async def test_the_palette_finds_a_node_inside_a_closed_group(decoder):
+    pytest.importorskip("textual")
+    from loopdbg.debug.session import Session
+    from loopdbg.tui.app import LoopdbgApp
+    from loopdbg.tui.widgets.graph import GraphView
+    from test_keyboard import settle
+
+    app = LoopdbgApp(Session.open(*decoder), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"find node aten::relu/Relu_41")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            options = app.screen.query("CommandList")
+            if options and options.first().option_count:
+                break
+        texts = [str(options.first().get_option_at_index(k).prompt)
+                 for k in range(options.first().option_count)]
+        assert texts and "Relu_41" in texts[0], texts
+        await pilot.press("enter")
+        await settle(pilot)
+        graph = app.query_one(GraphView)
+        assert graph.selected_name == "aten::relu/Relu_41"
+        assert any("aten::relu/Relu_41" in line for line in graph._lines)

@@ -367,6 +367,13 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     return b.name
         return None
 
+    def findable(self) -> list[tuple[str, str]]:
+        """``(name, type)`` of every node ``find`` can reach: in a grouped body, all of them."""
+        gb = grouped_body(self._spec) if self._spec is not None else None
+        if gb is not None:
+            return [(n.name, n.type) for n in gb.full.nodes]
+        return [(b.name, b.type) for b in self._layout.boxes] if self._layout is not None else []
+
     def _find_grouped(self, gb, needle: str) -> str | None:
         """``find`` in a grouped body: nodes (all of them) and groups, in body order."""
         items = [(n.id, n.name, n.type) for n in gb.full.nodes]
