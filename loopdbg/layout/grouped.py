@@ -75,6 +75,20 @@ class GroupedBody:
                 out.append(path[:k])
         return out
 
+    def opened_for(self, expand=(), depth: int = 0) -> frozenset:
+        """The groups to open for ``--expand SCOPE`` (a group's name, ``blocks.4/attn``; the
+        groups on the way open too) and ``--depth N`` (every group N levels down). KeyError
+        names a SCOPE that is no group."""
+        out = {p for p in self.groups if len(self.chain(p)) <= depth}
+        for name in expand:
+            want = tuple(s for s in name.strip("/").split("/") if s)
+            found = [p for p in self.groups if p == want or p[-len(want):] == want]
+            if not found:
+                raise KeyError(name)
+            for p in found:
+                out.update(self.chain(p))
+        return frozenset(out)
+
     def box_of(self, node_id: int, opened: Iterable[Scope]) -> int:
         """The id of the box that shows ``node_id`` with ``opened`` open: the node's own, or the
         outermost closed group that holds it."""

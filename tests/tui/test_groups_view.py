@@ -145,3 +145,38 @@ async def test_the_palette_finds_a_node_inside_a_closed_group(decoder):
         graph = app.query_one(GraphView)
         assert graph.selected_name == "aten::relu/Relu_41"
         assert any("aten::relu/Relu_41" in line for line in graph._lines)
+
+
+# -- loopdbg graph ------------------------------------------------------------------------------
+def test_loopdbg_graph_draws_a_big_body_by_its_groups(decoder, tmp_path, capsys):
+    from loopdbg.cli import main
+
+    xml = str(decoder[0])
+    out = tmp_path / "g.dot"
+    assert main(["graph", xml, "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "▸ blocks.7" in text and "shape=box3d" in text and "MatMul_9" not in text
+    assert main(["graph", xml, "-o", str(out), "--expand", "blocks.4/fc1"]) == 0
+    text = out.read_text()
+    assert "aten::linear/MatMul_9" in text and "▸ blocks.4\\n" not in text and "▸ blocks.7" in text
+    assert main(["graph", xml, "-o", str(out), "--depth", "1"]) == 0
+    text = out.read_text()
+    assert "▸ blocks.7/fc1" in text and "▸ blocks.7\\n" not in text
+    assert main(["graph", xml, "-o", str(out), "--flat"]) == 0
+    text = out.read_text()
+    assert "▸" not in text and "aten::linear/MatMul_9" in text
+    capsys.readouterr()
+    assert main(["graph", xml, "-o", str(out), "--expand", "blocks.99"]) != 0
+    err = capsys.readouterr().err
+    assert "--expand blocks.99: no such group" in err and "blocks.0, blocks.1" in err
+
+
+def test_loopdbg_graph_values_go_on_the_groups_boxes(decoder, tmp_path):
+    from loopdbg.cli import main
+
+    out = tmp_path / "g.dot"
+    assert main(["graph", str(decoder[0]), str(decoder[1]), "-o", str(out),
+                 "--iteration", "1"]) == 0
+    text = out.read_text()
+    line = next(s for s in text.splitlines() if "▸ blocks.7" in s)
+    assert "= " in line and 'color="#dc2626"' in line          # its value, changed since 0
