@@ -30,12 +30,11 @@ from textual.strip import Strip
 
 from loopdbg.debug.values import is_sequence, numbers, same_value, type_text
 from loopdbg.debug.expr import name_expression
-from loopdbg.layout.grouped import grouped_body
 from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.widgets.graph_fit import (DETAIL_MODES, choose_layout, nearest_box,
-                                           nested_values, value_keys)
+from loopdbg.view.body import BodyView
+from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
 from loopdbg.tui.widgets.valuetext import value_text
 
 STYLES = {
@@ -97,9 +96,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._wanted = None
         self._unavailable: str | None = None    # why dot cannot lay bodies out (not installed)
         self._show_first = False
-        self._open: dict[str, frozenset] = {}   # per loop path: the groups opened in its body
+        self._bodies: dict[str, BodyView] = {}  # per loop path: its body as shown (open groups)
         self._pending: int | None = None        # a box to select once its layout is drawn
-        self._ids_by_name = None
 
     # -- what to show ---------------------------------------------------------------------------
     def show(self, view: View) -> None:
@@ -164,7 +162,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         try:
             if self._unavailable is not None:
                 raise LayoutUnavailable(self._unavailable)
-            target = self._target(spec)
+            body = self._body(spec)
+            target = body.target()
             layout = choose_layout(target, self.detail, self.size.width or 120, cached_only=True)
         except LayoutUnavailable as exc:
             self._layout = None
@@ -190,14 +189,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
             self._scroll_to_box(layout.box(self.selected))
         if self.selected not in ids and not stale:
             self.selected = None
-        gb = grouped_body(spec)
-        opened = self._open.get(spec.path, frozenset())
-        current_id = self._layer_id(self._current) if self._current is not None else None
-        if current_id is not None and gb is not None:
-            current_id = gb.box_of(current_id, opened)
+        current_id = body.layer_id(self._current) if self._current is not None else None
+        if current_id is not None:
+            current_id = body.box_of(current_id)
         texts, changed, current = {}, set(), None
         for box in layout.boxes:
-            names = keys.get(box.id, ()) if box.id >= 0 else self._group_keys(gb, box.id)
+            names = keys.get(box.id, ()) if box.id >= 0 else body.value_names(box.id)
             name = next((n for n in names if n in self._values), None)
             if name is not None:
                 texts[box.id] = "= " + value_text(self._values[name], box.inner_width - 2)
@@ -224,25 +221,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
         """Whether ``dot`` is running for this panel (the picture follows when it is done)."""
         return self._layout_busy
 
-    def _target(self, spec):
-        """What is laid out: the body itself, or (a big body) its groups with those opened."""
-        gb = grouped_body(spec)
-        return spec if gb is None else gb.view(self._open.get(spec.path, frozenset()))
-
-    def _group_keys(self, gb, box_id: int) -> tuple[str, ...]:
-        """The value names a group's box shows: those of the first value leaving it."""
-        if gb is None or box_id not in gb.by_id:
-            return ()
-        out = gb.leaving(gb.by_id[box_id].path)
-        return value_keys(self._spec).get(out[0], ()) if out else ()
-
-    def _layer_id(self, name: str) -> int | None:
-        hit = self._ids_by_name
-        if hit is None or hit[0] is not self._spec:
-            hit = (self._spec, {names[0]: lid for lid, names in value_keys(self._spec).items()
-                                if names})
-            self._ids_by_name = hit
-        return hit[1].get(name)
+    def _body(self, spec) -> BodyView:
+        """The body of ``spec`` as shown, kept per loop (its open groups stay open)."""
+        body = self._bodies.get(spec.path)
+        if body is None or body.spec is not spec:
+            body = self._bodies[spec.path] = BodyView(spec)
+        return body
 
     def _lay_out(self, spec, detail: str, width: int) -> None:
         """Run ``dot`` in a thread (it takes up to a second on a body of 100 nodes), then draw
@@ -354,9 +338,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
         needle = text.strip().lower()
         if layout is None or not needle:
             return None
-        gb = grouped_body(self._spec)
-        if gb is not None:
-            return self._find_grouped(gb, needle)
+        body = self._body(self._spec)
+        if body.grouped:
+            found = body.find(needle, self.selected)
+            if found is not None:
+                self.reveal(found[0])
+            return found[1] if found is not None else None
         boxes = list(layout.boxes)
         start = next((k for k, b in enumerate(boxes) if b.id == self.selected), -1)
         order = boxes[start + 1:] + boxes[:start + 1]
@@ -369,71 +356,32 @@ class GraphView(Panel, ScrollView, can_focus=True):
 
     def findable(self) -> list[tuple[str, str]]:
         """``(name, type)`` of every node ``find`` can reach: in a grouped body, all of them."""
-        gb = grouped_body(self._spec) if self._spec is not None else None
-        if gb is not None:
-            return [(n.name, n.type) for n in gb.full.nodes]
-        return [(b.name, b.type) for b in self._layout.boxes] if self._layout is not None else []
+        if self._spec is None:
+            return []
+        boxes = self._layout.boxes if self._layout is not None else ()
+        return [(name, type_) for _, name, type_ in self._body(self._spec).findable(boxes)]
 
-    def _find_grouped(self, gb, needle: str) -> str | None:
-        """``find`` in a grouped body: nodes (all of them) and groups, in body order."""
-        items = [(n.id, n.name, n.type) for n in gb.full.nodes]
-        items += [(gb.ids[p], g.name, "group") for p, g in gb.groups.items()]
-        start = next((k for k, it in enumerate(items) if it[0] == self.selected), -1)
-        order = items[start + 1:] + items[:start + 1]
-        for field in (1, 2):
-            for it in order:
-                if needle in it[field].lower():
-                    self.reveal(it[0])
-                    return it[1]
-        return None
-
-    def reveal(self, node_id: int) -> None:
-        """Open the groups on the way to box ``node_id`` (a node or a group) and select it."""
-        spec = self._spec
-        gb = grouped_body(spec) if spec is not None else None
-        if gb is None:
-            self.select(node_id)
+    def reveal(self, box_id: int) -> None:
+        """Open the groups on the way to ``box_id`` (a node or a group) and select it."""
+        if self._spec is None or not self._body(self._spec).reveal(box_id):
+            self.select(box_id)
             return
-        opened = self._open.get(spec.path, frozenset())
-        way = set(gb.way_to(node_id))
-        if way <= opened:
-            self.select(node_id)
-            return
-        self._open[spec.path] = opened | way
-        self.selected = self._pending = node_id
+        self.selected = self._pending = box_id
         self._redraw()
 
     def action_open_group(self) -> None:
         """Enter or ``+`` on a group's box: open it in place, the cursor on what it holds."""
-        spec, sel = self._spec, self.selected
-        gb = grouped_body(spec) if spec is not None else None
-        if gb is None or sel is None or sel not in gb.by_id:
+        if self._spec is None or not self._body(self._spec).is_group(self.selected):
             return
-        group = gb.by_id[sel]
-        opened = self._open.get(spec.path, frozenset()) | {group.path}
-        self._open[spec.path] = opened
-        inside = set(group.all_nodes())
-        first = next((n.id for n in gb.full.nodes if n.id in inside), None)
-        self.selected = self._pending = gb.box_of(first, opened) if first is not None else None
+        self.selected = self._pending = self._body(self._spec).open(self.selected)
         self._redraw()
 
     def action_close_group(self) -> bool:
         """``-`` (or Escape): close the innermost open group the cursor is in; False if none."""
-        spec, sel = self._spec, self.selected
-        gb = grouped_body(spec) if spec is not None else None
-        opened = self._open.get(spec.path, frozenset()) if spec is not None else frozenset()
-        if gb is None or not opened:
+        closed = self._body(self._spec).close_at(self.selected) if self._spec else None
+        if closed is None:
             return False
-        if sel is not None and sel < 0 and sel in gb.by_id:
-            path = gb.by_id[sel].path[:-1]
-        else:
-            path = gb.group_of(sel) if sel is not None else ()
-        chain = [p for p in gb.chain(path) if p in opened]
-        if not chain:
-            return False
-        closing = chain[-1]
-        self._open[spec.path] = frozenset(p for p in opened if p[:len(closing)] != closing)
-        self.selected = self._pending = gb.ids[closing]
+        self.selected = self._pending = closed
         self._redraw()
         return True
 

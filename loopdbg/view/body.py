@@ -1,0 +1,116 @@
+"""A loop body as a picture: which of its groups are open, what is laid out, where a node is.
+
+    body = BodyView(spec)            # a big body is grouped (loopdbg.layout.grouped), else flat
+    body.target()                    # what to lay out: the spec, or its groups' BodyGraph
+    cursor = body.open(box_id)       # a group opened in place; the box the cursor goes to
+    body.find("MatMul_9")            # any node, closed groups or not (then body.reveal(id))
+
+No UI toolkit: a face (the terminal UI, a picture written by ``loopdbg graph``) asks this what to
+draw and where the cursor goes, and draws.
+"""
+
+from __future__ import annotations
+
+from loopdbg.layout.grouped import GroupedBody, grouped_body
+from loopdbg.view.fit import value_keys
+
+
+class BodyView:
+    """One loop body shown: its groups (None for a small body) and which are open."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.groups: GroupedBody | None = grouped_body(spec)
+        self.opened: frozenset = frozenset()
+        self._ids_by_name: dict[str, int] | None = None
+
+    @property
+    def grouped(self) -> bool:
+        return self.groups is not None
+
+    def target(self):
+        """What is laid out: the body itself, or its groups' BodyGraph with ``opened`` open."""
+        return self.spec if self.groups is None else self.groups.view(self.opened)
+
+    # -- what a box shows ------------------------------------------------------------------------
+    def value_names(self, box_id: int) -> tuple[str, ...]:
+        """The value names box ``box_id`` shows (a group's: those of the first value leaving
+        it), the first one found wins."""
+        if box_id >= 0:
+            return value_keys(self.spec).get(box_id, ())
+        gb = self.groups
+        if gb is None or box_id not in gb.by_id:
+            return ()
+        out = gb.leaving(gb.by_id[box_id].path)
+        return value_keys(self.spec).get(out[0], ()) if out else ()
+
+    def layer_id(self, name: str) -> int | None:
+        """The body layer whose value is called ``name``."""
+        if self._ids_by_name is None:
+            self._ids_by_name = {names[0]: lid for lid, names in value_keys(self.spec).items()
+                                 if names}
+        return self._ids_by_name.get(name)
+
+    def box_of(self, layer_id: int) -> int:
+        """The box that shows layer ``layer_id`` now: its own, or the closed group holding it."""
+        return layer_id if self.groups is None else self.groups.box_of(layer_id, self.opened)
+
+    # -- opening and closing ---------------------------------------------------------------------
+    def is_group(self, box_id: int | None) -> bool:
+        return self.groups is not None and box_id is not None and box_id in self.groups.by_id
+
+    def open(self, box_id: int) -> int | None:
+        """Open group ``box_id`` in place; the box the cursor goes to (the first it holds)."""
+        gb = self.groups
+        if not self.is_group(box_id):
+            return None
+        group = gb.by_id[box_id]
+        self.opened = self.opened | {group.path}
+        inside = set(group.all_nodes())
+        first = next((n.id for n in gb.full.nodes if n.id in inside), None)
+        return gb.box_of(first, self.opened) if first is not None else None
+
+    def close_at(self, box_id: int | None) -> int | None:
+        """Close the innermost open group box ``box_id`` is in (and those inside it); the id of
+        the closed group's box, or None when it is in no open group."""
+        gb = self.groups
+        if gb is None or not self.opened or box_id is None:
+            return None
+        path = gb.by_id[box_id].path[:-1] if self.is_group(box_id) else gb.group_of(box_id)
+        chain = [p for p in gb.chain(path) if p in self.opened]
+        if not chain:
+            return None
+        closing = chain[-1]
+        self.opened = frozenset(p for p in self.opened if p[:len(closing)] != closing)
+        return gb.ids[closing]
+
+    def reveal(self, box_id: int) -> bool:
+        """Open the groups on the way to ``box_id`` (a node or a group); whether any opened."""
+        if self.groups is None:
+            return False
+        way = set(self.groups.way_to(box_id))
+        if way <= self.opened:
+            return False
+        self.opened = self.opened | way
+        return True
+
+    # -- finding ---------------------------------------------------------------------------------
+    def findable(self, boxes=()) -> list[tuple[int, str, str]]:
+        """``(id, name, type)`` of everything ``find`` reaches: in a grouped body every node and
+        group, else the laid-out ``boxes``."""
+        gb = self.groups
+        if gb is None:
+            return [(b.id, b.name, b.type) for b in boxes]
+        items = [(n.id, n.name, n.type) for n in gb.full.nodes]
+        return items + [(gb.ids[p], g.name, "group") for p, g in gb.groups.items()]
+
+    def find(self, needle: str, after: int | None, boxes=()) -> tuple[int, str] | None:
+        """The next item after ``after`` whose name (else type) holds ``needle`` (lower case)."""
+        items = self.findable(boxes)
+        start = next((k for k, it in enumerate(items) if it[0] == after), -1)
+        order = items[start + 1:] + items[:start + 1]
+        for field in (1, 2):
+            for it in order:
+                if needle in it[field].lower():
+                    return it[0], it[1]
+        return None
