@@ -28,12 +28,12 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from loopdbg.debug.values import is_sequence, numbers, same_value, type_text
 from loopdbg.debug.expr import name_expression
 from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.view.body import BodyView
+from loopdbg.view.diff import Changes
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
 from loopdbg.tui.widgets.valuetext import value_text
 
@@ -83,12 +83,11 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._spec = None
         self._view: View | None = None
         self._values: dict[str, np.ndarray] = {}
-        self._changed: set[str] = set()
+        self._changed: Changes | set[str] = set()
         self._current: str | None = None
         self._lines: list[str] = []
         self._styles: list[list[str | None]] = []
-        self._previous: dict[str, np.ndarray] = {}
-        self._previous_key = None
+        self._changes = Changes()               # values changed since the previous stop
         self._title = "body"
         self._dx = 0                            # columns the picture is moved right to centre it
         self._layout_lock = threading.Lock()
@@ -125,13 +124,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
         if event is None:
             self._title += ("  (ran no iteration: no values)" if spec.path in ended else
                             "  (not started)")
-        changed = set()
-        if key == self._previous_key:
-            for name, v in values.items():
-                old = self._previous.get(name)
-                if old is not None and not _same(old, v):
-                    changed.add(name)
-        self._previous, self._previous_key = values, key
+        changed = self._changes.update(key, values)
         current = stop.node.layer.name if stop.node is not None else None
         self._set_spec(spec, values, changed, current)
 
@@ -446,10 +439,3 @@ def _listing(spec, texts) -> list[str]:
     for p, r in spec.back_edges:
         out.append(f"  back edge   {spec.result_names[r]} -> {spec.param_names[p]}")
     return out
-
-
-def _same(a, b) -> bool:
-    try:
-        return same_value(a, b)
-    except Exception:  # noqa: BLE001
-        return False
