@@ -109,12 +109,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
             return
         self.opened = None
         if event is None:
-            specs = list(session.engine.loops.values())
-            if not specs:
+            if view.first_loop is None:
                 self._set_text(["this model has no Loop or TensorIterator"])
                 return
-            ended = [e.path for e in session.loop_ends.values() if e.iterations == 0]
-            spec = next((s for s in specs if s.path in ended), specs[0])
+            spec, ran_none = view.first_loop
             values = {}
         else:
             spec = event.spec
@@ -122,8 +120,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
         key = (spec.path, event.outer if event is not None else ())
         self._title = view.crumbs(spec.path)
         if event is None:
-            self._title += ("  (ran no iteration: no values)" if spec.path in ended else
-                            "  (not started)")
+            self._title += "  (ran no iteration: no values)" if ran_none else "  (not started)"
         changed = self._changes.update(key, values)
         current = stop.node.layer.name if stop.node is not None else None
         self._set_spec(spec, values, changed, current)
