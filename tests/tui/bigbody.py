@@ -69,10 +69,12 @@ def big_body_model(folder: Path, layers: int = 6, hidden: int = 8, steps: int = 
 
 
 def decoder_model(folder: Path, blocks: int = 30, d: int = 4, steps: int = 3,
-                  name: str = "model") -> tuple[Path, Path]:
+                  name: str = "model", extra: int = 0) -> tuple[Path, Path]:
     """A decoder-like loop body as OpenVINO's PyTorch frontend names it: operations are called
     ``aten::linear/MatMul_7``, only the weights say their module (``self.blocks.3.fc1.weight``),
-    shape plumbing (ShapeOf → Reshape) sits inside every block. ``blocks`` blocks of 8 nodes."""
+    shape plumbing (ShapeOf → Reshape) sits inside every block. ``blocks`` blocks of 8 nodes
+    and 11 layers, plus ``extra`` elementwise nodes each (an attention's worth: 40 makes a
+    block of ~90 layers)."""
     from loopdbg.builder import GraphBuilder
     from loopdbg.ir.xml_writer import write_ir
 
@@ -94,6 +96,9 @@ def decoder_model(folder: Path, blocks: int = 30, d: int = 4, steps: int = 3,
                     name=f"aten::linear/MatMul_{n}")
         a = body.op("Add", [a, np.full((1, d), 0.1, np.float32)], name=f"aten::linear/Add_{n}")
         a = body.op("Relu", [a], name=f"aten::relu/Relu_{n}")
+        for j in range(extra):
+            a = body.op("Multiply", [a, np.float32(0.9)], name=f"aten::mul/Multiply_{n}_{j}") \
+                if j % 2 else body.op("Tanh", [a], name=f"aten::tanh/Tanh_{n}_{j}")
         n += 1
         a = body.op("MatMul", [a, weight(f"blocks.{k}.fc2", (d, d))],
                     name=f"aten::linear/MatMul_{n}")
