@@ -109,6 +109,9 @@ class BodyView:
         items = self.findable(boxes)
         start = next((k for k, it in enumerate(items) if it[0] == after), -1)
         order = items[start + 1:] + items[:start + 1]
+        exact = next((it for it in order if it[2] == "group" and it[1].lower() == needle), None)
+        if exact is not None:           # "blocks.5" is the group, not a weight named after it
+            return exact[0], exact[1]
         for field in (1, 2):
             for it in order:
                 if needle in it[field].lower():

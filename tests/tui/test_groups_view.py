@@ -180,3 +180,15 @@ def test_loopdbg_graph_values_go_on_the_groups_boxes(decoder, tmp_path):
     text = out.read_text()
     line = next(s for s in text.splitlines() if "▸ blocks.7" in s)
     assert "= " in line and 'color="#dc2626"' in line          # its value, changed since 0
+
+
+def test_finding_a_group_by_its_name_finds_the_group_not_a_weight_named_after_it(decoder):
+    from loopdbg.view.body import BodyView
+
+    body = BodyView(_spec(decoder[0]))
+    found = body.find("blocks.5", None)
+    assert found == (body.groups.ids[("blocks.5",)], "blocks.5")
+    node, name = body.find("relu_11", None)
+    assert name == "aten::relu/Relu_11" and body.reveal(node)
+    assert body.box_of(node) == node and ("blocks.5",) in body.opened
+    assert body.close_at(node) == body.groups.ids[("blocks.5",)] and not body.opened
