@@ -93,9 +93,12 @@ async def test_the_debugger_shows_the_blocks_and_opens_and_closes_them_from_the_
         graph = app.query_one(GraphView)
         screen = "\n".join(graph._lines)
         assert "▸ blocks.0" in screen and "aten::linear/MatMul_1" not in screen
-        graph.focus()
-        await press(pilot, "n", "down", "down")
         gb = grouped_body(graph._spec)
+        assert graph.selected == gb.ids[("blocks.0",)]         # the first group, in view
+        box = graph._layout.box(graph.selected)
+        assert graph.scroll_offset.y <= box.y < graph.scroll_offset.y + graph.size.height
+        graph.focus()
+        await press(pilot, "n")
         assert graph.selected == gb.ids[("blocks.0",)]
         await press(pilot, "enter")                       # opens blocks.0 in place
         screen = "\n".join(graph._lines)

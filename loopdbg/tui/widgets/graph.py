@@ -192,6 +192,13 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     changed.add(box.id)
             if box.id == current_id:
                 current = box.id
+        first = None
+        if self._show_first and layout.boxes:
+            groups = [b for b in layout.boxes if b.id < 0]
+            # a grouped body: the cursor on its first group (Enter opens it), else the first box
+            first = min(groups or layout.boxes, key=lambda b: (b.y, b.x))
+            if groups and self.selected is None:
+                self.selected = first.id
         canvas = render(layout, texts, changed=changed, current=current, selected=self.selected)
         # a picture narrower than the pane stands in its middle
         self._dx = dx = max((self.size.width - 1 - canvas.width) // 2, 0)
@@ -202,8 +209,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         target = current if follow is not None else None
         if target is not None:                 # node stepping: keep the node just run in view
             self._scroll_to_box(layout.box(target))
-        elif self._show_first and layout.boxes:
-            self._scroll_to_box(min(layout.boxes, key=lambda b: (b.y, b.x)))
+        elif first is not None:
+            self._scroll_to_box(first)
         self._show_first = False
 
     @property
