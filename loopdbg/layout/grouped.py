@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable
 
-from loopdbg.layout.graph import BodyEdge, BodyGraph, Node, body_graph
+from loopdbg.layout.graph import BodyEdge, BodyGraph, Node, body_graph, fit_middle
 from loopdbg.layout.groups import MIN_GROUPED, Group, Scope, group_tree, scopes_of
 from loopdbg.text import safe
 
@@ -141,19 +141,11 @@ class GroupedBody:
 
     def _group_node(self, g: Group) -> Node:
         out = self.leaving(g.path)
-        shown = ", ".join(_short(self._names.get(i, "")) for i in out[:2])
+        shown = ", ".join(fit_middle(self._names.get(i, ""), 20) for i in out[:2])
         more = f" +{len(out) - 2}" if len(out) > 2 else ""
-        lines = (f"▸ {safe(_short(g.name, 30))}", f"{g.size} nodes",
+        lines = (f"▸ {safe(fit_middle(g.name, 30))}", f"{g.size} nodes",
                  f"out: {safe(shown)}{more}" if out else "no output")
         return Node(self.ids[g.path], GROUP, GROUP, g.name, lines)
-
-
-def _short(text: str, width: int = 20) -> str:
-    """``text`` cut in the middle when it must be (both ends of a name say the most)."""
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[-(width - 1 - head):]
 
 
 # -- from a body ---------------------------------------------------------------------------------

@@ -89,3 +89,22 @@ def test_a_scope_every_node_shares_and_a_lone_inner_group_say_nothing():
               3: ("functional_1", "dense"), 4: ("functional_1", "dense")}
     root = group_tree(scopes)
     assert [g.name for g in root.children] == ["dense", "lstm_1/while"]
+
+
+def test_names_that_fit_drop_what_every_name_says_and_cut_in_the_middle():
+    from loopdbg.ir.model import Graph, Layer
+    from loopdbg.layout.graph import fit_middle, graph_from_parts, shared_prefix
+
+    assert fit_middle("aten::linear/MatMul_97") == "aten::linear/MatMul_97"
+    cut = fit_middle("functional_1/lstm_1/while/body/MatMul_3")
+    assert len(cut) == 28 and cut.startswith("functional") and cut.endswith("body/MatMul_3")
+    assert shared_prefix(["model/lstm/while/a", "model/lstm/while/b/c"]) == "model/lstm/while/"
+    assert shared_prefix(["while/a", "while/b"], "while") == "while/"
+    assert shared_prefix(["aten::add/Add", "aten::mul/Mul"]) == ""
+    assert shared_prefix(["x/a", "x/a"]) == "x/"
+    layers = {k: Layer(k, name, "Relu", "opset1", inputs=[], outputs=[])
+              for k, name in enumerate(["functional_1/lstm_1/while/body/gates",
+                                        "functional_1/lstm_1/while/body/cell_next"])}
+    bg = graph_from_parts(Graph("body", layers, (), (), ()))
+    assert [n.lines[1] for n in bg.nodes] == ["gates", "cell_next"]
+    assert bg.nodes[0].name == "functional_1/lstm_1/while/body/gates"    # the full name kept
