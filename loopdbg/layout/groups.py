@@ -334,6 +334,10 @@ def group_tree(scopes: Mapping[int, Scope], counted: Iterable[int] | None = None
                 index[s[:k - 1]].children.append(g)
         index[s].nodes.append(i)
     _prune(root, counted)
+    if len(root.children) == 1:         # one group holding all but the Parameters says nothing
+        only = root.children[0]
+        root.nodes += only.nodes
+        root.children = only.children
     return root
 
 

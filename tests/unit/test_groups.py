@@ -108,3 +108,13 @@ def test_names_that_fit_drop_what_every_name_says_and_cut_in_the_middle():
     bg = graph_from_parts(Graph("body", layers, (), (), ()))
     assert [n.lines[1] for n in bg.nodes] == ["gates", "cell_next"]
     assert bg.nodes[0].name == "functional_1/lstm_1/while/body/gates"    # the full name kept
+
+
+def test_one_group_holding_everything_but_the_parameters_is_no_group():
+    scopes = {0: (), 1: (), 2: ("functional_1", "lstm_1", "while"), 3: ("functional_1", "lstm_1",
+                                                                        "while", "cell"),
+              4: ("functional_1", "lstm_1", "while", "cell"), 5: ("functional_1", "lstm_1",
+                                                                  "while")}
+    root = group_tree(scopes)
+    assert [g.name for g in root.children] == ["functional_1/lstm_1/while/cell"]
+    assert sorted(root.nodes) == [0, 1, 2, 5]
