@@ -325,7 +325,7 @@ def group_tree(scopes: Mapping[int, Scope], counted: Iterable[int] | None = None
         scopes = {i: s[len(common):] for i, s in scopes.items()}
     root = Group(())
     index: dict[Scope, Group] = {(): root}
-    for i in sorted(scopes, key=lambda i: (_natural(scopes[i]), i)):
+    for i in sorted(scopes, key=lambda i: (natural_order(scopes[i]), i)):
         s = scopes[i]
         for k in range(1, len(s) + 1):
             if s[:k] not in index:
@@ -341,7 +341,7 @@ def group_tree(scopes: Mapping[int, Scope], counted: Iterable[int] | None = None
     return root
 
 
-def _natural(scope: Scope) -> tuple:
+def natural_order(scope: Scope) -> tuple:
     """``blocks.2`` before ``blocks.10``."""
     return tuple(tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
                  for s in scope)

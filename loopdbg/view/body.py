@@ -11,7 +11,11 @@ draw and where the cursor goes, and draws.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 from loopdbg.layout.grouped import GroupedBody, grouped_body
+from loopdbg.layout.groups import natural_order as _natural
 from loopdbg.view.fit import value_keys
 
 
@@ -23,6 +27,7 @@ class BodyView:
         self.groups: GroupedBody | None = grouped_body(spec)
         self.opened: frozenset = frozenset()
         self._ids_by_name: dict[str, int] | None = None
+        self._order: dict[int, int] | None = None
 
     @property
     def grouped(self) -> bool:
@@ -54,6 +59,25 @@ class BodyView:
     def box_of(self, layer_id: int) -> int:
         """The box that shows layer ``layer_id`` now: its own, or the closed group holding it."""
         return layer_id if self.groups is None else self.groups.box_of(layer_id, self.opened)
+
+    def first_group(self, boxes) -> int | None:
+        """Of the group boxes among ``boxes``, the one whose first node runs first (the
+        embedding before the blocks, the blocks before the head): where the cursor starts."""
+        gb = self.groups
+        if gb is None:
+            return None
+        if self._order is None:
+            self._order = {n.id: k for k, n in enumerate(gb.full.nodes)}
+        ids = [b.id for b in boxes if b.id < 0 and b.id in gb.by_id]
+        # a repeated family (blocks.0 … blocks.23) is what the body is made of: its first one
+        families = Counter(_family(gb.by_id[g].name) for g in ids)
+        repeated = [g for g in ids if families[_family(gb.by_id[g].name)] >= 3
+                    and _family(gb.by_id[g].name) != gb.by_id[g].name]
+        if repeated:
+            return min(repeated, key=lambda g: _natural(gb.by_id[g].path))
+        key = {g: min((self._order.get(i, 1 << 30) for i in gb.by_id[g].all_nodes()),
+                      default=1 << 30) for g in ids}
+        return min(ids, key=key.__getitem__) if ids else None
 
     # -- opening and closing ---------------------------------------------------------------------
     def is_group(self, box_id: int | None) -> bool:
@@ -117,3 +141,8 @@ class BodyView:
                 if needle in it[field].lower():
                     return it[0], it[1]
         return None
+
+
+def _family(name: str) -> str:
+    """``blocks.4`` → ``blocks``: the name without its trailing number."""
+    return re.sub(r"[._]?\d+$", "", name)

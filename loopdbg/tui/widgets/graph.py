@@ -194,11 +194,13 @@ class GraphView(Panel, ScrollView, can_focus=True):
                 current = box.id
         first = None
         if self._show_first and layout.boxes:
-            groups = [b for b in layout.boxes if b.id < 0]
-            # a grouped body: the cursor on its first group (Enter opens it), else the first box
-            first = min(groups or layout.boxes, key=lambda b: (b.y, b.x))
-            if groups and self.selected is None:
-                self.selected = first.id
+            # a grouped body: the cursor on the group that runs first (Enter opens it), else
+            # the top-left box in view
+            group = body.first_group(layout.boxes)
+            first = layout.box(group) if group is not None else \
+                min(layout.boxes, key=lambda b: (b.y, b.x))
+            if group is not None and self.selected is None:
+                self.selected = group
         canvas = render(layout, texts, changed=changed, current=current, selected=self.selected)
         # a picture narrower than the pane stands in its middle
         self._dx = dx = max((self.size.width - 1 - canvas.width) // 2, 0)
