@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from loopdbg.ir.model import Graph
 
 GROUP = "group"                 # the kind of a group's box
+_DECOMPRESS = ("Convert", "onnx.Cast")
 FAN_OUT = 3                     # a box read by more closed groups than this: one edge drawn
 
 
@@ -42,6 +43,15 @@ class GroupedBody:
                 if i in visible:
                     self.parent[i] = g.path
         self._names = names
+        # decompression Converts of weights (an op fed by nothing but folded constants) fold
+        # into what reads them, as the constants do: ``weights <144×48>`` in its reader's box
+        fed = {e.dst for e in full.edges if not e.back}
+        self.folded: dict[int, int] = {}            # folded Convert → the node reading it
+        for n in full.nodes:
+            if n.kind == "op" and n.type in _DECOMPRESS and n.id not in fed:
+                reader = next((e.dst for e in full.edges if e.src == n.id and not e.back), None)
+                if reader is not None:
+                    self.folded[n.id] = reader
         self._views: dict[frozenset, BodyGraph] = {}
         self._leaving: dict[Scope, tuple[int, ...]] = {}
 
@@ -93,6 +103,7 @@ class GroupedBody:
         """The id of the box that shows ``node_id`` with ``opened`` open: the node's own, or the
         outermost closed group that holds it."""
         opened = set(opened)
+        node_id = self.folded.get(node_id, node_id)
         for p in self.chain(self.group_of(node_id)):
             if p not in opened:
                 return self.ids[p]
@@ -106,11 +117,19 @@ class GroupedBody:
         if hit is not None:
             return hit
         rep = {n.id: self.box_of(n.id, key) for n in self.full.nodes}
+        weights: dict[int, list[str]] = {}
+        for f, reader in self.folded.items():
+            if rep[reader] == reader:
+                weights.setdefault(reader, []).extend(self.full.node(f).consts)
         nodes, shown = [], set()
         for n in self.full.nodes:
             r = rep[n.id]
+            if n.id in self.folded:
+                continue
             if r == n.id:
-                nodes.append(n)
+                w = weights.get(n.id)
+                nodes.append(n if not w else replace(
+                    n, lines=n.lines + (fit_middle("weights " + " ".join(w)),)))
             elif r not in shown:
                 nodes.append(self._group_node(self.by_id[r]))
             shown.add(r)
@@ -119,13 +138,15 @@ class GroupedBody:
         fans: dict[int, list[int]] = {}
         for e in self.full.edges:
             a, b = rep[e.src], rep[e.dst]
+            if e.src in self.folded:
+                continue
             if not e.back and a != b and b < 0 and b not in fans.setdefault(a, []):
                 fans[a].append(b)
         fans = {a: bs for a, bs in fans.items() if len(bs) > FAN_OUT}
         edges, seen = [], set()
         for e in self.full.edges:
             a, b = rep[e.src], rep[e.dst]
-            if a == b or (a in fans and b in fans[a][1:] and not e.back):
+            if a == b or e.src in self.folded or (a in fans and b in fans[a][1:] and not e.back):
                 continue
             item = BodyEdge(a, b, 0 if a < 0 else e.src_port, 0 if b < 0 else e.dst_port, e.back)
             pair = (a, b, e.back) if a < 0 or b < 0 else item

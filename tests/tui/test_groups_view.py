@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from loopdbg.engine import Engine
@@ -195,3 +196,34 @@ def test_finding_a_group_by_its_name_finds_the_group_not_a_weight_named_after_it
     assert name == "aten::relu/Relu_11" and body.reveal(node)
     assert body.box_of(node) == node and ("blocks.5",) in body.opened
     assert body.close_at(node) == body.groups.ids[("blocks.5",)] and not body.opened
+
+
+def test_decompression_converts_fold_into_what_reads_them(tmp_path):
+    """An f16 IR's weights reach the body through Converts: no box of their own, a line in their
+    reader's box, and finding one selects its reader."""
+    from loopdbg.builder import GraphBuilder
+    from loopdbg.ir.xml_writer import write_ir
+    from loopdbg.view.body import BodyView
+
+    b = GraphBuilder("f16")
+    x0 = b.parameter("x0", "f32", [1, 4])
+    loop = b.loop("loop", trip=2, cond=True)
+    x = loop.merged_input(x0, "x")
+    body, h = loop.body, x
+    for k in range(40):
+        w = body.const(f"self.blocks.{k}.fc.weight_compressed", np.eye(4, dtype=np.float16))
+        w = body.op("Convert", [w], name=f"self.blocks.{k}.fc.weight", destination_type="f32")
+        h = body.op("MatMul", [h, w], name=f"aten::linear/MatMul_{k}")
+        h = body.op("Relu", [h], name=f"aten::relu/Relu_{k}")
+    loop.back_edge(h, x)
+    b.result(loop.output_last(h, name="y"))
+    xml, _ = write_ir(b.build(), tmp_path / "model.xml")
+    view = BodyView(_spec(xml))
+    assert view.grouped and len(view.groups.folded) == 40
+    view.reveal(view.find("blocks.7.fc.weight", None)[0])
+    top = {n.name: n for n in view.target().nodes}
+    assert "self.blocks.7.fc.weight" not in top
+    assert "weights <4×4>" in top["aten::linear/MatMul_7"].lines
+    convert = next(i for i in view.groups.folded if view.groups.full.node(i).name.startswith(
+        "self.blocks.7."))
+    assert view.box_of(convert) == top["aten::linear/MatMul_7"].id

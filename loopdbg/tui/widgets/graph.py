@@ -362,7 +362,13 @@ class GraphView(Panel, ScrollView, can_focus=True):
 
     def reveal(self, box_id: int) -> None:
         """Open the groups on the way to ``box_id`` (a node or a group) and select it."""
-        if self._spec is None or not self._body(self._spec).reveal(box_id):
+        if self._spec is None:
+            return
+        body = self._body(self._spec)
+        opened = body.reveal(box_id)
+        if box_id >= 0:
+            box_id = body.box_of(box_id)     # a folded weight Convert: the box reading it
+        if not opened:
             self.select(box_id)
             return
         self.selected = self._pending = box_id
