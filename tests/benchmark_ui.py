@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from contextlib import asynccontextmanager
 import sys
 import time
 from pathlib import Path
@@ -59,23 +60,36 @@ def _timed_app(session):
     return Timed(session, title="bench"), marks
 
 
-async def _keys(session, key: str = "n", presses: int = 5) -> tuple[float, float, float]:
-    """(first screen s, key-to-screen s, its CPU s): the best of ``presses`` presses (as
-    tests/benchmark.py takes the best of its repeats: the neighbours only ever add)."""
+@asynccontextmanager
+async def _started(session):
+    """The timed app on ``session``, run headless until its first frame: (app, marks, pilot,
+    seconds to that frame)."""
     t0 = time.perf_counter()
     app, marks = _timed_app(session)
     async with app.run_test(size=SIZE) as pilot:
         while app.busy or "drawn" not in marks:
             await pilot.pause(0.002)
-        first = marks["drawn"] - t0
-        times = []
-        for _ in range(presses):
-            before = app.last_stop
-            marks.pop("shown", None)
-            await pilot.press(key)
-            while app.busy or app.last_stop is before or "drawn" not in marks:
-                await pilot.pause(0.001)
-            times.append((marks["drawn"] - marks["key"], marks["drawn_cpu"] - marks["key_cpu"]))
+        yield app, marks, pilot, marks["drawn"] - t0
+
+
+async def _press_times(app, marks, pilot, key: str, presses: int) -> list[tuple[float, float]]:
+    """(key-to-screen s, its CPU s) of each of ``presses`` presses of ``key``."""
+    times = []
+    for _ in range(presses):
+        before = app.last_stop
+        marks.pop("shown", None)
+        await pilot.press(key)
+        while app.busy or app.last_stop is before or "drawn" not in marks:
+            await pilot.pause(0.001)
+        times.append((marks["drawn"] - marks["key"], marks["drawn_cpu"] - marks["key_cpu"]))
+    return times
+
+
+async def _keys(session, key: str = "n", presses: int = 5) -> tuple[float, float, float]:
+    """(first screen s, key-to-screen s, its CPU s): the best of ``presses`` presses (as
+    tests/benchmark.py takes the best of its repeats: the neighbours only ever add)."""
+    async with _started(session) as (app, marks, pilot, first):
+        times = await _press_times(app, marks, pilot, key, presses)
     best = min(times)
     return first, best[0], best[1]
 
@@ -224,25 +238,14 @@ async def _grouped_times(session) -> tuple[float, float, float, float]:
     from loopdbg.tui.widgets.graph import GraphView
 
     t0 = time.perf_counter()
-    app, marks = _timed_app(session)
-    async with app.run_test(size=SIZE) as pilot:
-        while app.busy or "drawn" not in marks:
-            await pilot.pause(0.002)
-        first = marks["drawn"] - t0
+    async with _started(session) as (app, marks, pilot, first):
         graph = app.query_one(GraphView)
         while not any("▸ blocks." in line for line in graph._lines):
             await pilot.pause(0.002)
         grouped = time.perf_counter() - t0
         while graph.laying_out:
             await pilot.pause(0.002)
-        times = []
-        for _ in range(3):
-            before = app.last_stop
-            marks.pop("shown", None)
-            await pilot.press("n")
-            while app.busy or app.last_stop is before or "drawn" not in marks:
-                await pilot.pause(0.001)
-            times.append(marks["drawn"] - marks["key"])
+        times = [wall for wall, _ in await _press_times(app, marks, pilot, "n", 3)]
         graph.focus()
         body = graph._body(graph._spec)
         group = body.groups.ids[("blocks.7",)]
