@@ -5,6 +5,7 @@ from __future__ import annotations
 from loopdbg.cli import common
 
 FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot"}
+MAX_DRAWN = 400         # boxes of a grouped drawing dot lays out in seconds, not minutes
 
 
 def add_parser(sub) -> None:
@@ -76,6 +77,11 @@ def run(args) -> int:
     graph = grouped_view(spec, consts, args, values, changed)
     if graph is not None:
         graph, values, changed = graph
+        if fmt != "dot" and len(graph.nodes) > MAX_DRAWN:
+            raise LoopdbgError(f"the groups opened make {len(graph.nodes)} boxes; Graphviz takes "
+                               f"minutes on more than {MAX_DRAWN}: open fewer (--expand "
+                               f"blocks.4 rather than --depth), fold the constants "
+                               f"(--fold-consts), or write the DOT source (-o FILE.dot).")
     source = graph_to_dot(spec, consts=consts, values=values, changed=changed, title=title,
                           graph=graph)
     output.write_bytes(source.encode() if fmt == "dot" else render(source, fmt))

@@ -19,6 +19,9 @@ from loopdbg.layout.groups import natural_order as _natural
 from loopdbg.view.fit import value_keys
 
 
+MAX_BOXES = 300          # opening more closes the groups not on the way to the one opened
+
+
 class BodyView:
     """One loop body shown: its groups (None for a small body) and which are open."""
 
@@ -89,7 +92,7 @@ class BodyView:
         if not self.is_group(box_id):
             return None
         group = gb.by_id[box_id]
-        self.opened = self.opened | {group.path}
+        self._open_keeping(set(gb.chain(group.path)))
         inside = set(group.all_nodes())
         first = next((n.id for n in gb.full.nodes if n.id in inside), None)
         return gb.box_of(first, self.opened) if first is not None else None
@@ -115,8 +118,16 @@ class BodyView:
         way = set(self.groups.way_to(box_id))
         if way <= self.opened:
             return False
-        self.opened = self.opened | way
+        self._open_keeping(way)
         return True
+
+    def _open_keeping(self, way: set) -> None:
+        """Open the groups of ``way``; when that would lay out more than MAX_BOXES boxes, the
+        other open groups close (one layout never grows past a few hundred boxes)."""
+        opened = self.opened | way
+        if len(self.groups.view(opened).nodes) > MAX_BOXES:
+            opened = frozenset(way)
+        self.opened = frozenset(opened)
 
     # -- finding ---------------------------------------------------------------------------------
     def findable(self, boxes=()) -> list[tuple[int, str, str]]:

@@ -227,3 +227,28 @@ def test_decompression_converts_fold_into_what_reads_them(tmp_path):
     convert = next(i for i in view.groups.folded if view.groups.full.node(i).name.startswith(
         "self.blocks.7."))
     assert view.box_of(convert) == top["aten::linear/MatMul_7"].id
+
+
+def test_opening_group_after_group_never_lays_out_more_than_a_few_hundred_boxes(tmp_path):
+    from loopdbg.view import body as bodymod
+
+    xml, _ = decoder_model(tmp_path, blocks=30, extra=30)
+    view = bodymod.BodyView(_spec(xml))
+    for k in range(30):
+        view.open(view.groups.ids[(f"blocks.{k}",)])
+        assert len(view.target().nodes) <= bodymod.MAX_BOXES
+        assert (f"blocks.{k}",) in view.opened
+    assert len(view.opened) < 30                      # the first ones closed on the way
+
+
+def test_loopdbg_graph_says_when_the_groups_opened_are_too_many_to_draw(decoder, tmp_path,
+                                                                         capsys, monkeypatch):
+    from loopdbg.cli import cmd_graph, main
+
+    monkeypatch.setattr(cmd_graph, "MAX_DRAWN", 100)
+    out = tmp_path / "g.svg"
+    assert main(["graph", str(decoder[0]), "-o", str(out), "--depth", "2"]) != 0
+    err = capsys.readouterr().err
+    assert "boxes; Graphviz takes minutes on more than 100" in err and "--expand" in err
+    assert not out.exists()
+    assert main(["graph", str(decoder[0]), "-o", str(tmp_path / "g.dot"), "--depth", "2"]) == 0
