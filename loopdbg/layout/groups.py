@@ -128,13 +128,14 @@ def scopes_of(names: Mapping[int, str], types: Mapping[int, str],
                 succs[a].append(b)
                 preds[b].append(a)
     ends = {i for i in ids if types[i] in _ENDS} if pinned is None else set(pinned) & set(ids)
+    order = _topological(ids, preds, succs)
     const = {i for i in ids if types[i] in _CONST or (types[i] == "Parameter" and i not in ends)}
     # decompression Converts (and any op on constants only) count as constants
-    for i in _topological(ids, preds, succs):
+    for i in order:
         if i not in const and i not in ends and preds[i] and \
                 all(p in const for p in preds[i]):
             const.add(i)
-    shape = _shape_plumbing(ids, types, preds, succs, const)
+    shape = _shape_plumbing(order, types, preds, const)
 
     seeds: dict[int, Scope] = {}
     for i in ids:
@@ -150,7 +151,7 @@ def scopes_of(names: Mapping[int, str], types: Mapping[int, str],
     if not seeds:
         return {i: () for i in ids}
     # a bias Add right after a scoped MatMul that feeds only it: the same module
-    for i in _topological(ids, preds, succs):
+    for i in order:
         if i in seeds or i in const or i in shape or i in ends:
             continue
         data = [p for p in preds[i] if p not in const and p not in shape]
@@ -159,11 +160,11 @@ def scopes_of(names: Mapping[int, str], types: Mapping[int, str],
             seeds[i] = seeds[data[0]]
 
     scope: dict[int, Scope] = dict(seeds)
-    position = {i: k for k, i in enumerate(_topological(ids, preds, succs))}
+    position = {i: k for k, i in enumerate(order)}
     free = [i for i in ids if i not in seeds and i not in const and i not in shape
             and i not in ends]
-    up = _nearest(free, preds, seeds, const | shape)
-    down = _nearest(free, succs, seeds, const | shape)
+    up = _nearest(order, free, preds, seeds, const | shape)
+    down = _nearest(order[::-1], free, succs, seeds, const | shape)
     undecided = []
     for i in free:
         a, d = up[i], down[i]
@@ -201,7 +202,7 @@ def scopes_of(names: Mapping[int, str], types: Mapping[int, str],
     for i in undecided:
         scope[i] = ()
     # shape plumbing and constants: the scope of what they feed
-    for i in reversed(_topological(ids, preds, succs)):
+    for i in reversed(order):
         if i in scope:
             continue
         if i in ends:
@@ -212,10 +213,10 @@ def scopes_of(names: Mapping[int, str], types: Mapping[int, str],
     return scope
 
 
-def _shape_plumbing(ids, types, preds, succs, const) -> set[int]:
+def _shape_plumbing(order, types, preds, const) -> set[int]:
     """ShapeOf and everything computed from shapes and constants only."""
     shape: set[int] = set()
-    for i in _topological(ids, preds, succs):
+    for i in order:
         t = types[i]
         base = t[5:] if t.startswith("onnx.") else t
         if t in _SHAPE_SOURCES or base == "ShapeOf":
@@ -239,29 +240,25 @@ def _const_sources(i, preds, const) -> list[int]:
     return out
 
 
-def _nearest(free, step, seeds, skip) -> dict[int, list[Scope]]:
-    """For each free node, the scopes of the nearest seeds along ``step`` (through free nodes)."""
-    out = {}
-    for i in free:
-        found: list[Scope] = []
-        seen = {i}
-        frontier = list(step[i])
-        while frontier:
-            nxt = []
-            for j in frontier:
-                if j in seen or j in skip:
-                    continue
-                seen.add(j)
-                if j in seeds:
-                    if seeds[j] not in found:
-                        found.append(seeds[j])
-                else:
-                    nxt.extend(step[j])
-            frontier = nxt
-            if len(seen) > 400:                     # a long unscoped chain: close enough
-                break
-        out[i] = found
-    return out
+_MANY = frozenset({("\0many",), ("\0scopes",)})   # more scopes than matter: nothing in common
+
+
+def _nearest(order, free, step, seeds, skip) -> dict[int, list[Scope]]:
+    """For each free node, the scopes of the nearest seeds along ``step`` (through nodes that
+    are not seeds), ``order`` having every node after those ``step`` leads to. One pass: what
+    a node reaches is what its neighbours reach; past a few scopes only "many" is kept."""
+    memo: dict[int, frozenset] = {}
+    for i in order:
+        if i in skip:
+            continue
+        acc: set = set()
+        for j in step[i]:
+            if j in seeds:
+                acc.add(seeds[j])
+            elif j in memo:
+                acc |= memo[j]
+        memo[i] = _MANY if len(acc) > 8 else frozenset(acc)
+    return {i: list(memo.get(i, ())) for i in free}
 
 
 def _topological(ids, preds, succs) -> list[int]:
