@@ -188,6 +188,12 @@ def grouped_graph(graph: "Graph", full: BodyGraph, pinned: Iterable[int],
 _CACHE: dict[tuple[int, str], tuple[object, GroupedBody | None]] = {}
 
 
+def grouped_known(spec: "LoopSpec", consts: str = "fold") -> bool:
+    """Whether ``grouped_body(spec, consts)`` is known already (costs nothing)."""
+    hit = _CACHE.get((id(spec), consts))
+    return hit is not None and hit[0] is spec
+
+
 def grouped_body(spec: "LoopSpec", consts: str = "fold", *, always: bool = False
                  ) -> GroupedBody | None:
     """The groups of a loop's body (kept per spec); None for a small body (see grouped_graph)."""

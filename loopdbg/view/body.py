@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from loopdbg.layout.grouped import GroupedBody, grouped_body
-from loopdbg.layout.groups import natural_order as _natural
+from loopdbg.layout.grouped import GroupedBody, grouped_body, grouped_known
+from loopdbg.layout.groups import MIN_GROUPED, natural_order as _natural
 from loopdbg.view.fit import value_keys
 
 
+_UNSET = object()
 MAX_BOXES = 300          # opening more closes the groups not on the way to the one opened
 
 
@@ -27,10 +28,27 @@ class BodyView:
 
     def __init__(self, spec):
         self.spec = spec
-        self.groups: GroupedBody | None = grouped_body(spec)
+        self._groups: GroupedBody | None | object = _UNSET
         self.opened: frozenset = frozenset()
         self._ids_by_name: dict[str, int] | None = None
         self._order: dict[int, int] | None = None
+
+    @property
+    def groups(self) -> GroupedBody | None:
+        """The body's groups (None for a small body); found on first use (a tenth of a second
+        on a body of 3,000 layers: a face asks ``ready`` first and finds them off its UI
+        thread)."""
+        if self._groups is _UNSET:
+            self._groups = grouped_body(self.spec)
+        return self._groups            # type: ignore[return-value]
+
+    @property
+    def ready(self) -> bool:
+        """Whether the groups are known (``target`` then costs no grouping)."""
+        if self._groups is _UNSET and (grouped_known(self.spec) or
+                                       len(self.spec.body.graph.layers) < MIN_GROUPED):
+            self._groups = grouped_body(self.spec)      # known, or small: nothing to find
+        return self._groups is not _UNSET
 
     @property
     def grouped(self) -> bool:

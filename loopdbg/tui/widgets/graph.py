@@ -153,8 +153,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
             if self._unavailable is not None:
                 raise LayoutUnavailable(self._unavailable)
             body = self._body(spec)
-            target = body.target()
-            layout = choose_layout(target, self.detail, self.size.width or 120, cached_only=True)
+            # a big body's groups are found in the layout thread, the first time
+            target = body.target() if body.ready else None
+            layout = None if target is None else \
+                choose_layout(target, self.detail, self.size.width or 120, cached_only=True)
         except LayoutUnavailable as exc:
             self._layout = None
             texts = {name: value_text(v, 40) for name, v in self._values.items()}
@@ -162,12 +164,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
             return
         stale = False
         if layout is None:                  # dot has not run for this body and width yet
-            self._lay_out(target, self.detail, self.size.width or 120)
+            self._lay_out(body, self.detail, self.size.width or 120)
             layout = self._layout if self._layout is not None and self._layout.name == \
                 spec.path else None
             if layout is None:
-                self._set_text([f"laying out the body of {spec.path} "
-                                f"({len(getattr(target, 'nodes', spec.body.steps))} boxes)…"])
+                boxes = len(target.nodes) if hasattr(target, "nodes") else len(spec.body.steps)
+                self._set_text([f"laying out the body of {spec.path} ({boxes} boxes)…"])
                 return
             stale = True                    # the picture before this one, until it is ready
         self._layout = layout
@@ -227,11 +229,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
             body = self._bodies[spec.path] = BodyView(spec)
         return body
 
-    def _lay_out(self, spec, detail: str, width: int) -> None:
-        """Run ``dot`` in a thread (it takes up to a second on a body of 100 nodes), then draw
-        again; asked again meanwhile, the thread lays out the latest request too."""
+    def _lay_out(self, body: BodyView, detail: str, width: int) -> None:
+        """Group the body (the first time) and run ``dot`` in a thread (it takes up to a second
+        on a body of 100 nodes), then draw again; asked again meanwhile, the thread lays out
+        the latest request too."""
         with self._layout_lock:
-            self._wanted = (spec, detail, width)
+            self._wanted = (body, detail, width)
             if self._layout_busy:
                 return
             self._layout_busy = True
@@ -248,7 +251,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     return
                 self._wanted = None
             try:
-                choose_layout(*wanted)
+                body, detail, width = wanted
+                choose_layout(body.target(), detail, width)
             except LayoutUnavailable as exc:
                 self._unavailable = str(exc)
             except Exception as exc:  # noqa: BLE001 - shown, never a crash
