@@ -80,15 +80,36 @@ def test_the_closed_body_is_laid_out_alone_and_small(decoder):
 
 
 # -- in the debugger ------------------------------------------------------------------------------
-@needs_dot
-async def test_the_debugger_shows_the_blocks_and_opens_and_closes_them_from_the_keyboard(decoder):
+def _debugger(decoder):
+    """The debugger on the decoder model, and its graph pane's class."""
     pytest.importorskip("textual")
     from loopdbg.debug.session import Session
     from loopdbg.tui.app import LoopdbgApp
     from loopdbg.tui.widgets.graph import GraphView
+
+    return LoopdbgApp(Session.open(*decoder), title="m"), GraphView
+
+
+async def _palette(pilot, query: str) -> list[str]:
+    """The palette opened and ``query`` typed: the entries it offers, best first."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*query)
+    found = []
+    for _ in range(100):
+        await pilot.pause(0.02)
+        found = [o for o in pilot.app.screen.query("CommandList") if o.option_count]
+        if found:
+            break
+    return [str(found[0].get_option_at_index(k).prompt)
+            for k in range(found[0].option_count)] if found else []
+
+
+@needs_dot
+async def test_the_debugger_shows_the_blocks_and_opens_and_closes_them_from_the_keyboard(decoder):
     from test_keyboard import press, settle
 
-    app = LoopdbgApp(Session.open(*decoder), title="m")
+    app, GraphView = _debugger(decoder)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         graph = app.query_one(GraphView)
@@ -124,25 +145,12 @@ async def test_the_debugger_shows_the_blocks_and_opens_and_closes_them_from_the_
 
 @needs_dot
 async def test_the_palette_finds_a_node_inside_a_closed_group(decoder):
-    pytest.importorskip("textual")
-    from loopdbg.debug.session import Session
-    from loopdbg.tui.app import LoopdbgApp
-    from loopdbg.tui.widgets.graph import GraphView
     from test_keyboard import settle
 
-    app = LoopdbgApp(Session.open(*decoder), title="m")
+    app, GraphView = _debugger(decoder)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"find node aten::relu/Relu_41")
-        for _ in range(100):
-            await pilot.pause(0.02)
-            options = app.screen.query("CommandList")
-            if options and options.first().option_count:
-                break
-        texts = [str(options.first().get_option_at_index(k).prompt)
-                 for k in range(options.first().option_count)]
+        texts = await _palette(pilot, "find node aten::relu/Relu_41")
         assert texts and "Relu_41" in texts[0], texts
         await pilot.press("enter")
         await settle(pilot)
