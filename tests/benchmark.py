@@ -233,8 +233,9 @@ def measure(args, rows: list, tmp: str, scale: float, repeat: int) -> None:
         big = benchmark_cases.load("loop_big_state_200", scale)
         trace_rows(engine, inputs, iters, big[0], big[1], rows, repeat, tmp)
         try:
-            from benchmark_ui import ui_rows
+            from benchmark_ui import grouped_rows, ui_rows
             ui_rows(rows)
+            grouped_rows(rows)
         except ImportError:           # the UI extra is not installed
             pass
         startup(rows)

@@ -1,6 +1,7 @@
 """The UI targets of tests/benchmark.py (issue 18, item 8), measured on the real app.
 
     python tests/benchmark_ui.py          # the UI rows alone (tests/benchmark.py runs them too)
+    python tests/benchmark_ui.py --grouped   # only the rows of a ~3,000-layer grouped body
 
 Key to screen: from the key's action starting (what a key press calls) to the first frame the
 compositor produces after every panel has been shown the new stop, through the engine thread
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from contextlib import asynccontextmanager
 import sys
 import time
 from pathlib import Path
@@ -58,23 +60,36 @@ def _timed_app(session):
     return Timed(session, title="bench"), marks
 
 
-async def _keys(session, key: str = "n", presses: int = 5) -> tuple[float, float, float]:
-    """(first screen s, key-to-screen s, its CPU s): the best of ``presses`` presses (as
-    tests/benchmark.py takes the best of its repeats: the neighbours only ever add)."""
+@asynccontextmanager
+async def _started(session):
+    """The timed app on ``session``, run headless until its first frame: (app, marks, pilot,
+    seconds to that frame)."""
     t0 = time.perf_counter()
     app, marks = _timed_app(session)
     async with app.run_test(size=SIZE) as pilot:
         while app.busy or "drawn" not in marks:
             await pilot.pause(0.002)
-        first = marks["drawn"] - t0
-        times = []
-        for _ in range(presses):
-            before = app.last_stop
-            marks.pop("shown", None)
-            await pilot.press(key)
-            while app.busy or app.last_stop is before or "drawn" not in marks:
-                await pilot.pause(0.001)
-            times.append((marks["drawn"] - marks["key"], marks["drawn_cpu"] - marks["key_cpu"]))
+        yield app, marks, pilot, marks["drawn"] - t0
+
+
+async def _press_times(app, marks, pilot, key: str, presses: int) -> list[tuple[float, float]]:
+    """(key-to-screen s, its CPU s) of each of ``presses`` presses of ``key``."""
+    times = []
+    for _ in range(presses):
+        before = app.last_stop
+        marks.pop("shown", None)
+        await pilot.press(key)
+        while app.busy or app.last_stop is before or "drawn" not in marks:
+            await pilot.pause(0.001)
+        times.append((marks["drawn"] - marks["key"], marks["drawn_cpu"] - marks["key_cpu"]))
+    return times
+
+
+async def _keys(session, key: str = "n", presses: int = 5) -> tuple[float, float, float]:
+    """(first screen s, key-to-screen s, its CPU s): the best of ``presses`` presses (as
+    tests/benchmark.py takes the best of its repeats: the neighbours only ever add)."""
+    async with _started(session) as (app, marks, pilot, first):
+        times = await _press_times(app, marks, pilot, key, presses)
     best = min(times)
     return first, best[0], best[1]
 
@@ -218,9 +233,72 @@ def ui_rows(rows) -> None:
                  quit_time < 1.0))
 
 
+async def _grouped_times(session) -> tuple[float, float, float, float]:
+    """On a big body: (first frame s, grouped graph on screen s, key n s, opening a group s)."""
+    from loopdbg.tui.widgets.graph import GraphView
+
+    t0 = time.perf_counter()
+    async with _started(session) as (app, marks, pilot, first):
+        graph = app.query_one(GraphView)
+        while not any("▸ blocks." in line for line in graph._lines):
+            await pilot.pause(0.002)
+        grouped = time.perf_counter() - t0
+        while graph.laying_out:
+            await pilot.pause(0.002)
+        times = [wall for wall, _ in await _press_times(app, marks, pilot, "n", 3)]
+        graph.focus()
+        body = graph._body(graph._spec)
+        group = body.groups.ids[("blocks.7",)]
+        graph.select(group)
+        await pilot.pause()
+        t1 = time.perf_counter()
+        await pilot.press("enter")
+        while graph.laying_out or "(laying out" in str(graph.border_title) or \
+                not any("▸ blocks.7/fc1" in line for line in graph._lines):
+            await pilot.pause(0.001)
+        opened = time.perf_counter() - t1
+    return first, grouped, min(times), opened
+
+
+def grouped_rows(rows) -> None:
+    """Issue 28: a decoder-like body of ~3,000 layers, drawn by its groups."""
+    import subprocess
+    import tempfile
+
+    from bigbody import decoder_model
+    from loopdbg.debug import Session
+
+    def ms(t: float) -> str:
+        return f"{t * 1e3:.0f} ms"
+
+    xml, npz = decoder_model(Path(tempfile.mkdtemp(prefix="loopdbg-bench-")), blocks=34,
+                             extra=52, d=8, steps=4)
+    t0 = time.perf_counter()
+    session = Session.open(xml, npz)
+    opened = time.perf_counter() - t0
+    spec = next(iter(session.engine.loops.values()))
+    what = f"{len(spec.body.graph.layers)}-layer body"
+    first, grouped, key, open_group = asyncio.run(_grouped_times(session))
+    rows.append((f"UI: first frame, {what} (+{ms(opened)} opening)", ms(first), "", "",
+                 "< 1500 ms", first < 1.5))
+    rows.append((f"UI: grouped graph on screen, {what}", ms(grouped), "", "", "< 3000 ms",
+                 grouped < 3.0))
+    rows.append((f"UI: key n to screen, {what}", ms(key), "", "", "< 100 ms", key < 0.1))
+    rows.append((f"UI: opening a group, {what}", ms(open_group), "", "", "< 300 ms",
+                 open_group < 0.3))
+    out = Path(tempfile.mkdtemp(prefix="loopdbg-bench-")) / "body.svg"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "loopdbg", "graph", str(xml), "-o", str(out)],
+                          capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    t = time.perf_counter() - t0 if proc.returncode == 0 else float("inf")
+    rows.append((f"loopdbg graph to SVG, {what}", ms(t), "", "", "< 10000 ms", t < 10.0))
+
+
 def main() -> int:
     rows: list[tuple] = []
-    ui_rows(rows)
+    if "--grouped" not in sys.argv:
+        ui_rows(rows)
+    grouped_rows(rows)
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'loopdbg':>10}  {'beside':>12}  {'target':>10}  ok")
     for name, a, b, _, target, ok in rows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from loopdbg.cli import common
 
 FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot"}
+MAX_DRAWN = 400         # boxes of a grouped drawing dot lays out in seconds, not minutes
 
 
 def add_parser(sub) -> None:
@@ -31,6 +32,14 @@ def add_parser(sub) -> None:
                    help="FILE.svg, FILE.png or FILE.dot")
     p.add_argument("--fold-consts", action="store_true",
                    help="fold constants into the nodes that use them instead of drawing them")
+    p.add_argument("--flat", action="store_true",
+                   help="draw every node of a big body (by default a body of more than "
+                        "a hundred-odd nodes is drawn by its groups: blocks.4, head, ...)")
+    p.add_argument("--expand", action="append", default=[], metavar="SCOPE",
+                   help="open group SCOPE (e.g. blocks.4 or blocks.4/attn) and those on the way "
+                        "to it; may be given more than once")
+    p.add_argument("--depth", type=int, default=0, metavar="N",
+                   help="open every group down to N levels (1: the top-level groups)")
     p.set_defaults(handler=run)
 
 
@@ -65,8 +74,17 @@ def run(args) -> int:
     values, changed, title = {}, set(), ""
     if args.iteration is not None:
         values, changed, title = node_values_at(args, engine, timeline, spec)
-    source = graph_to_dot(spec, consts="fold" if args.fold_consts else "show", values=values,
-                          changed=changed, title=title)
+    consts = "fold" if args.fold_consts else "show"
+    graph = grouped_view(spec, consts, args, values, changed)
+    if graph is not None:
+        graph, values, changed = graph
+        if fmt != "dot" and len(graph.nodes) > MAX_DRAWN:
+            raise LoopdbgError(f"the groups opened make {len(graph.nodes)} boxes; Graphviz takes "
+                               f"minutes on more than {MAX_DRAWN}: open fewer (--expand "
+                               f"blocks.4 rather than --depth), fold the constants "
+                               f"(--fold-consts), or write the DOT source (-o FILE.dot).")
+    source = graph_to_dot(spec, consts=consts, values=values, changed=changed, title=title,
+                          graph=graph)
     output.write_bytes(source.encode() if fmt == "dot" else render(source, fmt))
     common.err(f"{spec.kind} '{common.safe(spec.path)}' drawn in {common.safe(output.path)}")
     return 0
@@ -123,6 +141,43 @@ def node_values_at(args, engine, timeline, spec):
     session.close()
     note = f"; red: changed since iteration {e.iteration - 1}" if before is not None else ""
     return values, changed, f" at iteration {e.iteration}{where}{note}"
+
+
+def grouped_view(spec, consts: str, args, values=None, changed=None):
+    """The BodyGraph of a big body by its groups (those --expand and --depth name opened), and
+    the values and changes of the groups' boxes (those of the first value leaving each); None
+    for a small body or with --flat."""
+    from loopdbg.errors import LoopdbgError
+    from loopdbg.layout.grouped import grouped_body
+
+    if args.depth < 0:
+        raise LoopdbgError(f"--depth {args.depth}: give a number of levels from 0.")
+    if args.flat or grouped_body(spec) is None:
+        if args.expand and not args.flat:
+            raise LoopdbgError(f"--expand: the body of '{spec.path}' is small enough to be "
+                               f"drawn whole; it has no groups.")
+        return None
+    gb = grouped_body(spec, consts, always=True)
+    if gb is None:
+        return None
+    try:
+        opened = gb.opened_for(args.expand, args.depth)
+    except KeyError as exc:
+        tops = ", ".join(g.name for g in gb.root.children)
+        raise LoopdbgError(f"--expand {common.safe(exc.args[0])}: no such group in the body of "
+                           f"'{common.safe(spec.path)}'; its groups are {common.safe(tops)}."
+                           ) from None
+    graph = gb.view(opened)
+    values = dict(values or {})
+    changed = set(changed or ())
+    for node in graph.nodes:
+        if node.id < 0:
+            out = gb.leaving(gb.by_id[node.id].path)
+            if out and out[0] in values:
+                values[node.id] = values[out[0]]
+                if out[0] in changed:
+                    changed.add(node.id)
+    return graph, values, changed
 
 
 def _same(a, b, np) -> bool:

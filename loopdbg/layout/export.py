@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loopdbg.layout.dot import node_ref, quote
-from loopdbg.layout.graph import body_graph
+from loopdbg.layout.graph import BodyGraph, body_graph
 from loopdbg.text import safe
 
 if TYPE_CHECKING:
@@ -21,17 +21,18 @@ _ROLE_COLOR = {"current_iteration": "#fde68a", "condition": "#fecaca", "sliced":
 
 
 def graph_to_dot(spec: "LoopSpec", *, consts: str = "show", values=None, changed=(),
-                 title: str = "") -> str:
+                 title: str = "", graph: "BodyGraph | None" = None) -> str:
     """DOT source of a loop: its body, the port map (loop inputs/outputs) and the back edges.
 
     For ``loopdbg graph -o file.svg|png|dot``: render with ``dot -Tsvg``. Constants are boxes
     by default (``consts="fold"`` folds them into their consumers as for the terminal view).
     ``values``: a line of text per body layer id (its value at some iteration), added to its
     box; the ids in ``changed`` are drawn with a thick red border; ``title`` is added to the
-    graph's label (which iteration).
+    graph's label (which iteration). ``graph``: the BodyGraph to draw instead of the whole body
+    (a grouped body's view, whose closed groups are 3-D boxes).
     """
     values = values or {}
-    bg = body_graph(spec, consts=consts)
+    bg = graph if graph is not None else body_graph(spec, consts=consts)
     layer = spec.layer
     out = [f"digraph {quote(spec.path or layer.name)} {{",
            '  graph [rankdir=TB, fontname="Helvetica", fontsize=11, newrank=true, '
@@ -58,6 +59,8 @@ def graph_to_dot(spec: "LoopSpec", *, consts: str = "show", values=None, changed
             attrs = "shape=invhouse, style=filled"
         elif n.kind == "result":
             attrs = "shape=house, style=filled"
+        elif n.kind == "group":
+            attrs = 'shape=box3d, style="filled", fillcolor="#eef2ff"'
         elif n.kind == "const":
             attrs = 'shape=box, style="rounded,filled", fillcolor="#f9fafb", fontsize=9'
         else:

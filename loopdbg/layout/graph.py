@@ -131,7 +131,7 @@ def body_graph(spec: "LoopSpec", *, consts: str = "fold") -> BodyGraph:
             (EXECUTION_CONDITION, _ROLE_TEXT[EXECUTION_CONDITION]))
     back = [(body.result_ids[r], body.param_ids[p]) for p, r in spec.back_edges]
     return graph_from_parts(body.graph, param_roles, result_roles, back, consts=consts,
-                            name=spec.path)
+                            name=spec.path, loop_name=spec.layer.name)
 
 
 # -- from a Graph and roles ----------------------------------------------------------------------
@@ -139,12 +139,14 @@ def graph_from_parts(graph: Graph,
                      param_roles: Mapping[int, Sequence[str | tuple[str, str]]] | None = None,
                      result_roles: Mapping[int, Sequence[str | tuple[str, str]]] | None = None,
                      back_edges: Iterable[tuple[int, int]] = (), *, consts: str = "fold",
-                     name: str | None = None) -> BodyGraph:
+                     name: str | None = None, loop_name: str = "") -> BodyGraph:
     """A BodyGraph from a Graph; roles map a layer id to tags (or ``(tag, text)`` pairs).
 
     ``back_edges`` are ``(result layer id, parameter layer id)`` pairs. ``consts`` is ``fold``
     (every Constant becomes a line in its consumers' boxes), ``small`` (only Constants of at most
-    four elements are folded) or ``show`` (every Constant is a box).
+    four elements are folded) or ``show`` (every Constant is a box). A box shows its layer's
+    name without what every name says (``loop_name/``, or a prefix the whole body shares), cut
+    in the middle when it must be; ``Node.name`` keeps the full name.
     """
     if consts not in CONST_MODES:
         raise ValueError(f"consts must be one of {', '.join(CONST_MODES)}, not {consts!r}")
@@ -159,6 +161,9 @@ def graph_from_parts(graph: Graph,
         if e.from_layer in folded and e.to_layer in graph.layers:
             const_inputs.setdefault(e.to_layer, []).append(
                 (e.to_port, const_summary(graph.layers[e.from_layer])))
+    drop = shared_prefix([layer.name for lid, layer in graph.layers.items()
+                          if lid not in folded and layer.type not in ("Parameter", "Result")],
+                         loop_name)
     nodes = []
     for lid, layer in graph.layers.items():
         if lid in folded:
@@ -166,7 +171,9 @@ def graph_from_parts(graph: Graph,
         kind = _KINDS.get(layer.type, "op")
         # an ONNX node by its ONNX type (Add, not onnx.Add), as the pseudo-code writes it
         shown = layer.ir_type if layer.type.startswith("onnx.") and layer.ir_type else layer.type
-        lines = [_fit(safe(shown)), _fit(safe(layer.name), keep_end=True)]
+        shown_name = layer.name[len(drop):] if layer.name.startswith(drop) and \
+            len(layer.name) > len(drop) else layer.name
+        lines = [_fit(safe(shown)), fit_middle(safe(shown_name))]
         if kind == "const":
             lines.append(_fit(const_summary(layer)))
         cin = tuple(t for _, t in sorted(const_inputs.get(lid, ())))
@@ -202,6 +209,39 @@ def _fit(text: str, width: int = MAX_LABEL, keep_end: bool = False) -> str:
     if len(text) <= width:
         return text
     return "…" + text[-(width - 1):] if keep_end else text[:width - 1] + "…"
+
+
+def fit_middle(text: str, width: int = MAX_LABEL) -> str:
+    """``text`` cut in the middle to ``width`` characters (both ends of a converter's name say
+    the most: ``aten::linear/MatMul_97`` → ``aten::lin…/MatMul_97``)."""
+    if len(text) <= width:
+        return text
+    tail = (width - 1) * 3 // 5
+    return text[:width - 1 - tail] + "…" + text[-tail:]
+
+
+def shared_prefix(names: Sequence[str], loop_name: str = "") -> str:
+    """What every name of a body starts with, up to a ``/``: the loop's own name
+    (``while/body/...``), or a scope all of them share; "" when nothing is shared or dropping
+    it would leave a name empty."""
+    names = [n for n in names if n]
+    if len(names) < 2:
+        return ""
+    if loop_name and all(n.startswith(loop_name + "/") for n in names):
+        head = loop_name + "/"
+    else:
+        head = ""
+    first = names[0]
+    cut = len(head)
+    while True:
+        k = first.find("/", cut)
+        if k < 0:
+            break
+        piece = first[:k + 1]
+        if not all(n.startswith(piece) and len(n) > len(piece) for n in names):
+            break
+        cut = k + 1
+    return first[:cut]
 
 
 def _const_size(layer: Layer) -> int:

@@ -60,11 +60,9 @@ class LoopdbgCommands(Provider):
                         "/" not in path[len(spec.path) + 1:]:
                     yield (f"open the body of {safe(path)}", "the nested loop's graph (Esc returns)",
                            partial(app.open_nested, path))
-        layout = getattr(graph, "_layout", None)
-        if layout is not None:
-            for box in layout.boxes:
-                yield (f"find node {safe(box.name)}", f"{safe(box.type)} in the graph",
-                       partial(app.find_node, box.name))
+        for name, type_ in (graph.findable() if graph is not None else ()):
+            yield (f"find node {safe(name)}", f"{safe(type_)} in the graph",
+                   partial(app.find_node, name))
 
     async def discover(self) -> Hits:
         for title, help_text, callback in self._entries():

@@ -68,6 +68,55 @@ def big_body_model(folder: Path, layers: int = 6, hidden: int = 8, steps: int = 
     return Path(xml), npz
 
 
+def decoder_model(folder: Path, blocks: int = 30, d: int = 4, steps: int = 3,
+                  name: str = "model", extra: int = 0) -> tuple[Path, Path]:
+    """A decoder-like loop body as OpenVINO's PyTorch frontend names it: operations are called
+    ``aten::linear/MatMul_7``, only the weights say their module (``self.blocks.3.fc1.weight``),
+    shape plumbing (ShapeOf → Reshape) sits inside every block. ``blocks`` blocks of 8 nodes
+    and 11 layers, plus ``extra`` elementwise nodes each (an attention's worth: 40 makes a
+    block of ~90 layers)."""
+    from loopdbg.builder import GraphBuilder
+    from loopdbg.ir.xml_writer import write_ir
+
+    rng = np.random.default_rng(3)
+    b = GraphBuilder("decoder_as_ops")
+    x0 = b.parameter("x0", "f32", [1, d])
+    loop = b.loop("aten::generate/Loop", trip=steps, cond=True)
+    x = loop.merged_input(x0, "x")
+    body, n = loop.body, 0
+
+    def weight(module: str, shape) -> object:
+        return body.const(f"self.{module}.weight",
+                          (rng.standard_normal(shape) * 0.3).astype(np.float32))
+
+    h = x
+    for k in range(blocks):
+        n += 1
+        a = body.op("MatMul", [h, weight(f"blocks.{k}.fc1", (d, d))],
+                    name=f"aten::linear/MatMul_{n}")
+        a = body.op("Add", [a, np.full((1, d), 0.1, np.float32)], name=f"aten::linear/Add_{n}")
+        a = body.op("Relu", [a], name=f"aten::relu/Relu_{n}")
+        for j in range(extra):
+            a = body.op("Multiply", [a, np.float32(0.9)], name=f"aten::mul/Multiply_{n}_{j}") \
+                if j % 2 else body.op("Tanh", [a], name=f"aten::tanh/Tanh_{n}_{j}")
+        n += 1
+        a = body.op("MatMul", [a, weight(f"blocks.{k}.fc2", (d, d))],
+                    name=f"aten::linear/MatMul_{n}")
+        a = body.op("Add", [a, np.zeros((1, d), np.float32)], name=f"aten::linear/Add_{n}")
+        shape = body.op("ShapeOf", [h], name=f"aten::size/ShapeOf_{k}")
+        a = body.op("Reshape", [a, shape], name=f"aten::view/Reshape_{k}", special_zero=False)
+        h = body.op("Add", [h, a], name=f"aten::add/Add_{k}")
+    out = body.op("MatMul", [h, weight("head", (d, d))], name="aten::linear/MatMul_head")
+    out = body.op("Tanh", [out], name="aten::tanh/Tanh")
+    loop.back_edge(out, x)
+    b.result(loop.output_last(out, name="y"))
+    folder.mkdir(parents=True, exist_ok=True)
+    xml, _ = write_ir(b.build(), folder / f"{name}.xml")
+    npz = folder / "inputs.npz"
+    np.savez(npz, x0=rng.standard_normal((1, d)).astype(np.float32))
+    return Path(xml), npz
+
+
 if __name__ == "__main__":
     import sys
 

@@ -19,7 +19,8 @@ import pytest
 import loopdbg
 
 ROOT = Path(loopdbg.__file__).resolve().parent
-CORE = ["ir", "ops", "builder", "engine", "debug", "trace", "teach", "layout", "check", "cli"]
+CORE = ["ir", "ops", "builder", "engine", "debug", "trace", "teach", "layout", "check", "view",
+        "cli"]
 UI = ("textual", "rich")
 
 # Imports each module of one package in turn, and reports the first module after whose import a UI

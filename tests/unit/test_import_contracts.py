@@ -1,7 +1,7 @@
 """The layers of the package hold: the import contracts in pyproject.toml ([tool.importlinter]).
 
 They say, lowest first: errors, ir, ops, engine, then debug | trace | teach | layout | check
-(independent of each other), tui, cli; that the UI imports no engine, kernel or reader; that only
+(independent of each other), view, tui, cli; that the UI imports no engine, kernel or reader; that only
 loopdbg.ir reads model files; and that the core never imports textual or rich. ``lint-imports``
 runs the same contracts from the command line.
 """
@@ -52,8 +52,8 @@ def test_the_layers_are_the_documented_ones():
     if not PYPROJECT.exists():
         pytest.skip("not a source checkout: no pyproject.toml next to the package")
     layers = contracts()["layers"]["layers"]
-    assert layers == ["cli", "tui", "debug | trace | teach | layout | check", "engine | builder",
-                      "ops", "ir | oracle", "files | text | programs", "errors"]
+    assert layers == ["cli", "tui", "view", "debug | trace | teach | layout | check",
+                      "engine | builder", "ops", "ir | oracle", "files | text | programs", "errors"]
 
 
 @pytest.mark.parametrize("module, line, culprit", [
@@ -77,3 +77,15 @@ def test_a_broken_layer_is_caught(tmp_path, module, line, culprit):
     proc = lint(tmp_path, tmp_path / "pyproject.toml")
     assert proc.returncode != 0, proc.stdout
     assert "1 broken" in proc.stdout and culprit in proc.stdout, proc.stdout
+
+
+def test_the_view_layer_stands_between_the_core_and_the_faces(tmp_path):
+    """loopdbg.view may not reach up into the terminal UI (a browser face would carry it)."""
+    if not PYPROJECT.exists():
+        pytest.skip("not a source checkout: no pyproject.toml next to the package")
+    shutil.copytree(PACKAGE, tmp_path / "loopdbg", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PYPROJECT, tmp_path / "pyproject.toml")
+    target = tmp_path / "loopdbg" / "view" / "body.py"
+    target.write_text(target.read_text() + "\n\nfrom loopdbg.tui.panel import Panel\n")
+    proc = lint(tmp_path, tmp_path / "pyproject.toml")
+    assert proc.returncode != 0 and "loopdbg.tui.panel" in proc.stdout, proc.stdout

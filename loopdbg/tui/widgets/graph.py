@@ -8,6 +8,11 @@ Keys (with the graph focused): the arrows move the cursor from box to box, ``ent
 selected node's full value in the Inspector (or opens a nested loop's body, as a click does),
 ``escape`` comes back from a nested body, ``v`` switches the boxes between fitting the pane,
 wide and compact. Without graphviz the panel says how to install it and lists the nodes.
+
+A big body (converter output: a decoder's blocks) is drawn by its groups (loopdbg.layout.grouped):
+a group is one box; ``enter`` or ``+`` opens it in place, ``-`` or ``escape`` closes the group the
+cursor is in; finding a node opens the groups on the way to it. Each set of open groups is laid
+out once, in the background, while the picture before it stays on screen.
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from loopdbg.debug.values import is_sequence, numbers, same_value, type_text
 from loopdbg.debug.expr import name_expression
 from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.widgets.graph_fit import (DETAIL_MODES, choose_layout, nearest_box,
-                                           nested_values, value_keys)
+from loopdbg.view.body import BodyView
+from loopdbg.view.diff import Changes
+from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
 from loopdbg.tui.widgets.valuetext import value_text
 
 STYLES = {
@@ -64,6 +69,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         Binding("right", "move('right')", "box →", show=False),
         Binding("enter", "select", "value"),
         Binding("v", "detail", "box size"),
+        Binding("plus", "open_group", "open group", show=False),
+        Binding("minus", "close_group", "close group", show=False),
         Binding("escape", "close_nested", "back to the running loop", show=False),
     ]
 
@@ -76,12 +83,11 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._spec = None
         self._view: View | None = None
         self._values: dict[str, np.ndarray] = {}
-        self._changed: set[str] = set()
+        self._changed: Changes | set[str] = set()
         self._current: str | None = None
         self._lines: list[str] = []
         self._styles: list[list[str | None]] = []
-        self._previous: dict[str, np.ndarray] = {}
-        self._previous_key = None
+        self._changes = Changes()               # values changed since the previous stop
         self._title = "body"
         self._dx = 0                            # columns the picture is moved right to centre it
         self._layout_lock = threading.Lock()
@@ -89,6 +95,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._wanted = None
         self._unavailable: str | None = None    # why dot cannot lay bodies out (not installed)
         self._show_first = False
+        self._bodies: dict[str, BodyView] = {}  # per loop path: its body as shown (open groups)
+        self._pending: int | None = None        # a box to select once its layout is drawn
 
     # -- what to show ---------------------------------------------------------------------------
     def show(self, view: View) -> None:
@@ -101,12 +109,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
             return
         self.opened = None
         if event is None:
-            specs = list(session.engine.loops.values())
-            if not specs:
+            if view.first_loop is None:
                 self._set_text(["this model has no Loop or TensorIterator"])
                 return
-            ended = [e.path for e in session.loop_ends.values() if e.iterations == 0]
-            spec = next((s for s in specs if s.path in ended), specs[0])
+            spec, ran_none = view.first_loop
             values = {}
         else:
             spec = event.spec
@@ -114,15 +120,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         key = (spec.path, event.outer if event is not None else ())
         self._title = view.crumbs(spec.path)
         if event is None:
-            self._title += ("  (ran no iteration: no values)" if spec.path in ended else
-                            "  (not started)")
-        changed = set()
-        if key == self._previous_key:
-            for name, v in values.items():
-                old = self._previous.get(name)
-                if old is not None and not _same(old, v):
-                    changed.add(name)
-        self._previous, self._previous_key = values, key
+            self._title += "  (ran no iteration: no values)" if ran_none else "  (not started)"
+        changed = self._changes.update(key, values)
         current = stop.node.layer.name if stop.node is not None else None
         self._set_spec(spec, values, changed, current)
 
@@ -153,34 +152,57 @@ class GraphView(Panel, ScrollView, can_focus=True):
         try:
             if self._unavailable is not None:
                 raise LayoutUnavailable(self._unavailable)
-            layout = choose_layout(spec, self.detail, self.size.width or 120, cached_only=True)
+            body = self._body(spec)
+            # a big body's groups are found in the layout thread, the first time
+            target = body.target() if body.ready else None
+            layout = None if target is None else \
+                choose_layout(target, self.detail, self.size.width or 120, cached_only=True)
         except LayoutUnavailable as exc:
             self._layout = None
             texts = {name: value_text(v, 40) for name, v in self._values.items()}
             self._set_text([str(exc), ""] + _listing(spec, texts), note=True)
             return
+        stale = False
         if layout is None:                  # dot has not run for this body and width yet
-            self._lay_out(spec, self.detail, self.size.width or 120)
+            self._lay_out(body, self.detail, self.size.width or 120)
             layout = self._layout if self._layout is not None and self._layout.name == \
                 spec.path else None
             if layout is None:
-                self._set_text([f"laying out the body of {spec.path} "
-                                f"({len(spec.body.steps)} nodes)…"])
+                boxes = len(target.nodes) if hasattr(target, "nodes") else len(spec.body.steps)
+                self._set_text([f"laying out the body of {spec.path} ({boxes} boxes)…"])
                 return
+            stale = True                    # the picture before this one, until it is ready
         self._layout = layout
+        if stale:
+            self.border_title = Text(self._title + "  (laying out…)")
         ids = {b.id for b in layout.boxes}
-        if self.selected not in ids:
+        if self._pending is not None and self._pending in ids:
+            self.selected, self._pending = self._pending, None
+            self._scroll_to_box(layout.box(self.selected))
+        if self.selected not in ids and not stale:
             self.selected = None
+        current_id = body.layer_id(self._current) if self._current is not None else None
+        if current_id is not None:
+            current_id = body.box_of(current_id)
         texts, changed, current = {}, set(), None
         for box in layout.boxes:
-            names = keys.get(box.id, ())
+            names = keys.get(box.id, ()) if box.id >= 0 else body.value_names(box.id)
             name = next((n for n in names if n in self._values), None)
             if name is not None:
                 texts[box.id] = "= " + value_text(self._values[name], box.inner_width - 2)
                 if name in self._changed:
                     changed.add(box.id)
-            if self._current is not None and self._current in names[:1]:
+            if box.id == current_id:
                 current = box.id
+        first = None
+        if self._show_first and layout.boxes:
+            # a grouped body: the cursor on the group that runs first (Enter opens it), else
+            # the top-left box in view
+            group = body.first_group(layout.boxes)
+            first = layout.box(group) if group is not None else \
+                min(layout.boxes, key=lambda b: (b.y, b.x))
+            if group is not None and self.selected is None:
+                self.selected = group
         canvas = render(layout, texts, changed=changed, current=current, selected=self.selected)
         # a picture narrower than the pane stands in its middle
         self._dx = dx = max((self.size.width - 1 - canvas.width) // 2, 0)
@@ -191,8 +213,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         target = current if follow is not None else None
         if target is not None:                 # node stepping: keep the node just run in view
             self._scroll_to_box(layout.box(target))
-        elif self._show_first and layout.boxes:
-            self._scroll_to_box(min(layout.boxes, key=lambda b: (b.y, b.x)))
+        elif first is not None:
+            self._scroll_to_box(first)
         self._show_first = False
 
     @property
@@ -200,11 +222,19 @@ class GraphView(Panel, ScrollView, can_focus=True):
         """Whether ``dot`` is running for this panel (the picture follows when it is done)."""
         return self._layout_busy
 
-    def _lay_out(self, spec, detail: str, width: int) -> None:
-        """Run ``dot`` in a thread (it takes up to a second on a body of 100 nodes), then draw
-        again; asked again meanwhile, the thread lays out the latest request too."""
+    def _body(self, spec) -> BodyView:
+        """The body of ``spec`` as shown, kept per loop (its open groups stay open)."""
+        body = self._bodies.get(spec.path)
+        if body is None or body.spec is not spec:
+            body = self._bodies[spec.path] = BodyView(spec)
+        return body
+
+    def _lay_out(self, body: BodyView, detail: str, width: int) -> None:
+        """Group the body (the first time) and run ``dot`` in a thread (it takes up to a second
+        on a body of 100 nodes), then draw again; asked again meanwhile, the thread lays out
+        the latest request too."""
         with self._layout_lock:
-            self._wanted = (spec, detail, width)
+            self._wanted = (body, detail, width)
             if self._layout_busy:
                 return
             self._layout_busy = True
@@ -221,7 +251,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     return
                 self._wanted = None
             try:
-                choose_layout(*wanted)
+                body, detail, width = wanted
+                choose_layout(body.target(), detail, width)
             except LayoutUnavailable as exc:
                 self._unavailable = str(exc)
             except Exception as exc:  # noqa: BLE001 - shown, never a crash
@@ -302,11 +333,20 @@ class GraphView(Panel, ScrollView, can_focus=True):
             self._scroll_to_box(self._layout.box(node_id))
 
     def find(self, text: str) -> str | None:
-        """Move the cursor to the next box whose name (or type) contains ``text``; its name."""
+        """Move the cursor to the next box whose name (or type) contains ``text``; its name.
+
+        In a grouped body every node is searched, closed groups or not: the groups on the way
+        to the one found are opened."""
         layout = self._layout
         needle = text.strip().lower()
         if layout is None or not needle:
             return None
+        body = self._body(self._spec)
+        if body.grouped:
+            found = body.find(needle, self.selected)
+            if found is not None:
+                self.reveal(found[0])
+            return found[1] if found is not None else None
         boxes = list(layout.boxes)
         start = next((k for k, b in enumerate(boxes) if b.id == self.selected), -1)
         order = boxes[start + 1:] + boxes[:start + 1]
@@ -317,10 +357,51 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     return b.name
         return None
 
+    def findable(self) -> list[tuple[str, str]]:
+        """``(name, type)`` of every node ``find`` can reach: in a grouped body, all of them."""
+        if self._spec is None:
+            return []
+        boxes = self._layout.boxes if self._layout is not None else ()
+        return [(name, type_) for _, name, type_ in self._body(self._spec).findable(boxes)]
+
+    def reveal(self, box_id: int) -> None:
+        """Open the groups on the way to ``box_id`` (a node or a group) and select it."""
+        if self._spec is None:
+            return
+        body = self._body(self._spec)
+        opened = body.reveal(box_id)
+        if box_id >= 0:
+            box_id = body.box_of(box_id)     # a folded weight Convert: the box reading it
+        if not opened:
+            self.select(box_id)
+            return
+        self.selected = self._pending = box_id
+        self._redraw()
+
+    def action_open_group(self) -> None:
+        """Enter or ``+`` on a group's box: open it in place, the cursor on what it holds."""
+        if self._spec is None or not self._body(self._spec).is_group(self.selected):
+            return
+        self.selected = self._pending = self._body(self._spec).open(self.selected)
+        self._redraw()
+
+    def action_close_group(self) -> bool:
+        """``-`` (or Escape): close the innermost open group the cursor is in; False if none."""
+        closed = self._body(self._spec).close_at(self.selected) if self._spec else None
+        if closed is None:
+            return False
+        self.selected = self._pending = closed
+        self._redraw()
+        return True
+
     def action_select(self) -> None:
-        """Enter: open a nested loop's body, else show the node's full value in the Inspector."""
+        """Enter: open a group or a nested loop's body, else show the node's full value in the
+        Inspector."""
         if self.selected is None:
             self.action_move("down")
+            return
+        if self.selected < 0:
+            self.action_open_group()
             return
         if not self._open_nested(self.selected):
             expression = self.selected_expression
@@ -357,6 +438,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         return True
 
     def action_close_nested(self) -> None:
+        if self.action_close_group():
+            return
         if self.opened is not None and self._view is not None:
             self.opened = None
             self.show(self._view)
@@ -372,10 +455,3 @@ def _listing(spec, texts) -> list[str]:
     for p, r in spec.back_edges:
         out.append(f"  back edge   {spec.result_names[r]} -> {spec.param_names[p]}")
     return out
-
-
-def _same(a, b) -> bool:
-    try:
-        return same_value(a, b)
-    except Exception:  # noqa: BLE001
-        return False

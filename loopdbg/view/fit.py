@@ -1,4 +1,4 @@
-"""What the graph panel decides besides drawing: how wide the boxes are, which value goes in which
+"""What a body picture decides besides drawing: how wide the boxes are, which value goes in which
 box, where the cursor moves, and what a nested body opened from its box shows.
 """
 
