@@ -355,10 +355,16 @@ def _cast_dtype(name) -> np.dtype:
     return dtype
 
 
+_EXOTIC: dict[np.dtype, bool] = {}     # by dtype: a Cast asks once per call
+
+
 def _exotic(dtype: np.dtype) -> bool:
     """Strings and the ml_dtypes types: their casts (rounding, saturation, parsing) are
     onnx.reference's."""
-    return dtype.kind == "U" or elements.is_ml_dtype(dtype)
+    found = _EXOTIC.get(dtype)
+    if found is None:
+        found = _EXOTIC[dtype] = dtype.kind == "U" or elements.is_ml_dtype(dtype)
+    return found
 
 
 def _by_reference(layer: Layer, plain: Callable) -> Callable:
