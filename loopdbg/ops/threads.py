@@ -85,9 +85,12 @@ def settle() -> Threads:
     except ImportError:
         _STATE["now"] = Threads(None, "threadpoolctl is not installed: BLAS's own count")
         return _STATE["now"]
-    if n is None:
-        found = [p.get("num_threads") for p in threadpool_info() if p.get("user_api") == "blas"]
-        _STATE["now"] = Threads(found[0] if found else None, reason)
+    if n is None:               # the user's count: read once (listing the libraries takes ms)
+        last = _STATE.get("now")
+        if last is None or last.reason != reason:
+            found = [p.get("num_threads") for p in threadpool_info()
+                     if p.get("user_api") == "blas"]
+            _STATE["now"] = Threads(found[0] if found else None, reason)
         return _STATE["now"]
     if not _SET or _SET[-1] != n:
         threadpool_limits(limits=n, user_api="blas")
