@@ -8,7 +8,8 @@
   inference alone (loopdbg's run, planning included, reading excluded, against the runtime's
   inference of the compiled model). Alternately, best of ``repeat``.
 * A convolution-bound loop (8 iterations of two 3x3 convolutions, 128 channels, 64x64), written
-  here with the builder, against OpenVINO's inference.
+  here as IR (with the builder) against OpenVINO's inference and as an ONNX Loop against
+  onnxruntime's.
 
 The runtimes run in a child process (tests/benchmark_runtime_child.py), never in this one.
 """
@@ -138,17 +139,60 @@ def conv_loop(path: Path, iterations: int, channels: int, size: int) -> Path:
     return inputs
 
 
+def conv_loop_onnx(path: Path, iterations: int, channels: int, size: int) -> Path:
+    """The same loop as ``conv_loop``, as an ONNX Loop (weights initializers of the main graph,
+    read from the body); return its inputs.npz."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    scale = 1.0 / np.sqrt(9 * channels)
+    w1, w2 = ((rng.standard_normal((channels, channels, 3, 3)) * scale).astype(np.float32)
+              for _ in range(2))
+    shape = [1, channels, size, size]
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c1"], ["h"]),
+         helper.make_node("Conv", ["h", "w2"], ["d"], pads=[1, 1, 1, 1]),
+         helper.make_node("Add", ["x", "d"], ["x_new"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"])],
+        "refine_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", f, shape)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_new", f, shape)])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trip", "cond0", "x0"], ["x_out"], body=body)], "refine",
+        [helper.make_tensor_value_info("x0", f, shape)],
+        [helper.make_tensor_value_info("x_out", f, shape)],
+        initializer=[numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
+                     numpy_helper.from_array(np.array(iterations, np.int64), "trip"),
+                     numpy_helper.from_array(np.array(True), "cond0")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    inputs = path.with_name("inputs.npz")
+    np.savez(inputs, x0=rng.standard_normal(shape).astype(np.float32))
+    return inputs
+
+
 def conv_rows(rows, repeat: int, tmp: str, quick: bool) -> None:
-    if not _has("openvino"):
-        rows.append(("convolution loop: OpenVINO is not installed, skipped", "", "", "", "",
-                     True))
-        return
     iterations, channels, size = (2, 16, 16) if quick else (8, 128, 64)
-    model = Path(tmp, "conv_loop", "model.xml")
-    model.parent.mkdir(parents=True, exist_ok=True)
-    inputs = conv_loop(model, iterations, channels, size)
-    compare(rows, f"{iterations} x two 3x3 convolutions, {channels} ch, {size}x{size} (IR)",
-            "openvino", model, inputs, repeat, whole=False, target=CONV_TARGET)
+    what = f"{iterations} x two 3x3 convolutions, {channels} ch, {size}x{size}"
+    for runtime, fmt, write in (("openvino", "IR", conv_loop),
+                                ("onnxruntime", "ONNX", conv_loop_onnx)):
+        if not _has(runtime) or (fmt == "ONNX" and not _has("onnx")):
+            rows.append((f"convolution loop ({fmt}): {runtime} is not installed, skipped", "",
+                         "", "", "", True))
+            continue
+        model = Path(tmp, f"conv_loop_{fmt.lower()}", "model.xml" if fmt == "IR" else
+                     "model.onnx")
+        model.parent.mkdir(parents=True, exist_ok=True)
+        inputs = write(model, iterations, channels, size)
+        compare(rows, f"{what} ({fmt})", runtime, model, inputs, repeat, whole=False,
+                target=CONV_TARGET)
 
 
 def runtime_rows(rows, repeat: int, tmp: str, quick: bool) -> None:
