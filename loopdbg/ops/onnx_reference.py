@@ -71,11 +71,11 @@ REFERENCE_OPS = {
     "QLinearMatMul": (10, 21), "QuantizeLinear": (10, 13, 19, 21, 23, 24, 25, 28),
     "RMSNormalization": (23,), "RegexFullMatch": (20,), "Resize": (10, 11, 13, 18, 19),
     "ReverseSequence": (10, 28), "RoiAlign": (10, 16, 22), "RotaryEmbedding": (23,), "STFT": (17,),
-    "ScatterElements": (11, 13, 16, 18), "ScatterND": (11, 13, 16, 18), "SequenceMap": (17,),
-    "Shrink": (9,), "SoftmaxCrossEntropyLoss": (12, 13), "SpaceToDepth": (1, 13, 28),
-    "StringConcat": (20,), "StringNormalizer": (10,), "StringSplit": (20,), "SwiGLU": (28,),
-    "Swish": (24,), "TensorScatter": (24,), "TfIdfVectorizer": (9,), "TopK": (1, 10, 11, 24),
-    "Trilu": (14,), "Unique": (11, 28), "Upsample": (1, 7, 9, 10),
+    "ScatterElements": (11, 13, 16, 18), "SequenceMap": (17,), "Shrink": (9,),
+    "SoftmaxCrossEntropyLoss": (12, 13), "SpaceToDepth": (1, 13, 28), "StringConcat": (20,),
+    "StringNormalizer": (10,), "StringSplit": (20,), "SwiGLU": (28,), "Swish": (24,),
+    "TensorScatter": (24,), "TfIdfVectorizer": (9,), "TopK": (1, 10, 11, 24), "Unique": (11, 28),
+    "Upsample": (1, 7, 9, 10),
 }
 DOMAIN_OPS = {
     "ai.onnx.ml": {
