@@ -144,3 +144,21 @@ def test_run_state_and_random_kernels_are_not_folded():
     assert hoist.fold(lambda: np.ones(1), (), 1, 1 << 20) is None           # no input
     out = hoist.fold(lambda x: (x + 1, x * 2), (np.ones(2),), 2, 1 << 20)
     assert [v.tolist() for v in out] == [[2, 2], [2, 2]] and not out[0].flags.writeable
+
+
+def test_stepping_node_by_node_shows_the_folded_values(monkeypatch):
+    from loopdbg.engine.context import RunContext
+
+    model, w16 = _decompressing_loop()
+    x = np.ones((1, 4), np.float32)
+    seen = {}
+    for folding in (True, False):
+        monkeypatch.setattr(hoist, "ENABLED", folding)
+        body = next(p for p in Engine(model).plans if p.path)
+        params = [x if name == "x" else np.array(0, np.int64) for name in body.param_names]
+        seen[folding] = [(layer.name, outs) for layer, outs in
+                         body.interpret(RunContext(), params)]
+    assert [n for n, _ in seen[True]] == [n for n, _ in seen[False]]
+    for (name, a), (_, b) in zip(seen[True], seen[False]):
+        _same(a, b)
+    assert dict(seen[True])["decompress"][0].tolist() == w16.astype(np.float32).tolist()
