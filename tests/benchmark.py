@@ -10,7 +10,9 @@ loopdbg's time includes planning (``Engine(model)``) and pulls every event to th
 model is excluded. The four models of tests/perf (written by OpenVINO) and a converter-style body
 of ~130 layers (``benchmark_converter``) are measured so. Then: reading and planning a
 50,000-layer model, the size of the 100,000-iteration trace, breakpoints, history, the trace
-reader and writer, the UI and start-up.
+reader and writer, the UI and start-up; last, loopdbg against the runtimes' own scripts
+(``benchmark_runtimes``: ../shared/scale's decoders when present, a convolution loop), also
+alone with ``--only runtimes``.
 
 numpy's BLAS matters to the absolute times (not much to the ratios): on processors where this
 workplace sets OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE), run the benchmark with both unset, in
@@ -192,6 +194,8 @@ def main(argv=None) -> int:
     scale = 0.02 if args.quick else 1.0
     repeat = args.repeat or (1 if args.quick else 7)
     print(machine(), flush=True)
+    from loopdbg.ops import threads
+    print(f"loopdbg runs with {threads.settle().describe()}", flush=True)
     rows: list[tuple] = []
     tmp = tempfile.mkdtemp(prefix="loopdbg-bench-")
     try:
@@ -239,6 +243,9 @@ def measure(args, rows: list, tmp: str, scale: float, repeat: int) -> None:
         except ImportError:           # the UI extra is not installed
             pass
         startup(rows)
+    if wanted is None or "runtimes" in wanted:
+        from benchmark_runtimes import runtime_rows
+        runtime_rows(rows, repeat, tmp, args.quick)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from loopdbg.engine import hoist
 from loopdbg.engine.elide import MIN_BYTES, candidates
 from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of
 from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunError
@@ -105,6 +106,7 @@ class GraphPlan:
         self.consts: dict[str, np.ndarray] = {}
         self.steps: list[Step] = []
         self.notices: list[str] = []        # what kernels say of themselves (``kernel.notice``)
+        self.folded_bytes = 0               # of the values folded at plan time (``hoist``)
         self._build(nested_factory)
         self.is_generator = any(s.nested for s in self.steps)
         self.all_value_names = self._value_names()
@@ -153,10 +155,16 @@ class GraphPlan:
                 said = getattr(fn, "notice", None)
                 if said:                    # e.g. a random op: how loopdbg seeds it
                     self.notices.append(f"{self.where}{layer.describe()}: {said}")
+                folded = self._fold(fn, ins, n_out)
+                if folded is not None:      # its value now; a constant for the steps after
+                    fn = hoist.Folded(folded[0] if n_out <= 1 else folded)
+                    for j, value in enumerate(folded):
+                        local[(lid, j)] = name = f"c{len(self.consts)}"
+                        self.consts[name] = value
             k = len(self.steps)
             outs = tuple(f"v{k}_{j}" for j in range(max(n_out, 1)))
             for j, name in enumerate(outs):
-                local[(lid, j)] = name
+                local.setdefault((lid, j), name)
             self.steps.append(Step(layer, fn, ins, outs, nested,
                                    bool(getattr(fn, "needs_context", False))))
         self.result_locals = []
@@ -165,6 +173,17 @@ class GraphPlan:
             if src is None or src not in local:
                 raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
             self.result_locals.append(local[src])
+
+    def _fold(self, fn, ins, n_out: int):
+        """A loop body's step on constants alone, computed now (``engine.hoist``), or None."""
+        if not self.path or any(a is not None and a not in self.consts for a in ins):
+            return None
+        room = hoist.bound() - self.folded_bytes
+        folded = hoist.fold(fn, tuple(None if a is None else self.consts[a] for a in ins),
+                            n_out, room)
+        if folded is not None:
+            self.folded_bytes += sum(v.nbytes for v in folded)
+        return folded
 
     def _input_names(self, layer: Layer, local, edges) -> tuple[str | None, ...]:
         connected = {}

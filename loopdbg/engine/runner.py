@@ -30,7 +30,7 @@ from loopdbg.engine.plan import GraphPlan
 from loopdbg.errors import ModelError, UnsupportedOperation
 from loopdbg.ir.bulk import paused
 from loopdbg.ir.model import Layer, Model
-from loopdbg.ops import budget
+from loopdbg.ops import budget, threads
 from loopdbg.ops.registry import check_supported
 
 
@@ -86,6 +86,7 @@ class Engine:
         """Check ``inputs`` now (raising InputError), then return the event generator of the run."""
         values = match_inputs(self.model, inputs, source)
         budget.start(max_memory)                # what the run may add to the process (ops.budget)
+        threads.settle()                        # BLAS threads for the cores free now (ops.threads)
         ctx = RunContext(max_iterations=max_iterations, max_memory=max_memory,
                          record_nodes=record_nodes)
         for spec in self.ifs.values():          # what the Ifs chose is told per run

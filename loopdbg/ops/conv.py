@@ -1,9 +1,10 @@
 """Convolution-1 and GroupConvolution-1, and the sliding-window arithmetic every windowed op shares.
 
-A convolution is one matrix product per group: the padded input is viewed as its windows
-(``sliding_window_view``, strided and dilated by slicing the view), copied once into an im2col
-matrix ``[N*out, C*kernel]`` and multiplied with the filters ``[C*kernel, O]``; no Python loop runs
-over output pixels. float16 is computed in float32 and rounded once at the end; float32 and the
+A convolution is one matrix product per image and group: the padded input is viewed as its
+windows (``sliding_window_view``, strided and dilated by slicing the view), copied once into an
+im2col matrix ``[C*kernel, out]`` (one copy per kernel offset) and multiplied by the filters
+``[O, C*kernel]``, which gives the output in its own layout; no Python loop runs over output
+pixels. float16 is computed in float32 and rounded once at the end; float32 and the
 integer types are computed in their own type, as OpenVINO does.
 
 Padding (``auto_pad``), as in OpenVINO's shape inference and the specification:
@@ -141,24 +142,26 @@ def windows(x: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
 
 def grouped_conv(x: np.ndarray, w: np.ndarray, strides, dilations, pads_begin, pads_end,
                  outs) -> np.ndarray:
-    """``x`` [N, G*Cg, *S] convolved with ``w`` [G, Og, Cg, *K]: [N, G*Og, *outs]."""
+    """``x`` [N, G*Cg, *S] convolved with ``w`` [G, Og, Cg, *K]: [N, G*Og, *outs].
+
+    The im2col matrix is laid out [Cg*K, P] per image and group (P: the output pixels), built by
+    one strided copy per kernel offset, so the product is ``filters [Og, Cg*K] @ cols`` with
+    the output already in [N, G, Og, P] order: one BLAS GEMM per image and group, and no copy
+    after it."""
     groups, og, cg = w.shape[:3]
     kernel = w.shape[3:]
-    n_sp = len(kernel)
     work = np.float32 if x.dtype == np.float16 else x.dtype
     batch = x.shape[0]
     xg = x.astype(work, copy=False).reshape(batch, groups, cg, *x.shape[2:])
-    view = windows(xg, kernel, strides, dilations, pads_begin, pads_end, outs)
-    # [N, G, Cg, *outs, *K] -> [G, N, *outs, Cg, *K] -> [G, N*P, Cg*K] (the im2col copy)
-    sp = list(range(3, 3 + n_sp))
-    ks = list(range(3 + n_sp, 3 + 2 * n_sp))
-    cols = view.transpose([1, 0, *sp, 2, *ks]).reshape(groups, batch * math.prod(outs),
-                                                       cg * math.prod(kernel))
+    view = windows(xg, kernel, strides, dilations, pads_begin, pads_end, outs)  # [N,G,Cg,*o,*K]
+    cols = np.empty((batch, groups, cg, *kernel, *outs), dtype=work)
+    lead = (slice(None),) * 3
+    for kk in np.ndindex(*kernel):
+        cols[lead + kk] = view[(Ellipsis, *kk)]
+    cols = cols.reshape(batch, groups, cg * math.prod(kernel), math.prod(outs))
     mat = w.astype(work, copy=False).reshape(groups, og, cg * math.prod(kernel))
-    y = np.matmul(cols, mat.transpose(0, 2, 1))                        # [G, N*P, Og]
-    y = y.reshape(groups, batch, *outs, og)
-    y = y.transpose(1, 0, y.ndim - 1, *range(2, y.ndim - 1))          # [N, G, Og, *outs]
-    return np.ascontiguousarray(y.reshape(batch, groups * og, *outs)).astype(x.dtype, copy=False)
+    y = np.matmul(mat, cols)                                            # [N, G, Og, P]
+    return y.reshape(batch, groups * og, *outs).astype(x.dtype, copy=False)
 
 
 def _conv_factory(layer: Layer, grouped: bool):

@@ -14,7 +14,7 @@ Traps handled here (``loop_semantics.md`` §6, checked against the 2026.4 wheel)
 * Float functions given integers (Sigmoid of an i32) round the result back to the integer type.
 * Clamp on integers clamps to ``ceil(min)`` and ``floor(max)``.
 * MatMul ignores transpose_a/transpose_b for 1-D operands, which numpy's matmul then treats as
-  row/column vectors.
+  row/column vectors; its products are shaped for BLAS by ``loopdbg.ops.gemm``.
 * PRelu applies a 1-D slope whose length matches dimension 1 per channel, otherwise broadcasts it.
 """
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from loopdbg.ir.model import Layer
 from loopdbg.ops.args import choice, const_input, flag, float_attr, int_attr
+from loopdbg.ops import gemm
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, broadcast, same
 
@@ -378,23 +379,14 @@ def _matmul_shape(layer: Layer, ins, consts) -> TensorInfo:
 @op("MatMul", shape=_matmul_shape, constants=True)
 def _matmul(layer: Layer, consts=None):
     ta, tb = flag(layer, "transpose_a"), flag(layer, "transpose_b")
-    if not (ta or tb):
-        return np.matmul
-
-    def matmul(a, b):
-        if ta and a.ndim > 1:
-            a = np.swapaxes(a, -1, -2)
-        if tb and b.ndim > 1:
-            b = np.swapaxes(b, -1, -2)
-        return np.matmul(a, b)
-
     # A transposed constant (converters write weights so) is transposed once, into C order.
     b_c = const_input(consts, 1)
     if not ta and tb and b_c is not None and b_c.ndim > 1:
-        b_t = np.ascontiguousarray(np.swapaxes(b_c, -1, -2))
-        b_t.flags.writeable = False
-        return lambda a, b: np.matmul(a, b_t)
-    return matmul
+        b_t = gemm.transposed_constant(b_c)
+        return lambda a, b: gemm.matmul(a, b_t)
+    if not (ta or tb):
+        return gemm.matmul
+    return lambda a, b: gemm.matmul_t(a, b, ta, tb)
 
 
 @op("PRelu", shape=same)

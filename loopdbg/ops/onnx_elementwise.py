@@ -20,6 +20,7 @@ import numpy as np
 
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
+from loopdbg.ops import gemm
 from loopdbg.ops.args import a, opset
 from loopdbg.ops.elementwise import erf
 from loopdbg.ops.registry import op
@@ -309,8 +310,11 @@ def _clip(layer: Layer):
 @op("onnx.MatMul")
 def _matmul(layer: Layer):
     """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it."""
-    return _same_type_binary(np.matmul)
+    def kernel(x, y):
+        out = gemm.matmul(x, y)
+        return out if out.dtype == x.dtype else out.astype(x.dtype)
 
+    return kernel
 
 
 @op("onnx.Gemm")
@@ -318,19 +322,15 @@ def _gemm(layer: Layer):
     alpha, beta = float(a(layer, "alpha", 1.0)), float(a(layer, "beta", 1.0))
     ta, tb = bool(a(layer, "transA", 0)), bool(a(layer, "transB", 0))
 
-    def gemm(x, y, c=None):
-        if ta:
-            x = x.T
-        if tb:
-            y = y.T
-        out = np.matmul(x, y)
+    def gemm_kernel(x, y, c=None):
+        out = np.matmul(x.T if ta else x, y.T if tb else y)     # 2-D: one GEMM, flags for .T
         if alpha != 1.0:
             out = out * alpha
         if c is not None and beta != 0.0:
             out = out + (c * beta if beta != 1.0 else c)
         return out if out.dtype == x.dtype else out.astype(x.dtype)
 
-    return gemm
+    return gemm_kernel
 
 
 # ---- Cast ------------------------------------------------------------------------------------
@@ -355,10 +355,16 @@ def _cast_dtype(name) -> np.dtype:
     return dtype
 
 
+_EXOTIC: dict[np.dtype, bool] = {}     # by dtype: a Cast asks once per call
+
+
 def _exotic(dtype: np.dtype) -> bool:
     """Strings and the ml_dtypes types: their casts (rounding, saturation, parsing) are
     onnx.reference's."""
-    return dtype.kind == "U" or elements.is_ml_dtype(dtype)
+    found = _EXOTIC.get(dtype)
+    if found is None:
+        found = _EXOTIC[dtype] = dtype.kind == "U" or elements.is_ml_dtype(dtype)
+    return found
 
 
 def _by_reference(layer: Layer, plain: Callable) -> Callable:

@@ -34,7 +34,9 @@ _ND_REDUCTIONS = {"sum": np.add, "sub": np.subtract, "prod": np.multiply,
                   "min": np.minimum, "max": np.maximum}
 
 
-def _scatter_nd_kernel(reduction: str):
+def scatter_nd_kernel(reduction: str):
+    """ScatterNDUpdate's kernel with ``reduction`` (none or a key of ``_ND_REDUCTIONS``); ONNX's
+    ScatterND runs it too."""
     ufunc = _ND_REDUCTIONS.get(reduction)
 
     def scatter_nd_update(data, indices, updates):
@@ -54,12 +56,12 @@ def _scatter_nd_kernel(reduction: str):
 
 @op("ScatterNDUpdate", versions=(4,), shape=same)
 def _scatter_nd_update3(layer: Layer):
-    return _scatter_nd_kernel("none")
+    return scatter_nd_kernel("none")
 
 
 @op("ScatterNDUpdate", versions=(15,), shape=same)
 def _scatter_nd_update15(layer: Layer):
-    return _scatter_nd_kernel(choice(layer, "reduction", ("none", *_ND_REDUCTIONS), "none"))
+    return scatter_nd_kernel(choice(layer, "reduction", ("none", *_ND_REDUCTIONS), "none"))
 
 
 def _along_axis(indices: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:

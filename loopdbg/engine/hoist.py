@@ -1,0 +1,76 @@
+"""Constant folding of loop bodies at plan time: what depends on constants alone is computed once.
+
+Models saved with f16 weights decompress every weight with a Convert inside the loop body;
+converters transpose weights, reshape by constant shapes, take ShapeOf of constants. All of that
+gives the same value at every iteration, so the planner (``GraphPlan._build``) asks ``fold`` for
+each step of a loop body whose inputs are all constants (including values folded before it): the
+kernel runs once, now, and
+
+* its outputs become constants of the plan, so the steps reading them see constants (MatMul then
+  transposes a weight once, into C order, instead of every iteration);
+* the step itself stays, its kernel replaced by one that returns the folded values: the debugger
+  shows the layer and its value at every iteration exactly as before (``run_all``, node events,
+  stepping node by node), the same array each time, read-only.
+
+Not folded: control flow, kernels of run state (``needs_context``: ReadValue, Assign, the
+random generators that advance), kernels that say something of themselves (``notice``: ONNX's
+random ops), outputs that are not plain arrays (sequences, optionals), a kernel that fails now
+(it fails at run time, at its iteration, as before), and values past the memory bound: one plan
+keeps at most ``FOLD_BYTES`` of folded values (or a quarter of the run's memory budget, when one
+is set, if that is less). The top graph is not folded: it runs once per run anyway.
+
+``ENABLED`` turns folding off (the tests compare folded and unfolded runs event by event).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from loopdbg.ops import budget
+
+ENABLED = True
+FOLD_BYTES = 256 << 20          # folded values one plan may keep
+
+
+class Folded:
+    """The kernel of a folded step: returns its values, whatever it is given."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, *_ins):
+        return self.value
+
+
+def bound() -> int:
+    """The bytes of folded values one plan may keep."""
+    limit = budget.BUDGET.limit
+    return FOLD_BYTES if limit is None else min(FOLD_BYTES, limit // 4)
+
+
+def fold(fn: Callable, args: tuple[Any, ...], n_out: int, room: int) -> tuple | None:
+    """The outputs of ``fn(*args)`` (every input a constant) as read-only arrays, or None when
+    the step is not to be folded (see the module docstring); ``room``: the bytes still free."""
+    if not ENABLED or getattr(fn, "needs_context", False) or getattr(fn, "notice", None):
+        return None
+    if not any(a is not None for a in args):
+        return None                 # no input at all: nothing to gain, nothing to check
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            out = fn(*args)
+    except Exception:  # noqa: BLE001 - it fails at run time, at its iteration, with its message
+        return None
+    outs = (out,) if n_out <= 1 else tuple(out) if isinstance(out, (tuple, list)) else None
+    if outs is None or len(outs) != max(n_out, 1):
+        return None
+    if not all(type(v) is np.ndarray for v in outs) or sum(v.nbytes for v in outs) > room:
+        return None
+    for v in outs:
+        v.flags.writeable = False
+    return outs

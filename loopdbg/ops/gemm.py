@@ -1,0 +1,49 @@
+"""Matrix products shaped so numpy hands them to BLAS: what MatMul, ONNX MatMul and Gemm run.
+
+numpy's ``matmul`` calls BLAS's GEMM once for two 2-D operands (either may be a transposed view:
+BLAS takes the transpose flag), but a stacked product, ``(B, M, K) @ (K, N)``, goes through its
+broadcasting loop, which calls GEMM per stack entry only when every operand is laid out as BLAS
+wants and otherwise multiplies in its own, much slower loop (a transposed weight, ``w.T`` of a
+``(N, K)`` array, takes it there: 4x-40x slower at the sizes of a decoder's linear layers). So:
+
+* a stack of matrices times one matrix is one 2-D GEMM: ``(*B, M, K)`` is viewed as
+  ``(B*M, K)`` (copied once if it is not contiguous), multiplied, and viewed back;
+* otherwise numpy's matmul, with a strided stack of the second operand made contiguous once.
+
+The results are numpy's (and BLAS's) sums of the same products: equal to the stacked product
+within float rounding, bit for bit from one run to the next.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.matmul(a, b)``, on BLAS's fast path where the shapes allow."""
+    if b.ndim == 2 and a.ndim > 2 and a.dtype == b.dtype and a.dtype.kind == "f" \
+            and a.dtype.itemsize >= 4:
+        lead = a.shape[:-1]
+        out = np.matmul(a.reshape(-1, a.shape[-1]), b)
+        return out.reshape(*lead, b.shape[-1])
+    if b.ndim > 2 and not (b.flags.c_contiguous or b.flags.f_contiguous):
+        b = np.ascontiguousarray(b)
+    return np.matmul(a, b)
+
+
+def matmul_t(a: np.ndarray, b: np.ndarray, ta: bool, tb: bool) -> np.ndarray:
+    """``matmul`` of ``a`` and ``b`` with their last two axes swapped as ``ta``/``tb`` say (a 1-D
+    operand is never transposed)."""
+    if ta and a.ndim > 1:
+        a = np.swapaxes(a, -1, -2)
+    if tb and b.ndim > 1:
+        b = np.swapaxes(b, -1, -2)
+    return matmul(a, b)
+
+
+def transposed_constant(b: np.ndarray) -> np.ndarray:
+    """A constant second operand stored transposed (converters write weights so), transposed
+    once into C order, read-only."""
+    out = np.ascontiguousarray(np.swapaxes(b, -1, -2))
+    out.flags.writeable = False
+    return out

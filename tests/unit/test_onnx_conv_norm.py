@@ -1,0 +1,120 @@
+"""ONNX Conv, ConvTranspose and LayerNormalization on loopdbg's own kernels give onnx.reference's
+values, over the attributes (groups, dilations, strides, pads, auto_pad, output_shape, axis)
+and float types."""
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+import _onnx_models as om  # noqa: E402
+from loopdbg.engine import Engine  # noqa: E402
+from loopdbg.ir.onnx_reader import from_proto  # noqa: E402
+from loopdbg.ops.registry import lookup  # noqa: E402
+
+TYPES = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+         np.float16: TensorProto.FLOAT16}
+
+
+def _check(op_type, x, inits, attrs, dtype, rtol=1e-5, opset=17):
+    names = ["x"] + [n for n, _ in inits]
+    node = helper.make_node(op_type, names, ["y"], **attrs)
+    m = om.model([node], [om.vi("x", TYPES[dtype], list(x.shape))],
+                 [om.vi("y", TYPES[dtype], None)], opset=opset,
+                 inits=[onnx.numpy_helper.from_array(v, n) for n, v in inits])
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    got = Engine(from_proto(m)).run_to_end({"x": x}).outputs["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 2e-2 if dtype == np.float16 else rtol
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
+                               atol=tol)
+
+
+def test_the_kernels_are_loopdbgs_own():
+    for t in ("onnx.Conv", "onnx.ConvTranspose", "onnx.LayerNormalization"):
+        assert lookup(t, "opset17").factory.__module__ != "loopdbg.ops.onnx_reference"
+
+
+CONV_CASES = [
+    dict(),
+    dict(pads=[1, 1, 1, 1]),
+    dict(pads=[0, 1, 2, 1], strides=[2, 1]),
+    dict(dilations=[2, 2], pads=[2, 2, 2, 2]),
+    dict(group=2, pads=[1, 1, 1, 1]),
+    dict(group=4, strides=[2, 2]),                     # depthwise
+    dict(auto_pad="SAME_UPPER", strides=[2, 2]),
+    dict(auto_pad="SAME_LOWER", strides=[2, 2]),
+    dict(auto_pad="VALID", dilations=[1, 2]),
+    dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("attrs", CONV_CASES, ids=lambda a: ",".join(map(str, a.items())) or "-")
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv_2d(dtype, attrs, bias):
+    rng = np.random.default_rng(0)
+    g = attrs.get("group", 1)
+    x = rng.standard_normal((2, 4, 7, 6)).astype(dtype)
+    w = rng.standard_normal((6 if g != 4 else 4, 4 // g, 3, 3)).astype(dtype)
+    inits = [("w", w)] + ([("b", rng.standard_normal(w.shape[0]).astype(dtype))] if bias else [])
+    _check("Conv", x, inits, attrs, dtype)
+
+
+@pytest.mark.parametrize("shape, kernel, attrs", [
+    ((1, 3, 10), (2, 3, 3), dict(pads=[1, 2], strides=[2])),
+    ((1, 2, 4, 5, 3), (3, 2, 2, 3, 2), dict(pads=[1, 0, 1, 0, 1, 1], dilations=[1, 2, 1])),
+])
+def test_conv_1d_and_3d(shape, kernel, attrs):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(np.float32)
+    _check("Conv", x, [("w", rng.standard_normal(kernel).astype(np.float32))], attrs, np.float32)
+
+
+@pytest.mark.parametrize("attrs", [
+    dict(),
+    dict(strides=[2, 2]),
+    dict(strides=[2, 2], pads=[1, 1, 1, 1]),
+    dict(strides=[2, 2], output_padding=[1, 1]),
+    dict(strides=[3, 2], output_shape=[12, 7]),
+    dict(auto_pad="SAME_UPPER", strides=[3, 2], output_shape=[10, 6]),
+    dict(auto_pad="SAME_LOWER", strides=[3, 2], output_shape=[10, 6]),
+    dict(dilations=[2, 2]),
+    dict(auto_pad="SAME_UPPER", strides=[2, 2]),
+    dict(auto_pad="SAME_LOWER", strides=[2, 2]),
+], ids=lambda a: ",".join(map(str, a.items())) or "-")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv_transpose_2d(attrs, dtype):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 4, 3)).astype(dtype)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(dtype)
+    b = rng.standard_normal(2).astype(dtype)
+    _check("ConvTranspose", x, [("w", w), ("b", b)], attrs, dtype)
+
+
+@pytest.mark.parametrize("axis", [-1, -2, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_normalization(axis, dtype):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 5)).astype(dtype)
+    shape = x.shape[axis:] if axis < 0 else x.shape[axis:]
+    inits = [("s", rng.standard_normal(shape).astype(dtype)),
+             ("b", rng.standard_normal(shape).astype(dtype))]
+    _check("LayerNormalization", x, inits, dict(axis=axis, epsilon=1e-3), dtype, rtol=1e-6)
+
+
+def test_layer_normalization_gives_mean_and_inverse_deviation():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    node = helper.make_node("LayerNormalization", ["x", "s"], ["y", "mean", "inv"], axis=1)
+    m = om.model([node], [om.vi("x", TensorProto.FLOAT, [3, 4])],
+                 [om.vi(n, TensorProto.FLOAT, None) for n in ("y", "mean", "inv")],
+                 inits=[onnx.numpy_helper.from_array(np.ones(4, np.float32), "s")])
+    want = ReferenceEvaluator(m).run(None, {"x": x})
+    got = Engine(from_proto(m)).run_to_end({"x": x}).outputs
+    for name, w in zip(("y", "mean", "inv"), want):
+        np.testing.assert_allclose(got[name], w, rtol=1e-6, atol=1e-6)
+        assert got[name].shape == w.shape

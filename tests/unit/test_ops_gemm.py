@@ -1,0 +1,67 @@
+"""Matrix products on BLAS's fast path (loopdbg.ops.gemm): the same values as numpy's stacked
+matmul, computed as one 2-D product where a stack meets one matrix."""
+
+import numpy as np
+import pytest
+
+from loopdbg.ops import gemm
+
+
+def _operands(dtype, a_shape, b_shape, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return (rng.standard_normal(a_shape).astype(dtype),
+                rng.standard_normal(b_shape).astype(dtype))
+    return rng.integers(-5, 5, a_shape).astype(dtype), rng.integers(-5, 5, b_shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.int64])
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((1, 7, 12), (12, 5)), ((3, 2, 4, 12), (12, 5)), ((7, 12), (12, 5)), ((12,), (12, 5)),
+    ((7, 12), (12,)), ((2, 7, 12), (2, 12, 5)), ((7, 12), (3, 12, 5)), ((1, 1, 12), (12, 1)),
+])
+def test_equal_to_numpy(dtype, a_shape, b_shape):
+    a, b = _operands(dtype, a_shape, b_shape)
+    want = np.matmul(a, b)
+    got = gemm.matmul(a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype != np.float16 else 1e-2, atol=1e-5)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, True), (True, False), (True, True)])
+def test_transposed_and_strided_operands(ta, tb):
+    a, b = _operands(np.float32, (2, 3, 7, 12), (12, 5))
+    a_in = np.swapaxes(a, -1, -2).copy() if ta else a          # stored as the layer says
+    b_in = b.T.copy() if tb else b
+    got = gemm.matmul_t(a_in, b_in, ta, tb)
+    np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_a_stack_times_one_matrix_is_one_2d_product(monkeypatch):
+    seen = []
+    real = np.matmul
+
+    def spy(x, y, *rest, **kw):
+        seen.append((x.ndim, y.ndim))
+        return real(x, y, *rest, **kw)
+
+    monkeypatch.setattr(gemm.np, "matmul", spy)
+    a, b = _operands(np.float32, (1, 9, 16), (8, 16))
+    out = gemm.matmul_t(a, b, False, True)            # a (1, T, K) against a transposed weight
+    assert seen == [(2, 2)]
+    np.testing.assert_allclose(out, real(a, b.T), rtol=1e-5, atol=1e-5)
+
+
+def test_a_strided_stack_is_made_contiguous():
+    a, b = _operands(np.float32, (4, 6, 8), (4, 8, 16))
+    strided = b[:, :, ::2]
+    assert not strided.flags.c_contiguous
+    np.testing.assert_allclose(gemm.matmul(a, strided), np.matmul(a, strided), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_transposed_constant_is_read_only_c_order():
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = gemm.transposed_constant(w)
+    assert t.flags.c_contiguous and not t.flags.writeable
+    assert t.tolist() == w.T.tolist()
