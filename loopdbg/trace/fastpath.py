@@ -23,6 +23,7 @@ import types
 import numpy as np
 
 from loopdbg.engine import events as ev
+from loopdbg.engine.codegen import compile_source, function_code
 from loopdbg.trace import format as F
 from loopdbg.trace.batch import BatchLayout
 
@@ -161,84 +162,93 @@ def _functions(ex: Execution, mode: str, ns: dict):
     return types.FunctionType(codes[0], ns, "fast"), types.FunctionType(codes[1], ns, "write")
 
 
-def _pumped(src: list) -> list:
-    """The same code as a loop over the events (``TraceWriter.pump``): a fallback writes the
-    event by the general code and goes on unless that installed other code (then False);
-    True when the events are exhausted."""
-    out = ["def f(events):", "    for e in events:"]
-    for line in src[1:]:
-        ind = line[:len(line) - len(line.lstrip())]
-        body = line.strip()
-        if body == "return general(e)":
-            out += [f"    {ind}general(e)", f"    {ind}if W.pump is not SELF:",
-                    f"    {ind}    return False", f"    {ind}continue"]
-        elif body == "return True":
-            out.append(f"    {ind}continue")
+class _Lines:
+    """The lines of one generated writer function, written once for each of its shapes: ``f(e)``
+    for one event, whose fallback is ``fallback`` (``return False`` or ``return general(e)``), or
+    with ``pump`` a loop over the events (``TraceWriter.pump``), where a fallback writes the
+    event by the general code and goes on unless that installed other code (then False), and the
+    end is True when the events are exhausted."""
+
+    def __init__(self, fallback: str, pump: bool):
+        self.fallback_line, self.pump = fallback, pump
+        self.lines = ["def f(events):", "    for e in events:"] if pump else ["def f(e):"]
+        self.base = "        " if pump else "    "
+
+    def add(self, depth: int, *texts: str) -> None:
+        self.lines += [self.base + "    " * depth + t for t in texts]
+
+    def fallback(self, depth: int) -> None:
+        if self.pump:
+            self.add(depth, "general(e)", "if W.pump is not SELF:", "    return False", "continue")
         else:
-            out.append("    " + line)
-    out.append("    return True")
-    return out
+            self.add(depth, self.fallback_line)
+
+    def accept(self, depth: int) -> None:
+        """This event is written: the next one (or True)."""
+        self.add(depth, "continue" if self.pump else "return True")
+
+    def source(self) -> str:
+        return "\n".join(self.lines + (["    return True"] if self.pump else [])) + "\n"
 
 
 def _compile(ex: Execution, mode: str, fallback: str, pump: bool = False):
     n = len(ex.slots)
+    out = _Lines(fallback, pump)
     # IterationDone is a tuple: one unpacking reads every field (engine.events._FIELDS); the
     # loop execution (its LoopRun: path, outer, spec, trip count) is one identity check
     same = _same(ex.slots)
     if mode == "steady batch":          # only the engine's own events of this run come here
-        src = ["def f(e):",
-               "    try:",
-               "        run, it, cond, cont, i, o, _, _ = e",
-               "    except (TypeError, ValueError):  # another kind of event",
-               f"        {fallback}",
-               "    if run is not RUN or it != B.next:",
-               f"        {fallback}"]
-        src += [f"    data{k}_append({'o' if is_out else 'i'}[{idx}])"
-                for k, (is_out, idx, _, _) in enumerate(ex.slots) if same[k] == k]
-        return _finish(src, mode, pump)
-    src = ["def f(e):",
-           "    if type(e) is not IterationDone:",
-           f"        {fallback}",
-           "    run, it, cond, cont, i, o, nodes, _ = e",
-           "    if run is not RUN or nodes is not None"
-           + (" or it != B.next:" if mode == "batch" else ":"),
-           f"        {fallback}"]
-    src += [f"    v{k} = {'o' if is_out else 'i'}[{idx}]"
-            for k, (is_out, idx, _, _) in enumerate(ex.slots) if same[k] == k]
-    src += [f"    v{k} = v{same[k]}" for k in range(n) if same[k] != k]   # a back edge that
+        out.add(0, "try:", "    run, it, cond, cont, i, o, _, _ = e",
+                "except (TypeError, ValueError):  # another kind of event")
+        out.fallback(1)
+        out.add(0, "if run is not RUN or it != B.next:")
+        out.fallback(1)
+        out.add(0, *(f"data{k}_append({'o' if is_out else 'i'}[{idx}])"
+                     for k, (is_out, idx, _, _) in enumerate(ex.slots) if same[k] == k))
+        return _finish(out, mode)
+    out.add(0, "if type(e) is not IterationDone:")
+    out.fallback(1)
+    out.add(0, "run, it, cond, cont, i, o, nodes, _ = e",
+            "if run is not RUN or nodes is not None" + (" or it != B.next:" if mode == "batch"
+                                                        else ":"))
+    out.fallback(1)
+    out.add(0, *(f"v{k} = {'o' if is_out else 'i'}[{idx}]"
+                 for k, (is_out, idx, _, _) in enumerate(ex.slots) if same[k] == k))
+    out.add(0, *(f"v{k} = v{same[k]}" for k in range(n) if same[k] != k))   # a back edge that
     # is also a scan slice: one value. Its dtype and shape are checked until the engine says
     # that every iteration from one at or before the planned one on keeps them (steady_from).
     if n:
-        src.append("    if PLANNED < run.steady_from:")
+        out.add(0, "if PLANNED < run.steady_from:")
     for k in range(n):
         if same[k] == k:
-            src += ["        try:                # an array or a numpy scalar (both have the bytes)",
-                    f"            if v{k}.dtype is not D{k} or v{k}.shape != S{k}:",
-                    f"                {fallback}",
-                    "        except AttributeError:  # a sequence, an optional, a Python number",
-                    f"            {fallback}"]
+            out.add(1, "try:                # an array or a numpy scalar (both have the bytes)",
+                    f"    if v{k}.dtype is not D{k} or v{k}.shape != S{k}:")
+            out.fallback(3)
+            out.add(1, "except AttributeError:  # a sequence, an optional, a Python number")
+            out.fallback(2)
     if mode == "batch":                 # the arrays themselves: batch.materialize joins them
-        src += [f"    data{k}_append(v{k})" for k in range(n) if same[k] == k]  # shared rows
-        return _finish(src, mode, pump)
+        out.add(0, *(f"data{k}_append(v{k})" for k in range(n) if same[k] == k))  # shared rows
+        return _finish(out, mode)
     parts = "".join(f", P{k}, v{k}.tobytes()" for k in range(n))
-    src += ["    append_frame(join((LEAD, pack_iter(it, TRIP, "
-            f"bool(cond), bool(cont)), POST{parts})), OFFS)",
-            "    return True"]
-    return _code(src, mode)
+    out.add(0, "append_frame(join((LEAD, pack_iter(it, TRIP, "
+            f"bool(cond), bool(cont)), POST{parts})), OFFS)")
+    out.accept(0)
+    return _code(out, mode)
 
 
-def _finish(src: list, mode: str, pump: bool):
+def _finish(out: _Lines, mode: str):
     """The end of a batch-mode function: the flags, the next iteration, the batch's check."""
-    src += ["    if cond is not True or cont is not True:       # the last one, a false cond",
-            "        flags_append((it, (3 if cont else 1) if cond else (2 if cont else 0)))",
-            "    it += 1",
-            "    B.next = it",
-            "    if it >= B.check_at:",
-            "        batch_check()",
-            "    return True"]
-    return _code(_pumped(src) if pump else src, mode)
+    out.add(0, "if cond is not True or cont is not True:       # the last one, a false cond",
+            "    flags_append((it, (3 if cont else 1) if cond else (2 if cont else 0)))",
+            "it += 1",
+            "B.next = it",
+            "if it >= B.check_at:",
+            "    batch_check()")
+    out.accept(0)
+    return _code(out, mode)
 
 
-def _code(src: list, mode: str):
-    module = compile("\n".join(src) + "\n", f"<loopdbg trace writer, {mode} mode>", "exec")
-    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
+def _code(out: _Lines, mode: str):
+    """The function's code, its source registered with linecache (engine.codegen)."""
+    what = f"trace writer, {mode} mode{', pump' if out.pump else ''}"
+    return function_code(compile_source(out.source(), what)[0])

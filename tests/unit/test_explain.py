@@ -386,3 +386,27 @@ def test_onnx_invariant_read_by_its_own_name_is_not_assigned_to_itself(tmp_path,
     for line in text.splitlines():
         left, _, right = line.strip().partition(" = ")
         assert not (right and right.split(";")[0] == left), line
+
+
+def test_explain_code_prints_the_generated_python(capsys):
+    """``explain --code``: the top graph's and each loop's generated code, one line per layer
+    naming it, each under the file name tracebacks show."""
+    assert main(["explain", str(ROOT / "tests" / "data" / "nested_loop" / "model.xml"),
+                 "--code"]) == 0
+    out = capsys.readouterr().out
+    assert "# the model's graph: <loopdbg plan " in out
+    assert "# loop 'outer': <loopdbg loop code " in out
+    assert "# loop 'outer/inner': <loopdbg loop code " in out
+    assert "def run_events(ctx, finish, fail, p0):" in out and "def loop_run(ctx, args):" in out
+    assert "(yield from k0(ctx, c0, c1, p0))  # Loop 'outer'" in out
+    compile(out.split("# loop 'outer/inner': ")[1].split("\n", 1)[1].split("\n# ")[0], "x", "exec")
+
+
+def test_explain_code_says_when_a_body_is_interpreted(capsys, monkeypatch):
+    from loopdbg.engine import loopcode, plan
+
+    monkeypatch.setattr(plan, "COMPILE_LIMIT", 2)
+    monkeypatch.setattr(loopcode, "COMPILE_LIMIT", 2)
+    assert main(["explain", str(CORPUS / "loop_while_iter" / "model.xml"), "--code"]) == 0
+    assert "# loop 'loop': interpreted, not compiled (more than " in \
+        capsys.readouterr().out

@@ -364,3 +364,20 @@ def test_record_writes_what_iterating_a_recording_writes(tmp_path, case):
         assert frames_a == frames_b
         if case in ("scalar_while", "nested_long"):
             assert F.BATCH in [k for k, _ in frames_a]
+
+
+def test_the_writers_generated_code_is_registered_with_linecache(tmp_path):
+    """The fast path's code (single, batch and pump modes) shows its lines in a traceback."""
+    import linecache
+
+    from loopdbg.trace import fastpath
+
+    fastpath._code_cache.clear()
+    model, inputs = scalar_while(2000)
+    record(Engine(model).run(inputs), tmp_path / "t.ltrace", model=model, inputs=inputs)
+    codes = [c for pair in fastpath._code_cache.values() for c in pair]
+    names = {c.co_filename for c in codes}
+    assert any("single mode" in n for n in names) and any("pump" in n for n in names), names
+    for code in codes:
+        lines = linecache.getlines(code.co_filename)
+        assert lines and lines[0].startswith("def f("), code.co_filename
