@@ -23,7 +23,7 @@ from loopdbg.ops.budget import BUDGET, SLACK
 from loopdbg.ops.budget import used as budget_used
 from loopdbg.text import byte_size
 
-_BLOCK = 4096
+COUNTER_BLOCK = 4096
 
 
 class Start:
@@ -66,7 +66,7 @@ def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
 
     cur = spec.current_iteration
     if cur is not None and spec.cur_fed_back:      # REF: zero first, then the back edge's value
-        params[cur] = _counter_block(spec, 0)[0]
+        params[cur] = counter_block(spec, 0)[0]
     if spec.condition_param is not None:
         params[spec.condition_param] = np.asarray(exec_cond)
     st.trip, st.params, st.sliced = trip, params, sliced
@@ -137,7 +137,7 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
     pace = Pace()                                    # the memory checkpoints (``checkpoint``)
     check_at = 1 if BUDGET.limit is not None else limit
     feed_counter = cur is not None and not spec.cur_fed_back
-    block_base, block = 0, (_counter_block(spec, 0) if feed_counter else None)
+    block_base, block = 0, (counter_block(spec, 0) if feed_counter else None)
     nodes = None
     cond = True
     n_slices = st.n_slices
@@ -151,9 +151,9 @@ def run_loop(spec: LoopSpec, ctx: RunContext, args: tuple) -> Generator[ev.Event
                 params[pos] = pieces[i]
             if feed_counter:                                  # rule 4
                 j = i - block_base
-                if j >= _BLOCK:
+                if j >= COUNTER_BLOCK:
                     block_base, j = i, 0
-                    block = _counter_block(spec, i)
+                    block = counter_block(spec, i)
                 params[cur] = block[j]
             body_in = tuple(params)
             if is_gen:
@@ -454,8 +454,8 @@ def _tensor_piece(spec: LoopSpec, k: int, piece, i: int) -> np.ndarray:
     return np.asarray(piece)
 
 
-def _counter_block(spec: LoopSpec, base: int) -> np.ndarray:
-    values = np.arange(base, base + _BLOCK, dtype=spec.cur_dtype)
+def counter_block(spec: LoopSpec, base: int) -> np.ndarray:
+    values = np.arange(base, base + COUNTER_BLOCK, dtype=spec.cur_dtype)
     return values.reshape(-1, 1) if spec.cur_shape == (1,) else values
 
 

@@ -104,7 +104,7 @@ def compile_loop(spec: LoopSpec) -> Callable:
              "_L_no_slice": L.no_slice, "_L_piece_check": L.piece_check,
              "_L_NOT_KEY": L.NOT_KEY, "_L_same_dtype": L.same_dtype, "_L_steady": L.steady,
              "_L_count_bytes": L.count_bytes, "_L_bad_condition": L.bad_condition,
-             "_L_stop_reason": L.stop_reason, "_L_counter_block": L._counter_block,
+             "_L_stop_reason": L.stop_reason, "_L_counter_block": L.counter_block,
              "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
              "_L_checkpoint": L.checkpoint, "_L_BUDGET": BUDGET, "_L_Pace": L.Pace,
              "_E_fits": fits, "LoopdbgError": LoopdbgError}
@@ -140,7 +140,7 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
         src += [f"{ind}p{f.pos} = _L_pieces{m}[_L_i]" for m, f in enumerate(spec.sliced)]
     if cur is not None and not spec.cur_fed_back:
         src += [f"{ind}_L_j = _L_i - _L_block_base",
-                f"{ind}if _L_j >= {L._BLOCK}:",
+                f"{ind}if _L_j >= {L.COUNTER_BLOCK}:",
                 f"{ind}    _L_block_base, _L_j = _L_i, 0",
                 f"{ind}    _L_block = _L_counter_block(_L_SPEC, _L_i)",
                 f"{ind}p{cur} = _L_block[_L_j]"]

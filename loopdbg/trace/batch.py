@@ -30,7 +30,7 @@ class BatchLayout:
 
     The compiled writer (``fastpath``, batch mode) touches three attributes per iteration:
     ``next`` (the iteration it expects, then the one after), the rows' ``append`` and
-    ``check_at`` (the iteration at which ``TraceWriter._batch_check`` looks at the batch next);
+    ``check_at`` (the iteration at which ``TraceWriter.batch_check`` looks at the batch next);
     the batch's first iteration is ``first``, so it holds ``next - first`` iterations."""
 
     __slots__ = ("writer", "runs", "next", "first", "path", "outer", "trip", "slots", "data",
@@ -58,7 +58,7 @@ class BatchLayout:
         self.size = self.row_bytes + 1      # bytes per iteration in the file (plus the batch's)
         distinct = len({id(r) for r in rows})
         held = self.size + 120 * distinct   # ... and in memory while waiting (array objects)
-        self.capacity = max(64, min(BATCH, writer._batch // held))
+        self.capacity = max(64, min(BATCH, writer.batch_bytes // held))
         self.step = min(256, self.capacity)
         self.check_at = self.first + self.step
 

@@ -12,13 +12,16 @@ signature, so the many short executions of a nested loop compile nothing.
 
 Each mode gives two functions: ``fast(e) -> bool`` (False: not mine, nothing written) and
 ``write(e)`` (the same, falling back to the general ``TraceWriter.write``), installed as the
-writer's ``write`` while the execution is current.
+writer's ``write`` while the execution is current. What the fast path uses of its writer is
+``FastPathWriter``; the plans it made for a writer are its own (``_writer_plans``).
 """
 
 from __future__ import annotations
 
 import struct
 import types
+import weakref
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -32,6 +35,27 @@ MAX_PLANS = 8               # per execution: tensors whose shapes keep changing 
 
 _BIG = F.BIG
 _code_cache: dict = {}      # (slot positions, mode) -> (fast code, write code)
+# writer -> {(id(spec), tail length) -> plan}: the many executions of a nested loop share one
+_writer_plans: "weakref.WeakKeyDictionary[FastPathWriter, dict]" = weakref.WeakKeyDictionary()
+
+
+class FastPathWriter(Protocol):
+    """What the fast path uses of its writer (``TraceWriter``)."""
+
+    batch_bytes: int                        # frames are flushed and batched by this much
+    pump: Callable | None                   # the installed code as a loop over events
+
+    def write(self, event) -> None: ...     # the general writer (the class's method)
+
+    def append_frame(self, frame: bytes, offsets) -> None: ...
+
+    def append_frames(self, parts: list, count: int) -> int: ...
+
+    def entry_prefix(self, group: int, name: str, v: np.ndarray) -> bytes: ...
+
+    def check_every(self, frames: int) -> None: ...
+
+    def batch_check(self) -> None: ...
 
 
 class Execution:
@@ -60,7 +84,7 @@ def slots_of(spec) -> list | None:
         return None
 
 
-def plan(writer, ex: Execution, e) -> None:
+def plan(writer: FastPathWriter, ex: Execution, e) -> None:
     """Compile single-mode code for the iterations after ``e`` (if its tensors allow)."""
     ex.fast = ex.write = ex.layout = ex.pump = None
     if ex.slots is None or e.nodes is not None or ex.plans >= MAX_PLANS:
@@ -70,11 +94,14 @@ def plan(writer, ex: Execution, e) -> None:
               for is_out, idx, _, _ in ex.slots]
     sig = tuple((v.dtype, v.shape) for v in values)
     key = (id(ex.spec), len(ex.tail))
-    cached = writer._plans.get(key)          # the many executions of a nested loop share it
+    plans = _writer_plans.get(writer)
+    if plans is None:
+        plans = _writer_plans[writer] = {}
+    cached = plans.get(key)                 # the many executions of a nested loop share it
     if cached is None or cached[0] is not ex.spec or cached[1] != sig:
         if any(v.nbytes >= _BIG for v in values):
             return
-        prefixes = [(writer._entry(group, name, v), v.nbytes)
+        prefixes = [(writer.entry_prefix(group, name, v), v.nbytes)
                     for (_, _, group, name), v in zip(ex.slots, values)]
         size = (F.META_LEN.size + F.ITER_FIXED.size + len(ex.tail) + F.COUNT.size
                 + sum(len(p) + n for p, n in prefixes))
@@ -83,7 +110,7 @@ def plan(writer, ex: Execution, e) -> None:
         total = size + F.HEAD.size + F.CRC.size
         base = _namespace(writer, ex, sig, prefixes)
         base.update(LEAD=lead, append_frame=writer.append_frame)
-        cached = writer._plans[key] = (ex.spec, sig, prefixes, lead, total, base)
+        cached = plans[key] = (ex.spec, sig, prefixes, lead, total, base)
     _, sig, prefixes, lead, total, base = cached
     post = ex.tail + F.COUNT.pack(len(ex.slots))
     ex.static = (sig, prefixes, lead, post, total, e.trip_count)
@@ -94,7 +121,7 @@ def plan(writer, ex: Execution, e) -> None:
     trip = e.trip_count
     ns.update(RUN=ex.run, TRIP=-1 if trip is None else trip, POST=post, OFFS=ex.offs,
               PLANNED=ex.planned)
-    writer._tick_every = max(1, min(128, writer._batch // total))
+    writer.check_every(max(1, min(128, writer.batch_bytes // total)))
     ex.fast, ex.write = ex.single = _functions(ex, "single", ns)
 
 
@@ -109,7 +136,7 @@ def demote(ex: Execution) -> None:
     ex.promotable = False
 
 
-def promote(writer, ex: Execution) -> None:
+def promote(writer: FastPathWriter, ex: Execution) -> None:
     """Switch a long-running execution with small frames to batch mode."""
     sig, prefixes, lead, post, total, trip = ex.static
     slots = [(group, name, dtype, shape)
@@ -118,7 +145,7 @@ def promote(writer, ex: Execution) -> None:
                          _same(ex.slots))
     ns = _namespace(writer, ex, sig, prefixes)
     ns.update(RUN=ex.run, PLANNED=ex.planned, B=layout, flags_append=layout.flags.append,
-              batch_check=writer._batch_check)
+              batch_check=writer.batch_check)
     for k, rows in enumerate(layout.data):
         ns[f"data{k}_append"] = rows.append
     ex.layout = layout
@@ -135,7 +162,7 @@ def _same(slots) -> tuple[int, ...]:
     return tuple(first.setdefault((is_out, idx), k) for k, (is_out, idx, _, _) in enumerate(slots))
 
 
-def _namespace(writer, ex: Execution, sig, prefixes) -> dict:
+def _namespace(writer: FastPathWriter, ex: Execution, sig, prefixes) -> dict:
     ns = {"SPEC": ex.spec, "general": type(writer).write.__get__(writer), "W": writer,
           "IterationDone": ev.IterationDone, "ndarray": np.ndarray, "asarray": np.asarray,
           "join": b"".join, "pack_iter": F.ITER_FIXED.pack}

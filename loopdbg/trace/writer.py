@@ -68,7 +68,7 @@ class TraceWriter:
         self._pend: list = []                 # small frames not yet handed to the sink
         self._pos = 0                         # file offset after the last frame encoded
         self._flushed = 0                     # file offset up to which the sink has the bytes
-        self._batch = batch_bytes
+        self.batch_bytes = batch_bytes      # frames are flushed (and batched) by this much
         self._max_bytes = max_bytes
         self._interval = flush_interval
         self._last_flush = time.monotonic()
@@ -85,7 +85,6 @@ class TraceWriter:
         self._execs: dict = {}                # (path, outer) -> fastpath.Execution, running ones
         self._cur: fastpath.Execution | None = None   # the one whose code is installed
         self._slots: dict = {}                # id(spec) -> (spec, fastpath.slots_of(spec))
-        self._plans: dict = {}                # (id(spec), tail length) -> fastpath plan
         self._lead_json: dict = {}            # path -> the start of its LOOP_START meta
         self.header = dict(header or {})
         self._pend.append(F.preamble())
@@ -162,7 +161,7 @@ class TraceWriter:
     def append_frame(self, frame: bytes, offsets) -> None:
         """Append one encoded frame (head to its last byte; the checksum is added here) and its
         offset to ``offsets``. The code ``fastpath`` compiles calls this once per iteration it
-        takes; every ``_tick_every`` frames it also decides whether to flush or to batch."""
+        takes; every ``check_every`` frames it also decides whether to flush or to batch."""
         off = self._pos
         pend = self._pend
         pend.append(frame)
@@ -339,7 +338,7 @@ class TraceWriter:
         else:
             self.write, self.pump = ex.write, ex.pump
 
-    def _batch_check(self) -> None:
+    def batch_check(self) -> None:
         """Every few hundred batched iterations: encode them when the batch is full or it is
         time to put them on disk."""
         layout = self._layout
@@ -351,12 +350,17 @@ class TraceWriter:
         else:
             layout.check_at = layout.next + layout.step
 
+    def check_every(self, frames: int) -> None:
+        """Let ``append_frame`` look at the clock and the batch every ``frames`` frames (the fast
+        path sets it from its frames' size)."""
+        self._tick_every = frames
+
     def _materialize(self) -> None:
         layout = self._layout
         if layout is not None:
             layout.materialize()
 
-    def _entry(self, group: int, name: str, v: np.ndarray) -> bytes:
+    def entry_prefix(self, group: int, name: str, v: np.ndarray) -> bytes:
         """The bytes before an array's data in a frame: group, name, .npy length and header."""
         key = (group, name, v.dtype, v.shape)
         prefix = self._entries.get(key)
@@ -377,7 +381,7 @@ class TraceWriter:
         big = False
         for group, name, v in arrays:
             v = F.check_array(v, f"'{name}'")
-            parts.append(self._entry(group, name, v))
+            parts.append(self.entry_prefix(group, name, v))
             if v.nbytes < _BIG:
                 parts.append(v.tobytes())
             else:
@@ -420,7 +424,7 @@ class TraceWriter:
         if ex is not None and ex.promotable and len(ex.offs) >= fastpath.PROMOTE:
             fastpath.promote(self, ex)          # a long run of small frames: batch them
             self.write, self.pump = ex.write, ex.pump
-        if self._pos - self._flushed >= self._batch or \
+        if self._pos - self._flushed >= self.batch_bytes or \
                 time.monotonic() - self._last_flush >= self._interval:
             self._flush()
 
