@@ -58,7 +58,7 @@ class EventLookup(Lookup):
         except KeyError:
             pass
         if self._nodes_of is not e:
-            from loopdbg.engine.replay import node_values
+            from loopdbg.engine.recompute import node_values
             self._nodes, self._nodes_of = node_values(e), e
         try:
             return self._nodes[name]

@@ -27,7 +27,7 @@ from loopdbg.debug.stop import (BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUS
                                 NodeStep, Stop)
 from loopdbg.engine import events as ev
 from loopdbg.engine.paths import matches_loop
-from loopdbg.engine.replay import node_steps, node_values
+from loopdbg.engine.recompute import node_steps, node_values
 from loopdbg.engine.runner import Engine
 from loopdbg.engine.timeline import LiveTimeline, Timeline
 from loopdbg.errors import LoopdbgError

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 MAX_FRAME = 4096            # bytes of one iteration's frame: bigger ones are written one by one
 BATCH = 16384               # iterations per BATCH frame (at most)
@@ -80,12 +80,12 @@ class BatchLayout:
         flags = bytearray(b"\x03") * n
         for it, f in self.flags:
             flags[it - first] = f
-        meta = F.batch_meta(first, n, self.trip, self.path, self.outer, bytes(flags))
-        parts = [F.META_LEN.pack(len(meta)), meta, F.COUNT.pack(len(self.slots))]
+        meta = fmt.batch_meta(first, n, self.trip, self.path, self.outer, bytes(flags))
+        parts = [fmt.META_LEN.pack(len(meta)), meta, fmt.COUNT.pack(len(self.slots))]
         joined: dict[int, bytes] = {}       # shared rows are joined once
         for (group, name, dtype, shape), rows in zip(self.slots, self.data):
             nb = name.encode()
-            hdr = F.npy_header(dtype, (n,) + tuple(shape))
+            hdr = fmt.npy_header(dtype, (n,) + tuple(shape))
             data = joined.get(id(rows))
             if data is None:
                 try:
@@ -93,13 +93,13 @@ class BatchLayout:
                 except TypeError:               # a strided view: copy each row in C order
                     data = b"".join(np.ascontiguousarray(r) for r in rows)
                 joined[id(rows)] = data
-            parts += [F.ENTRY.pack(group, len(nb), len(hdr) + len(data)) + nb + hdr, data]
-        head = F.HEAD.pack(F.SYNC, F.BATCH, 0, 0, sum(len(p) for p in parts))
-        crc = F.crc32(head)
+            parts += [fmt.ENTRY.pack(group, len(nb), len(hdr) + len(data)) + nb + hdr, data]
+        head = fmt.HEAD.pack(fmt.SYNC, fmt.BATCH, 0, 0, sum(len(p) for p in parts))
+        crc = fmt.crc32(head)
         for p in parts:                     # the rows are copied once, here, and once more
-            crc = F.crc32(p, crc)           # when the pending frames are written
+            crc = fmt.crc32(p, crc)           # when the pending frames are written
         parts.insert(0, head)
-        parts.append(F.CRC.pack(crc))
+        parts.append(fmt.CRC.pack(crc))
         base = self.writer.append_frames(parts, 1)
         self.runs.add(first, n, base)
         for rows in self.data:

@@ -27,13 +27,13 @@ import numpy as np
 
 from loopdbg.engine import events as ev
 from loopdbg.engine.codegen import compile_source, function_code
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 from loopdbg.trace.batch import BatchLayout
 
 PROMOTE = 128               # single-mode iterations before an execution may switch to batches
 MAX_PLANS = 8               # per execution: tensors whose shapes keep changing stay general
 
-_BIG = F.BIG
+_BIG = fmt.BIG
 _code_cache: dict = {}      # (slot positions, mode) -> (fast code, write code)
 # writer -> {(id(spec), tail length) -> plan}: the many executions of a nested loop share one
 _writer_plans: "weakref.WeakKeyDictionary[FastPathWriter, dict]" = weakref.WeakKeyDictionary()
@@ -77,9 +77,9 @@ class Execution:
 def slots_of(spec) -> list | None:
     """(from body_out?, index, group, name) of every tensor an iteration frame holds."""
     try:
-        return ([(True, r, F.BACK_EDGES, p) for p, r in spec.back_edge_view]
-                + [(True, r, F.SCAN_SLICES, n) for n, r in spec.concat_view]
-                + [(False, q, F.SLICED_INPUTS, n) for n, q in spec.sliced_view])
+        return ([(True, r, fmt.BACK_EDGES, p) for p, r in spec.back_edge_view]
+                + [(True, r, fmt.SCAN_SLICES, n) for n, r in spec.concat_view]
+                + [(False, q, fmt.SLICED_INPUTS, n) for n, q in spec.sliced_view])
     except AttributeError:
         return None
 
@@ -103,16 +103,16 @@ def plan(writer: FastPathWriter, ex: Execution, e) -> None:
             return
         prefixes = [(writer.entry_prefix(group, name, v), v.nbytes)
                     for (_, _, group, name), v in zip(ex.slots, values)]
-        size = (F.META_LEN.size + F.ITER_FIXED.size + len(ex.tail) + F.COUNT.size
+        size = (fmt.META_LEN.size + fmt.ITER_FIXED.size + len(ex.tail) + fmt.COUNT.size
                 + sum(len(p) + n for p, n in prefixes))
-        lead = F.HEAD.pack(F.SYNC, F.ITERATION, 0, 0, size) + \
-            F.META_LEN.pack(F.ITER_FIXED.size + len(ex.tail))
-        total = size + F.HEAD.size + F.CRC.size
+        lead = fmt.HEAD.pack(fmt.SYNC, fmt.ITERATION, 0, 0, size) + \
+            fmt.META_LEN.pack(fmt.ITER_FIXED.size + len(ex.tail))
+        total = size + fmt.HEAD.size + fmt.CRC.size
         base = _namespace(writer, ex, sig, prefixes)
         base.update(LEAD=lead, append_frame=writer.append_frame)
         cached = plans[key] = (ex.spec, sig, prefixes, lead, total, base)
     _, sig, prefixes, lead, total, base = cached
-    post = ex.tail + F.COUNT.pack(len(ex.slots))
+    post = ex.tail + fmt.COUNT.pack(len(ex.slots))
     ex.static = (sig, prefixes, lead, post, total, e.trip_count)
     ex.promotable = BatchLayout.fits(total)
     ns = dict(base)
@@ -165,7 +165,7 @@ def _same(slots) -> tuple[int, ...]:
 def _namespace(writer: FastPathWriter, ex: Execution, sig, prefixes) -> dict:
     ns = {"SPEC": ex.spec, "general": type(writer).write.__get__(writer), "W": writer,
           "IterationDone": ev.IterationDone, "ndarray": np.ndarray, "asarray": np.asarray,
-          "join": b"".join, "pack_iter": F.ITER_FIXED.pack}
+          "join": b"".join, "pack_iter": fmt.ITER_FIXED.pack}
     for k, (dtype, shape) in enumerate(sig):
         ns[f"D{k}"], ns[f"S{k}"] = dtype, shape
         ns[f"P{k}"] = prefixes[k][0]

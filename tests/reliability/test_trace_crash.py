@@ -21,7 +21,7 @@ import pytest
 
 from relhelpers import ROOT, endless_loop, subprocess_env
 from loopdbg.trace import TraceReader
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 NESTED = ROOT / "tests" / "data" / "nested_loop"
 
@@ -79,7 +79,7 @@ def test_cuts_at_many_offsets(recorded, cli, tmp_path):
         if cut >= header_end:                   # past the header, the file opens and says so
             assert info.code == 0 and "TRUNCATED" in info.out, (cut, info)
             complete = sum(1 for _, end, _ in frames if end <= cut)
-            iterations = sum(1 for _, end, kind in frames if end <= cut and kind == F.ITERATION)
+            iterations = sum(1 for _, end, kind in frames if end <= cut and kind == fmt.ITERATION)
             assert f"frames:  {complete}, {iterations} iterations" in info.out, (cut, info.out)
         inspect_all(cli, cut_file, tmp_path, full, thorough=rng.random() < 0.3)
 

@@ -18,12 +18,12 @@ from loopdbg.debug import Session
 from loopdbg.debug.stop import Stop
 from loopdbg.engine import Engine, IterationDone
 from loopdbg.engine.inputs import load_npz
-from loopdbg.engine.replay import node_values
+from loopdbg.engine.recompute import node_values
 from loopdbg.engine.timeline import LiveTimeline
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.load import read_model
 from loopdbg.trace import TraceError, record_model
-from loopdbg.trace.record import recording
+from loopdbg.trace.recorder import recording
 from loopdbg.trace.replay import open_trace
 
 TESTS = Path(__file__).resolve().parent.parent

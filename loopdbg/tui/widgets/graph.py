@@ -23,7 +23,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from loopdbg.debug.values import is_sequence, numbers, same_value, type_text
+from loopdbg.debug.values import same_value
 from loopdbg.debug.expr import name_expression
 from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
