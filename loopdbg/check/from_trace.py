@@ -20,7 +20,7 @@ from loopdbg.engine.plan import drain
 
 def trace_inputs(model, reader, inputs):
     """The inputs to check with: the trace's own, or the given ones when they are the trace's."""
-    from loopdbg.trace.recorder import file_sha256, inputs_sha256
+    from loopdbg.trace.record import file_sha256, inputs_sha256
 
     header = reader.header
     recorded = header.get("model", {}).get("xml_sha256")

@@ -51,7 +51,7 @@ def run(args) -> int:
         title = model.path
         record = None
         if args.trace:
-            from loopdbg.trace.recorder import recording
+            from loopdbg.trace.record import recording
 
             def record(events):
                 return recording(events, args.trace, model=model, inputs=inputs, source=source,

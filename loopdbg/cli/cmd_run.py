@@ -75,7 +75,7 @@ def _run(args) -> int:
                         record_nodes=bool(args.trace and args.trace_all), source=source)
     recorder = None
     if args.trace:
-        from loopdbg.trace.recorder import recording
+        from loopdbg.trace.record import recording
         options = {"trace_all": args.trace_all, "max_iterations": args.max_iterations}
         recorder = events = recording(events, args.trace, model=model, inputs=inputs,
                                       options=options, source=source, reads=reads,
@@ -176,7 +176,7 @@ def run_to_stop(args, engine, inputs, source, budget, model, reads) -> int:
 
     record = None
     if args.trace:
-        from loopdbg.trace.recorder import recording
+        from loopdbg.trace.record import recording
 
         def record(events):
             return recording(events, args.trace, model=model, inputs=inputs, source=source,

@@ -108,7 +108,7 @@ the .xml and .bin files.
 from loopdbg.trace.format import (COMPLETE, ERROR, INTERRUPTED, STOPPED, VERSION,
                                   TraceError)
 from loopdbg.trace.reader import IterationFrame, LoopRecord, Record, TraceReader
-from loopdbg.trace.recorder import (Recording, inputs_sha256, make_header, record, record_model,
+from loopdbg.trace.record import (Recording, inputs_sha256, make_header, record, record_model,
                                   recording)
 from loopdbg.trace.writer import TraceWriter
 

@@ -20,7 +20,7 @@ __all__ = ["TraceTimeline", "open_trace"]
 def open_trace(trace_path) -> TraceTimeline:
     """The timeline of a trace file; the model it names must be there, unchanged (its .xml, .bin
     and the inputs the trace stores are checked against the sha256 recorded with them)."""
-    from loopdbg.trace.recorder import open_recorded_model
+    from loopdbg.trace.record import open_recorded_model
 
     reader = TraceReader(trace_path)
     try:

@@ -2,7 +2,7 @@
 
 * ``--max-iterations N`` bounds every loop execution, on every face: ``loopdbg run`` (plain,
   ``--trace``, ``--break``/``--watch``), ``loopdbg open`` (the UI's session), ``loopdbg explain``
-  (its own cap), and the Python API (``Engine.run``, ``Session``, ``trace.recorder``).
+  (its own cap), and the Python API (``Engine.run``, ``Session``, ``trace.record``).
 * Without a cap, ``loopdbg run`` on an unbounded loop draws a progress line on a terminal only
   (checked in a pseudo-terminal, and its absence on a pipe); Ctrl+C typed on that terminal stops
   the run cleanly: exit 130, the state reached, the trace closed and readable.

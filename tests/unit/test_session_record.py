@@ -5,7 +5,7 @@ from pathlib import Path
 from loopdbg.debug import Session
 from loopdbg.engine.inputs import load_npz
 from loopdbg.trace import TraceReader
-from loopdbg.trace.recorder import recording
+from loopdbg.trace.record import recording
 
 CASE = Path(__file__).resolve().parents[1] / "corpus" / "loop_while_iter"
 

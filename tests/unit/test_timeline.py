@@ -23,7 +23,7 @@ from loopdbg.engine.timeline import LiveTimeline
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.load import read_model
 from loopdbg.trace import TraceError, record_model
-from loopdbg.trace.recorder import recording
+from loopdbg.trace.record import recording
 from loopdbg.trace.replay import open_trace
 
 TESTS = Path(__file__).resolve().parent.parent
