@@ -26,8 +26,10 @@ checks of the scan pieces' shapes and the back edges' dtypes, entered once ``ite
 proves that every later iteration repeats them (``steady_kind``); the loop execution's
 ``LoopRun.steady_from`` tells consumers. Big elementwise temporaries are reused in place
 (``engine.elide``).
-A failing kernel is found by line as in any plan (``GraphPlan.compile_with``). Runs that record
-every node (``record_nodes``) take the general code.
+A failing kernel is found by line as in any plan (``GraphPlan.compile_with``). Every loop runs
+this code, whatever the size of its body: one of more than ``interp.COMPILE_LIMIT`` steps is
+called (interpreted) from it rather than inlined (``inlined``). Runs that record every node
+(``record_nodes``) take the general code.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def compile_loop(spec: LoopSpec) -> Callable:
              "_L_stop_reason": checks.stop_reason, "_L_counter_block": execution.counter_block,
              "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
              "_L_checkpoint": checks.checkpoint, "_L_BUDGET": BUDGET, "_L_Pace": checks.Pace,
-             "_E_fits": fits, "LoopdbgError": LoopdbgError}
+             "_E_fits": fits, "LoopdbgError": LoopdbgError,
+             "_L_body_run": None if inlined(spec.body) else spec.body.run}
     return spec.body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 
 
@@ -132,7 +135,8 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
     condition, the event, the back edges; ``checked``: with the checks of the pieces' shapes
     and of the back edges' dtypes."""
     body = spec.body
-    results = body.result_locals
+    inline = inlined(body)
+    results = body.result_locals if inline else [f"_L_r{j}" for j in range(len(body.result_locals))]
     n_params = len(spec.param_names)
     cur = spec.current_iteration
     if spec.sliced:
@@ -148,9 +152,16 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
     src.append(f"{ind}_L_body_in = (" + "".join(f"p{k}, " for k in range(n_params)) + ")")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.append(_L_i)")
-    for line, k in body.step_lines(ind, elide=True):
-        line_map[len(src) + 1] = k
-        src.append(line)
+    if inline:
+        for line, k in body.step_lines(ind, elide=True):
+            line_map[len(src) + 1] = k
+            src.append(line)
+    else:                                   # the body's own steps interpreted (interp), in place
+        call = "_L_body_run(ctx" + "".join(f", p{k}" for k in range(n_params)) + ")"
+        if body.is_generator:
+            call = f"(yield from {call})"
+        target = "".join(f"{r}, " for r in results) + "= " if results else ""
+        src.append(f"{ind}{target}{call}  # the body: {len(body.steps)} steps, interpreted")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.pop()")
     src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
@@ -201,12 +212,18 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
         src.append(f"{ind}p{spec.condition_param} = _L_asarray(_L_cond)")
 
 
+def inlined(body) -> bool:
+    """Are a body's steps inlined into its loop's code? Not past ``COMPILE_LIMIT`` steps: CPython
+    compiles ~30 µs per line, more than a few dozen iterations of a big body save, so its loop's
+    code calls the body's interpreted ``run`` (interp) for them in one line instead. The loop
+    semantics are the same code either way."""
+    return len(body.steps) <= COMPILE_LIMIT
+
+
 def runner(spec: LoopSpec) -> Callable:
     """``run(ctx, *args)``: an execution of the loop, by its compiled code unless every node is
     recorded (then by ``loop.run_loop``)."""
     general = run_loop
-    if len(spec.body.steps) > COMPILE_LIMIT:        # a big body is interpreted (interp)
-        return lambda ctx, *args: general(spec, ctx, args)
     compiled = compile_loop(spec)
 
     def run(ctx, *args):

@@ -403,10 +403,13 @@ def test_explain_code_prints_the_generated_python(capsys):
 
 
 def test_explain_code_says_when_a_body_is_interpreted(capsys, monkeypatch):
+    """A body too big to compile runs interpreted inside its loop's compiled code."""
     from loopdbg.engine import loopcode, plan
 
     monkeypatch.setattr(plan, "COMPILE_LIMIT", 2)
     monkeypatch.setattr(loopcode, "COMPILE_LIMIT", 2)
     assert main(["explain", str(CORPUS / "loop_while_iter" / "model.xml"), "--code"]) == 0
-    assert "# loop 'loop': interpreted, not compiled (more than " in \
-        capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "# loop 'loop': <loopdbg loop code " in out
+    assert "_L_r0, _L_r1, _L_r2, = _L_body_run(ctx, p0, p1, p2, p3)  # the body: 5 steps, " \
+        "interpreted" in out, out
