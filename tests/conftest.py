@@ -1,9 +1,21 @@
 """For every test: the user's state directory (saved breakpoints) is a fresh temporary one, so no
-test reads or writes the real ~/.local/state."""
+test reads or writes the real ~/.local/state. Tests marked ``soak`` (minutes each) run only with
+``LOOPDBG_SOAK=1``."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("LOOPDBG_SOAK") == "1":
+        return
+    skip = pytest.mark.skip(reason="opt-in soak: set LOOPDBG_SOAK=1")
+    for item in items:
+        if item.get_closest_marker("soak"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -53,7 +53,7 @@ class _Assembler:
                     ) -> dict[tuple[int, int], TensorInfo]:
         info: dict[tuple[int, int], TensorInfo] = {}
         for nid in topological_order(gb):
-            node = gb._nodes[nid]
+            node = gb.nodes[nid]
             ins = [info[(t.node, t.port)] for t in node.inputs]
             consts = [_const_value(gb, t) for t in node.inputs]
             if node.type == "Parameter":
@@ -115,7 +115,7 @@ class _Assembler:
         info = self.infos[id(gb)]
         layers: dict[int, Layer] = {}
         edges = []
-        for nid, node in gb._nodes.items():
+        for nid, node in gb.nodes.items():
             in_infos = [info[(t.node, t.port)] for t in node.inputs]
             out_infos = [info[(nid, k)] for k in range(node.n_out)]
             n_in = len(in_infos)
@@ -147,9 +147,9 @@ class _Assembler:
 
 def topological_order(gb) -> list[int]:
     """Node ids, producers first (lowest id first among the ready); a cycle is a ValueError."""
-    waiting = {nid: len(node.inputs) for nid, node in gb._nodes.items()}
+    waiting = {nid: len(node.inputs) for nid, node in gb.nodes.items()}
     consumers: dict[int, list[int]] = {}
-    for nid, node in gb._nodes.items():
+    for nid, node in gb.nodes.items():
         for t in node.inputs:
             consumers.setdefault(t.node, []).append(nid)
     ready = [nid for nid, n in waiting.items() if n == 0]
@@ -162,19 +162,19 @@ def topological_order(gb) -> list[int]:
             waiting[c] -= 1
             if waiting[c] == 0:
                 heapq.heappush(ready, c)
-    if len(order) < len(gb._nodes):
-        stuck = sorted(gb._nodes[n].name for n in set(gb._nodes) - set(order))
+    if len(order) < len(gb.nodes):
+        stuck = sorted(gb.nodes[n].name for n in set(gb.nodes) - set(order))
         raise ValueError(f"graph '{gb.name}' has a cycle through {', '.join(stuck)}")
     return order
 
 
 def _const_value(gb, t) -> np.ndarray | None:
-    node = gb._nodes[t.node]
+    node = gb.nodes[t.node]
     return node.value if node.type == "Constant" else None
 
 
 def _result_info(gb, result_id: int, info) -> TensorInfo:
-    src = gb._nodes[result_id].inputs[0]
+    src = gb.nodes[result_id].inputs[0]
     return info[(src.node, src.port)]
 
 

@@ -66,10 +66,10 @@ class _IterationBuilder:
         return self._feed(outer, name)
 
     def _feed(self, outer: Tensor, name: str, **slicing) -> Tensor:
-        src = self.parent._as_input(outer)
+        src = self.parent.as_input(outer)
         ext = len(self.node.inputs)
         self.node.inputs.append(src)
-        param = self.body._parameter(name, declared=False)
+        param = self.body.body_parameter(name, declared=False)
         self.inputs.append(InputMapping(ext, param.node, **slicing))
         return param
 
@@ -82,7 +82,7 @@ class _IterationBuilder:
                                                 if isinstance(self, LoopBuilder) else ""))
         if any(be.to_layer == target.node for be in self.back_edges):
             raise ValueError(f"{self.name}: '{target.name}' already has a back edge")
-        result = self.body._auto_result(source)
+        result = self.body.result_of(source)
         self.back_edges.append(BackEdge(result.node, target.node))
 
     def _back_edge_targets(self) -> set[int]:
@@ -101,10 +101,10 @@ class _IterationBuilder:
                             part_size=part_size)
 
     def _output(self, source, name: str | None, **concat) -> Tensor:
-        result = self.body._auto_result(source)
+        result = self.body.result_of(source)
         k = self.node.n_out
         if name is not None:
-            self.parent._claim(name)
+            self.parent.claim(name)
         self.node.n_out += 1
         self.node.out_names.append([name] if name is not None else [])
         self.outputs.append(OutputMapping(k, result.node, **concat))
@@ -114,7 +114,7 @@ class _IterationBuilder:
     def check(self) -> None:
         fed_back = {be.to_layer for be in self.back_edges}
         for pid in sorted(self._merged - fed_back):
-            raise ValueError(f"{self.name}: merged input '{self.body._nodes[pid].name}' has no "
+            raise ValueError(f"{self.name}: merged input '{self.body.nodes[pid].name}' has no "
                              f"back edge; call back_edge(source, it) or use invariant_input")
 
     def subgraphs(self, body_graph, n_in: int) -> tuple[SubGraph, ...]:
@@ -139,7 +139,7 @@ class LoopBuilder(_IterationBuilder):
         """A body Parameter holding the 0-based iteration number (i32/i64, shape [] or [1])."""
         if self._current is not None:
             raise ValueError(f"{self.name} already has a current_iteration input")
-        param = self.body._parameter(name, type, shape)
+        param = self.body.body_parameter(name, type, shape)
         self._current = param.node
         self.inputs.append(InputMapping(-1, param.node, purpose="current_iteration"))
         return param
@@ -148,7 +148,7 @@ class LoopBuilder(_IterationBuilder):
         """The body's boolean output deciding whether another iteration runs."""
         if self._condition is not None:
             raise ValueError(f"{self.name} already has a body condition")
-        self._condition = self.body._auto_result(source)
+        self._condition = self.body.result_of(source)
 
     def _back_edge_targets(self) -> set[int]:
         return self._merged | ({self._current} if self._current is not None else set())
@@ -164,7 +164,7 @@ class LoopBuilder(_IterationBuilder):
     @property
     def condition_source(self) -> Tensor:
         """The body tensor feeding the condition Result (for shape inference)."""
-        return self.body._nodes[self._condition.node].inputs[0]
+        return self.body.nodes[self._condition.node].inputs[0]
 
 
 class TensorIteratorBuilder(_IterationBuilder):
@@ -189,12 +189,12 @@ class IfBuilder:
     def input(self, outer: Tensor, name: str, else_name: str | None = None
               ) -> tuple[Tensor, Tensor]:
         """Feed ``outer`` to a new Parameter of each branch; returns (then_param, else_param)."""
-        src = self.parent._as_input(outer)
+        src = self.parent.as_input(outer)
         ext = len(self.node.inputs)
         self.node.inputs.append(src)
         params = []
         for role, pname in (("then_body", name), ("else_body", else_name or name)):
-            param = self.bodies[role]._parameter(pname, declared=False)
+            param = self.bodies[role].body_parameter(pname, declared=False)
             self.maps[role][0].append(InputMapping(ext, param.node))
             params.append(param)
         return params[0], params[1]
@@ -204,10 +204,10 @@ class IfBuilder:
         """An output taking ``then_source`` or ``else_source``, whichever branch ran."""
         k = self.node.n_out
         for role, source in (("then_body", then_source), ("else_body", else_source)):
-            result = self.bodies[role]._auto_result(source)
+            result = self.bodies[role].result_of(source)
             self.maps[role][1].append(OutputMapping(k, result.node))
         if name is not None:
-            self.parent._claim(name)
+            self.parent.claim(name)
         self.node.n_out += 1
         self.node.out_names.append([name] if name is not None else [])
         return Tensor(self.parent, self.node.id, k)

@@ -7,7 +7,8 @@ TensorIterator and If are GraphBuilders too, made by the control builders of ``c
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -44,11 +45,17 @@ class GraphBuilder:
             raise ValueError(f"'{name}': a body Parameter is created by its loop or If "
                              f"(sliced_input, merged_input, invariant_input, input), so that "
                              f"something feeds it")
-        return self._parameter(name, type, shape)
+        return self.body_parameter(name, type, shape)
 
-    def _parameter(self, name: str, type: str | None = None, shape=None, *,
-                   declared: bool = True) -> Tensor:
-        """``declared=False``: a body Parameter whose type and shape come from what feeds it."""
+    @property
+    def nodes(self) -> Mapping[int, Node]:
+        """The nodes so far, by id (read-only: ``assemble`` and the loop builders read them)."""
+        return MappingProxyType(self._nodes)
+
+    def body_parameter(self, name: str, type: str | None = None, shape=None, *,
+                       declared: bool = True) -> Tensor:
+        """A Parameter of this graph for its owner (a loop or If builder) to feed.
+        ``declared=False``: its type and shape come from what feeds it."""
         node = self._add(name, "Parameter", "opset1", n_out=1, out_names=[name])
         if declared:
             et = elements.canonical(type)
@@ -100,7 +107,7 @@ class GraphBuilder:
         if taken:        # checked before any Constant is made for the inputs
             raise ValueError(f"the tensor name '{taken[0]}' is already used in graph "
                              f"'{self.name}'")
-        feeds = [self._as_input(x) for x in inputs]
+        feeds = [self.as_input(x) for x in inputs]
         node = self._add(name, canonical, version, n_out=n_out, out_names=names)
         node.inputs, node.attrs, node.out_shapes, node.out_types = feeds, data, shapes, types
         outs = tuple(Tensor(self, node.id, k) for k in range(n_out))
@@ -112,7 +119,7 @@ class GraphBuilder:
         The name is also given to the tensor (first), which is how OpenVINO and loopdbg name a
         model output.
         """
-        src = self._as_input(tensor)
+        src = self.as_input(tensor)
         if name is None:
             name = f"{src.name}/result"
         elif self._owner is None:
@@ -129,7 +136,7 @@ class GraphBuilder:
         cond_t = cond if isinstance(cond, Tensor) else self.const(f"{name}/exec_cond",
                                                                  np.bool_(cond))
         node = self._add(name, "Loop", "opset5", n_out=0)
-        node.inputs = [self._as_input(trip_t), self._as_input(cond_t)]
+        node.inputs = [self.as_input(trip_t), self.as_input(cond_t)]
         node.control = LoopBuilder(self, node)
         return node.control
 
@@ -143,7 +150,7 @@ class GraphBuilder:
         """An If-8 choosing ``then_body`` when ``cond`` (one boolean element) is true."""
         cond_t = cond if isinstance(cond, Tensor) else self.const(f"{name}/cond", np.bool_(cond))
         node = self._add(name, "If", "opset8", n_out=0)
-        node.inputs = [self._as_input(cond_t)]
+        node.inputs = [self.as_input(cond_t)]
         node.control = IfBuilder(self, node)
         return node.control
 
@@ -161,13 +168,13 @@ class GraphBuilder:
         names = [[n] for n in out_names[:n_out]] + [[] for _ in range(n_out - len(out_names))]
         for port_names in names:
             for n in port_names:
-                self._claim(n)
+                self.claim(n)
         node = Node(id=node_id, name=name or f"{type_}_{node_id}", type=type_, version=version,
                      n_out=n_out, out_names=names)
         self._nodes[node_id] = node
         return node
 
-    def _claim(self, tensor_name: str) -> None:
+    def claim(self, tensor_name: str) -> None:
         """Tensor names are unique in a graph (OpenVINO would silently rename a duplicate)."""
         if not isinstance(tensor_name, str) or not tensor_name:
             raise ValueError(f"a tensor name must be a non-empty string, not {tensor_name!r}")
@@ -179,10 +186,10 @@ class GraphBuilder:
     def _name_tensor(self, t: Tensor, name: str) -> None:
         names = self._nodes[t.node].out_names[t.port]
         if name not in names:
-            self._claim(name)
+            self.claim(name)
             names.insert(0, name)
 
-    def _as_input(self, x) -> Tensor:
+    def as_input(self, x) -> Tensor:
         """A Tensor of this graph; numpy values and Python numbers become Constants here."""
         if isinstance(x, Tensor):
             if x.graph is not self:
@@ -202,14 +209,14 @@ class GraphBuilder:
             return self.const(None, x)
         raise TypeError(f"an op input must be a Tensor or a numpy value, not {type(x).__name__}")
 
-    def _auto_result(self, source: Tensor | ResultRef) -> ResultRef:
+    def result_of(self, source: Tensor | ResultRef) -> ResultRef:
         """The Result a port map entry reads: the given one, or one per tensor, made on demand."""
         if isinstance(source, ResultRef):
             if source.graph is not self:
                 raise ValueError(f"that Result belongs to graph '{source.graph.name}', not "
                                  f"'{self.name}'")
             return source
-        src = self._as_input(source)
+        src = self.as_input(source)
         if src not in self._auto_results:
             self._auto_results[src] = self.result(src)
         return self._auto_results[src]

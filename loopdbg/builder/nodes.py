@@ -23,7 +23,7 @@ class Tensor:
     @property
     def name(self) -> str:
         """The tensor's first name, else ``<layer name>`` (``.k`` for port k > 0)."""
-        node = self.graph._nodes[self.node]
+        node = self.graph.nodes[self.node]
         names = node.out_names[self.port] if self.port < len(node.out_names) else []
         if names:
             return names[0]

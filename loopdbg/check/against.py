@@ -67,7 +67,7 @@ class PairCheck:
     max_rel: float = 0.0
     departure: Departure | None = None
     skipped: int = 0
-    _outers: set = field(default_factory=set, repr=False)
+    outers_seen: set = field(default_factory=set, repr=False)
 
 
 @dataclass
@@ -199,8 +199,8 @@ class _Lockstep:
 
     # -- one iteration --------------------------------------------------------------------------
     def _iteration(self, pc: PairCheck, e) -> None:
-        if e.outer not in pc._outers:
-            pc._outers.add(e.outer)
+        if e.outer not in pc.outers_seen:
+            pc.outers_seen.add(e.outer)
             pc.executions += 1
         theirs = self._reference((pc.pair.reference, e.outer, e.iteration))
         if pc.departure is not None:

@@ -215,8 +215,8 @@ class _Check:
             if self.model.format == "onnx" and is_batch_loop(spec):
                 lc.note = ("loopdbg's batch loop around a Scan-8, with no ONNX body of its own "
                            "(the Scan inside it is checked)")
-        if outer not in lc._outers:
-            lc._outers.add(outer)
+        if outer not in lc.outers_seen:
+            lc.outers_seen.add(outer)
             lc.executions += 1
         if lc.divergence is not None or lc.error is not None or lc.note is not None:
             lc.skipped += 1

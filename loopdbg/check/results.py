@@ -79,7 +79,7 @@ class LoopCheck:
     failure: str | None = None        # the runtime's failure kind then (loopdbg.oracle's kinds)
     compiled: int = 0                 # standalone models compiled (one per rank signature)
     note: str | None = None           # why the loop is not checked, when that is no failure
-    _outers: set = field(default_factory=set, repr=False)
+    outers_seen: set = field(default_factory=set, repr=False)
 
     @property
     def ok(self) -> bool:

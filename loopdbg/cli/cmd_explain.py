@@ -27,7 +27,27 @@ def add_parser(sub) -> None:
     p.add_argument("--max-memory", type=memory_size, metavar="SIZE",
                    help="what running the model on INPUTS may add to loopdbg's memory, e.g. "
                         "512M or 4G, as for `run` (default: a quarter of the machine's memory)")
+    p.add_argument("--code", action="store_true",
+                   help="print the Python loopdbg generated for the model instead: each loop's "
+                        "iteration code with its body inlined, one commented line per layer "
+                        "(tracebacks and debuggers show these lines)")
     p.set_defaults(handler=run)
+
+
+def print_code(engine) -> int:
+    """``explain --code``: every generated source, each under its file name."""
+    from loopdbg.engine.interp import COMPILE_LIMIT
+    from loopdbg.text import safe_lines
+
+    parts = []
+    for what, filename, source in engine.generated_code():
+        if source is None:
+            parts.append(f"# {what}: interpreted, not compiled (more than {COMPILE_LIMIT} "
+                         f"layers)\n")
+        else:
+            parts.append(f"# {what}: {filename}\n{source}")
+    sys.stdout.write(safe_lines("\n".join(parts)))
+    return 0
 
 
 def run(args) -> int:
@@ -45,6 +65,8 @@ def run(args) -> int:
     from loopdbg.cli.common import default_memory_budget, err, safe
 
     model = read_model(args.model)
+    if args.code:                    # the code it runs: only a model loopdbg can run has it
+        return print_code(Engine(model))
     engine = Engine(model, require_kernels=False)   # explains any model
     source = args.inputs
     if source is None:               # as `run` does: the inputs.npz beside the model

@@ -22,17 +22,17 @@ from loopdbg.text import listing
 class EventLookup(Lookup):
     """Names of one iteration: the reserved ones, then body Parameters, Results and nodes."""
 
-    __slots__ = ("event", "_nodes", "_previous", "_extra")
+    __slots__ = ("event", "_nodes", "_nodes_of", "_previous", "_extra")
 
     def __init__(self, event=None, previous=None, extra=None):
-        self.event = event
+        self.event = event              # set it (or ``bind``) to look at another iteration
         self._nodes = None
+        self._nodes_of = None           # the event whose node values ``_nodes`` holds
         self._previous = previous      # event -> the previous iteration of its loop execution
         self._extra = extra            # names known besides the iteration's (a loop's outputs)
 
     def bind(self, event) -> "EventLookup":
         self.event = event
-        self._nodes = None
         return self
 
     def previous(self) -> "EventLookup | None":
@@ -58,9 +58,9 @@ class EventLookup(Lookup):
             return e.value(name)
         except KeyError:
             pass
-        if self._nodes is None:
-            from loopdbg.engine.replay import node_values
-            self._nodes = node_values(e)
+        if self._nodes_of is not e:
+            from loopdbg.engine.recompute import node_values
+            self._nodes, self._nodes_of = node_values(e), e
         try:
             return self._nodes[name]
         except KeyError:
@@ -242,7 +242,8 @@ class Breakpoints:
         items = list(self.items.values())
         if not items or any(not bp.enabled or bp.loop is not None for bp in items):
             return None
-        return [(bp.condition._fn, bp.paths, bp.condition.iteration_equals) for bp in items]
+        return [(bp.condition.function, bp.paths, bp.condition.iteration_equals)
+                for bp in items]
 
     def check(self, lookup: EventLookup, count: bool = True) -> Hit | None:
         """The first breakpoint that stops at this iteration, counting hits (bdb semantics)."""
@@ -251,7 +252,7 @@ class Breakpoints:
             if not bp.enabled or (bp.loop is not None or bp.paths is not None) and not bp.applies_to(path):
                 continue
             try:
-                r = bp.condition._fn(lookup)
+                r = bp.condition.evaluate(lookup)
                 hit = r if r is True or r is False else _truth(r)
             except Exception as exc:  # noqa: BLE001 - a failing condition stops and says why
                 return Hit(bp, _error_text(exc))

@@ -280,6 +280,12 @@ class Expression:
         """The text as messages quote it: cut after 60 characters."""
         return self.text if len(self.text) <= 60 else self.text[:57] + "..."
 
+    @property
+    def function(self) -> Callable[[Lookup], Any]:
+        """The compiled expression: ``function(lookup)`` is ``evaluate(lookup)`` without the
+        method call (the debugger's hot loop calls it per iteration)."""
+        return self._fn
+
     def evaluate(self, lookup: Lookup) -> Any:
         return self._fn(lookup)
 

@@ -27,13 +27,29 @@ END = "end"             # the run ended
 _FALSE = np.False_
 
 
-def pull_quiet(session, gen, quick: list, want: Callable | None, lookup) -> tuple[str, object]:
-    """Pull ``gen`` (the engine's events) into ``session`` until an iteration needs more than
-    the quick conditions (``Breakpoints.quick_conditions``, [] for none) and ``want`` (None:
-    never); return (CHECK/STOP/PAUSE, that iteration) or (END, None)."""
-    append = session.timeline.append
-    note = session._note
-    paused = session._pause.is_set
+class Cursor:
+    """Where a session stands, the part of it the frontier moves: ``position`` in its timeline
+    and the iteration there (``current``); ``note`` takes every other event of the run and
+    ``paused()`` says whether a pause or a cancel was asked for."""
+
+    __slots__ = ("position", "current", "note", "paused")
+
+    def __init__(self, note: Callable, paused: Callable[[], bool]):
+        self.position = -1
+        self.current = None
+        self.note = note
+        self.paused = paused
+
+
+def pull_quiet(cursor: Cursor, timeline, gen, quick: list, want: Callable | None,
+               lookup) -> tuple[str, object]:
+    """Pull ``gen`` (the engine's events) into ``timeline``, moving ``cursor`` to each
+    iteration, until one needs more than the quick conditions (``Breakpoints.quick_conditions``,
+    [] for none) and ``want`` (None: never); return (CHECK/STOP/PAUSE, that iteration) or
+    (END, None)."""
+    append = timeline.append
+    note = cursor.note
+    paused = cursor.paused
     iteration_done = IterationDone
     count = 0
     last_run = path = None
@@ -41,10 +57,9 @@ def pull_quiet(session, gen, quick: list, want: Callable | None, lookup) -> tupl
         if type(event) is not iteration_done:
             note(event)
             continue
-        session._position = append(event)
-        session._current = event
-        lookup.event = event
-        lookup._nodes = None
+        cursor.position = append(event)
+        cursor.current = event
+        lookup.event = event                # (its node values are looked up for this event)
         run = event[0]                      # its LoopRun: one per loop execution
         if run is not last_run:
             last_run, path = run, run.path

@@ -29,7 +29,7 @@ from loopdbg.debug.stop import (BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUS
                                 NodeStep, Stop)
 from loopdbg.engine import events as ev
 from loopdbg.engine.paths import matches_loop
-from loopdbg.engine.replay import node_steps, node_values
+from loopdbg.engine.recompute import node_steps, node_values
 from loopdbg.engine.runner import Engine
 from loopdbg.engine.timeline import LiveTimeline, Timeline
 from loopdbg.errors import LoopdbgError
@@ -75,6 +75,7 @@ class Session:
         self.breakpoints = Breakpoints(known_names=self._names())
         self._lookup = EventLookup(previous=timeline.previous)
         self._pause = threading.Event()
+        self._cursor = frontier.Cursor(self._note, self._pause.is_set)   # moved by the frontier
         self.cancelled = False
         self.restart()
 
@@ -132,6 +133,22 @@ class Session:
         self.stop = Stop(kind=START,
                          reason="not started: step, next or continue to run the first iteration")
         return self.stop
+
+    @property
+    def _position(self) -> int:
+        return self._cursor.position
+
+    @_position.setter
+    def _position(self, pos: int) -> None:
+        self._cursor.position = pos
+
+    @property
+    def _current(self):
+        return self._cursor.current
+
+    @_current.setter
+    def _current(self, event) -> None:
+        self._cursor.current = event
 
     @property
     def _pos(self) -> int:
@@ -283,7 +300,8 @@ class Session:
                 # At the frontier, while every condition is plainly false: frontier.pull_quiet
                 # (the per-iteration cost of a breakpoint is a target of the benchmark).
                 try:
-                    kind, event = frontier.pull_quiet(self, gen, quick or [], want, lookup)
+                    kind, event = frontier.pull_quiet(self._cursor, timeline, gen, quick or [],
+                                                      want, lookup)
                 except BaseException:
                     self._pull_failed()       # records a LoopdbgError, raises anything else
                     return self._stop_at_end()
@@ -327,7 +345,7 @@ class Session:
                 if stop is not None:
                     return stop
             elif breakpoints is not None:
-                lookup.event, lookup._nodes = event, None
+                lookup.event = event
                 hit = breakpoints.check(lookup)
                 if hit is not None:
                     return self._make_stop(BREAKPOINT, hit.reason, event, hit=hit)

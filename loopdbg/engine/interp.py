@@ -61,42 +61,52 @@ def _broadcast_checked(ufunc) -> Callable:
     return checked
 
 
+def _execute(owner, template, steps, ctx, params):
+    """Run the steps of ``owner`` (a plan, read by ``step_of``) on ``params``; the values."""
+    env = template.copy()
+    env[:len(params)] = params
+    for k, (fn, ins, outs, _, with_ctx) in enumerate(steps):   # k: read by step_of
+        r = fn(ctx, *[env[i] for i in ins]) if with_ctx else fn(*[env[i] for i in ins])
+        if len(outs) == 1:
+            env[outs[0]] = r
+        else:
+            for o, v in zip(outs, r):
+                env[o] = v
+    return env
+
+
+def _execute_nested(owner, template, steps, ctx, params):
+    """``_execute`` as a generator: the events of nested loops pass."""
+    env = template.copy()
+    env[:len(params)] = params
+    for k, (fn, ins, outs, nested, with_ctx) in enumerate(steps):   # k: read by step_of
+        args = [env[i] for i in ins]
+        if nested:
+            r = yield from fn(ctx, *args)
+            for o, v in zip(outs, r):
+                env[o] = v
+            continue
+        r = fn(ctx, *args) if with_ctx else fn(*args)
+        if len(outs) == 1:
+            env[outs[0]] = r
+        else:
+            for o, v in zip(outs, r):
+                env[o] = v
+    return env
+
+
+_CODES = (_execute.__code__, _execute_nested.__code__)
+
+
 def interpreted(plan, kind: str) -> Callable:
     """The function ``kind`` (run, run_all, run_events) of ``plan``, interpreted."""
     template, steps, results, values = _tables(plan)
-    n_params = len(plan.param_ids)
 
     def execute(ctx, params):
-        env = template.copy()
-        env[:n_params] = params
-        for k, (fn, ins, outs, _, with_ctx) in enumerate(steps):   # k: read by step_of
-            r = fn(ctx, *[env[i] for i in ins]) if with_ctx else fn(*[env[i] for i in ins])
-            if len(outs) == 1:
-                env[outs[0]] = r
-            else:
-                for o, v in zip(outs, r):
-                    env[o] = v
-        return env
+        return _execute(plan, template, steps, ctx, params)
 
     def execute_nested(ctx, params):
-        env = template.copy()
-        env[:n_params] = params
-        for k, (fn, ins, outs, nested, with_ctx) in enumerate(steps):   # k: read by step_of
-            args = [env[i] for i in ins]
-            if nested:
-                r = yield from fn(ctx, *args)
-                for o, v in zip(outs, r):
-                    env[o] = v
-                continue
-            r = fn(ctx, *args) if with_ctx else fn(*args)
-            if len(outs) == 1:
-                env[outs[0]] = r
-            else:
-                for o, v in zip(outs, r):
-                    env[o] = v
-        return env
-
-    plan._interp_codes = (execute.__code__, execute_nested.__code__)
+        return _execute_nested(plan, template, steps, ctx, params)
 
     def pick(env):
         return tuple(env[i] for i in results)
@@ -138,6 +148,6 @@ def interpreted(plan, kind: str) -> Callable:
 
 def step_of(plan, frame) -> int | None:
     """The step an interpreter ``frame`` of ``plan`` was running, or None."""
-    if frame.f_code in getattr(plan, "_interp_codes", ()):
+    if frame.f_code in _CODES and frame.f_locals.get("owner") is plan:
         return frame.f_locals.get("k")
     return None

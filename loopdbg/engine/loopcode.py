@@ -6,7 +6,7 @@ while loop runs its two kernels in about a microsecond) that bookkeeping costs a
 work, so each loop also gets code of its own, generated once from its ``LoopSpec``::
 
     def loop_run(ctx, args):
-        st = yield from begin(SPEC, ctx, args)          # LoopStarted, notices (loop.begin)
+        st = yield from begin(SPEC, ctx, args)          # LoopStarted, notices (execution.begin)
         ...
         while True:
             p2 = pieces0[i]                             # only the feeds this loop has
@@ -19,15 +19,17 @@ work, so each loop also gets code of its own, generated once from its ``LoopSpec
             p0, = (v0_0,)                               # back edges, all at once
         return (yield from end(SPEC, ctx, st, i, stop, outs))
 
-Every check is the general code's own function (``loop.no_slice``, ``piece_check``,
+Every check is the general code's own function (``iteration_checks.no_slice``, ``piece_check``,
 ``stop_reason`` ...), so both say the same; tests run models both ways and compare every event.
 A body of numpy ufuncs only gets a second copy of the iteration without the per-iteration
-checks of the scan pieces' shapes and the back edges' dtypes, entered once ``loop.steady``
+checks of the scan pieces' shapes and the back edges' dtypes, entered once ``iteration_checks.steady``
 proves that every later iteration repeats them (``steady_kind``); the loop execution's
 ``LoopRun.steady_from`` tells consumers. Big elementwise temporaries are reused in place
 (``engine.elide``).
-A failing kernel is found by line as in any plan (``GraphPlan.compile_with``). Runs that record
-every node (``record_nodes``) take the general code.
+A failing kernel is found by line as in any plan (``GraphPlan.compile_with``). Every loop runs
+this code, whatever the size of its body: one of more than ``interp.COMPILE_LIMIT`` steps is
+called (interpreted) from it rather than inlined (``inlined``). Runs that record every node
+(``record_nodes``) take the general code.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.engine import events as ev
-from loopdbg.engine import loop as L
+from loopdbg.engine import execution, iteration_checks as checks
+from loopdbg.engine.loop import run_loop
 from loopdbg.engine.elide import fits
 from loopdbg.engine.interp import COMPILE_LIMIT
 from loopdbg.engine.loopspec import LoopSpec
@@ -59,7 +62,7 @@ def compile_loop(spec: LoopSpec) -> Callable:
         if n_params else "    pass",
         "    _L_run, _L_trip, _L_limit, _L_collected = st.run, st.trip, st.limit, st.collected",
         "    _L_budget = ctx.max_memory",
-        "    _L_pace = _L_Pace()                      # the memory checkpoints (loop.checkpoint)",
+        "    _L_pace = _L_Pace()                      # the memory checkpoints (checks.checkpoint)",
         "    _L_check_at = 1 if _L_BUDGET.limit is not None else _L_limit",
         "    _L_i = 0",
         "    _L_cond = True",
@@ -100,14 +103,15 @@ def compile_loop(spec: LoopSpec) -> Callable:
             "        raise _L_err from None",
             "    return (yield from _L_end(_L_SPEC, ctx, st, _L_i, _L_stop, _L_outs))"]
     names = {"_L_SPEC": spec, "_L_PATH": spec.path, "_L_IS_LOOP": spec.kind == "Loop",
-             "_L_begin": L.begin, "_L_end": L.end, "_L_fail": L.fail,
-             "_L_no_slice": L.no_slice, "_L_piece_check": L.piece_check,
-             "_L_NOT_KEY": L.NOT_KEY, "_L_same_dtype": L.same_dtype, "_L_steady": L.steady,
-             "_L_count_bytes": L.count_bytes, "_L_bad_condition": L.bad_condition,
-             "_L_stop_reason": L.stop_reason, "_L_counter_block": L._counter_block,
+             "_L_begin": execution.begin, "_L_end": execution.end, "_L_fail": execution.fail,
+             "_L_no_slice": checks.no_slice, "_L_piece_check": checks.piece_check,
+             "_L_NOT_KEY": checks.NOT_KEY, "_L_same_dtype": checks.same_dtype, "_L_steady": checks.steady,
+             "_L_count_bytes": checks.count_bytes, "_L_bad_condition": checks.bad_condition,
+             "_L_stop_reason": checks.stop_reason, "_L_counter_block": execution.counter_block,
              "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
-             "_L_checkpoint": L.checkpoint, "_L_BUDGET": BUDGET, "_L_Pace": L.Pace,
-             "_E_fits": fits, "LoopdbgError": LoopdbgError}
+             "_L_checkpoint": checks.checkpoint, "_L_BUDGET": BUDGET, "_L_Pace": checks.Pace,
+             "_E_fits": fits, "LoopdbgError": LoopdbgError,
+             "_L_body_run": None if inlined(spec.body) else spec.body.run}
     return spec.body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 
 
@@ -119,7 +123,7 @@ def steady_kind(spec: LoopSpec) -> bool:
     iteration to the next? When every body step is a numpy ufunc, their outputs' shapes and
     dtypes follow from their inputs' alone (numpy 2 has no value-based casting), so once the
     back edges feed values of the shapes and dtypes the Parameters had and every scan piece is
-    an array of rank 1 or more (``loop.steady``, asked after each iteration until then), all
+    an array of rank 1 or more (``iteration_checks.steady``, asked after each iteration until then), all
     later iterations repeat them: the code from there on checks nothing per iteration."""
     steps = spec.body.steps
     return _NUMPY2 and bool(steps) and all(
@@ -131,7 +135,8 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
     condition, the event, the back edges; ``checked``: with the checks of the pieces' shapes
     and of the back edges' dtypes."""
     body = spec.body
-    results = body.result_locals
+    inline = inlined(body)
+    results = body.result_locals if inline else [f"_L_r{j}" for j in range(len(body.result_locals))]
     n_params = len(spec.param_names)
     cur = spec.current_iteration
     if spec.sliced:
@@ -140,16 +145,23 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
         src += [f"{ind}p{f.pos} = _L_pieces{m}[_L_i]" for m, f in enumerate(spec.sliced)]
     if cur is not None and not spec.cur_fed_back:
         src += [f"{ind}_L_j = _L_i - _L_block_base",
-                f"{ind}if _L_j >= {L._BLOCK}:",
+                f"{ind}if _L_j >= {execution.COUNTER_BLOCK}:",
                 f"{ind}    _L_block_base, _L_j = _L_i, 0",
                 f"{ind}    _L_block = _L_counter_block(_L_SPEC, _L_i)",
                 f"{ind}p{cur} = _L_block[_L_j]"]
     src.append(f"{ind}_L_body_in = (" + "".join(f"p{k}, " for k in range(n_params)) + ")")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.append(_L_i)")
-    for line, k in body.step_lines(ind, elide=True, guard=checked):
-        line_map[len(src) + 1] = k
-        src.append(line)
+    if inline:
+        for line, k in body.step_lines(ind, elide=True, guard=checked):
+            line_map[len(src) + 1] = k
+            src.append(line)
+    else:                                   # the body's own steps interpreted (interp), in place
+        call = "_L_body_run(ctx" + "".join(f", p{k}" for k in range(n_params)) + ")"
+        if body.is_generator:
+            call = f"(yield from {call})"
+        target = "".join(f"{r}, " for r in results) + "= " if results else ""
+        src.append(f"{ind}{target}{call}  # the body: {len(body.steps)} steps, interpreted")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.pop()")
     src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
@@ -200,12 +212,18 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
         src.append(f"{ind}p{spec.condition_param} = _L_asarray(_L_cond)")
 
 
+def inlined(body) -> bool:
+    """Are a body's steps inlined into its loop's code? Not past ``COMPILE_LIMIT`` steps: CPython
+    compiles ~30 µs per line, more than a few dozen iterations of a big body save, so its loop's
+    code calls the body's interpreted ``run`` (interp) for them in one line instead. The loop
+    semantics are the same code either way."""
+    return len(body.steps) <= COMPILE_LIMIT
+
+
 def runner(spec: LoopSpec) -> Callable:
     """``run(ctx, *args)``: an execution of the loop, by its compiled code unless every node is
     recorded (then by ``loop.run_loop``)."""
-    general = L.run_loop
-    if len(spec.body.steps) > COMPILE_LIMIT:        # a big body is interpreted (interp)
-        return lambda ctx, *args: general(spec, ctx, args)
+    general = run_loop
     compiled = compile_loop(spec)
 
     def run(ctx, *args):

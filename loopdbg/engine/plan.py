@@ -6,14 +6,17 @@ and the value slots are resolved once, and a function is generated whose body is
 step (a layer that is not a Parameter, Result or Constant)::
 
     def run(ctx, p0, p1):
-        v0_0 = k0(p0, c0)
-        v1_0, v1_1 = k1(v0_0)
-        v2_0, = (yield from k2(ctx, v1_0))    # a nested Loop/TensorIterator/If: its events pass
-        v3_0 = k3(ctx, v2_0)                   # a kernel of run state (ReadValue, Assign)
+        v0_0 = k0(p0, c0)  # Add 'x_plus_1'
+        v1_0, v1_1 = k1(v0_0)  # Split 'halves'
+        v2_0, = (yield from k2(ctx, v1_0))  # Loop 'inner'   (its events pass)
+        v3_0 = k3(ctx, v2_0)  # Assign 'state'               (a kernel of run state)
         return (v0_0, v1_1, )
 
 Every name in the generated source is made from a position (parameter ``k``, constant ``k``,
-step ``k``), never from the model file, so no id or name in a file can change the code. One
+step ``k``), never from the model file, so no id or name in a file can change the code; each
+step's line ends with a comment naming its layer, the name through ``repr``. Every source is
+compiled under a file name of its own registered with ``linecache`` (``engine.codegen``) and kept
+in ``GraphPlan.generated``: tracebacks show its lines and ``loopdbg explain --code`` prints it. One
 template makes all three functions of a plan: ``run`` (the Result values), ``run_all`` (those and
 every value, for --trace-all and the node view) and ``run_events`` (the whole event stream of a
 top graph). A graph that holds a loop compiles to generator functions, so the events of nested
@@ -26,7 +29,6 @@ them. When a kernel raises, ``locate`` maps the traceback line back to the layer
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from types import GeneratorType
 from typing import Any, Callable, Iterator
@@ -34,6 +36,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from loopdbg.engine import hoist
+from loopdbg.engine.codegen import compile_source, layer_comment
 from loopdbg.engine.elide import MIN_BYTES, candidates
 from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of
 from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunError
@@ -43,7 +46,6 @@ from loopdbg.ops.registry import make_kernel
 from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
-_counter = itertools.count()
 
 
 def drain(result):
@@ -111,6 +113,7 @@ class GraphPlan:
         self.is_generator = any(s.nested for s in self.steps)
         self.all_value_names = self._value_names()
         self._line_maps: dict[str, dict[int, int]] = {}     # file name -> {line: step index}
+        self.generated: dict[str, str] = {}   # file name -> the source compiled under it
         self._ns: dict[str, Any] = dict(self.consts)
         self._ns["LoopdbgError"] = LoopdbgError
         self._ns["_S_broadcast_check"] = broadcast_check
@@ -273,7 +276,7 @@ class GraphPlan:
                     others = "".join(f", {a}" for a in step.ins if a != t)
                     call = (f"k{k}({args}, out={t}) if {t}.nbytes >= {MIN_BYTES} and "
                             f"_E_fits(k{k}, {t}{others}) else {call}")
-            out.append((f"{indent}{target} = {call}", k))
+            out.append((f"{indent}{target} = {call}{layer_comment(step.layer)}", k))
         return out
 
     def compile_with(self, source: str, line_map: dict[int, int], names: dict,
@@ -281,16 +284,16 @@ class GraphPlan:
         """Compile ``source`` (which uses this plan's names: its steps' lines) in this plan's
         namespace plus ``names``, under a file name of its own whose lines map to steps as
         ``line_map`` says (so ``locate`` finds a failing layer there too); return ``function``."""
-        filename = f"<loopdbg plan {next(_counter)}>"
+        code, filename = compile_source(source, "loop code", self)
         ns = dict(self._ns)
         ns.update(names)
         self._line_maps[filename] = line_map
-        exec(compile(source, filename, "exec"), ns)  # noqa: S102 - names by position
+        self.generated[filename] = source
+        exec(code, ns)  # noqa: S102 - names by position
         return ns[function]
 
     def _compile(self, kinds: tuple[str, ...]) -> list[Callable]:
         """Compile the functions ``kinds`` into one code object with its own file name."""
-        filename = f"<loopdbg plan {next(_counter)}>"
         line_map: dict[int, int] = {}
         parts: list[str] = []
         offset = 0
@@ -299,8 +302,11 @@ class GraphPlan:
             line_map.update((offset + line, k) for line, k in lines.items())
             parts.append(src)
             offset += src.count("\n")
+        source = "".join(parts)
+        code, filename = compile_source(source, "plan", self)
         self._line_maps[filename] = line_map
-        exec(compile("".join(parts), filename, "exec"), self._ns)  # noqa: S102 - names by position
+        self.generated[filename] = source
+        exec(code, self._ns)  # noqa: S102 - names by position
         return [self._ns[kind] for kind in kinds]
 
     def _value_names(self) -> list[str]:

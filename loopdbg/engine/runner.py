@@ -106,6 +106,29 @@ class Engine:
                    for name, v in zip(self.output_names, outs)}     # ONNX: sequences, optionals
         return ev.RunFinished(outputs, tuple(ctx.loops), tuple(ctx.notices))
 
+    def generated_code(self) -> list[tuple[str, str, str | None]]:
+        """(what, file name, source) of the Python each graph runs as: the top graph's event
+        stream, each loop's iteration code with its body inlined (by loop path) and each If
+        branch. A graph too big to compile (``interp.COMPILE_LIMIT``) has no source: (what,
+        "interpreted", None). Compiles what was not compiled yet."""
+        out: list[tuple[str, str, str | None]] = []
+        bodies = {id(spec.body): path for path, spec in self.loops.items()}
+        top = self.plan
+        for plan in [top] + [p for p in self.plans if p is not top]:
+            if plan is top:
+                what, make = "the model's graph", "run_events"
+            elif id(plan) in bodies:
+                what, make = f"loop '{bodies[id(plan)]}'", None      # compiled with its loop
+            else:
+                what, make = "a branch of an If" + (f" in loop '{plan.path}'" if plan.path
+                                                    else ""), "run"
+            if make is not None:
+                getattr(plan, make)
+            if not plan.generated:
+                out.append((what, "interpreted", None))
+            out += [(what, filename, source) for filename, source in plan.generated.items()]
+        return out
+
     def run_to_end(self, inputs: Mapping[str, np.ndarray], **options) -> ev.RunFinished:
         """Run without looking at the events; return the final event (outputs and loop summary)."""
         last = None

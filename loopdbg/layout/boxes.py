@@ -86,7 +86,6 @@ class Layout:
     edges: tuple[EdgePath, ...]
     value_width: int = VALUE_WIDTH
     _by_id: dict = field(default_factory=dict, repr=False)
-    _base: object = field(default=None, repr=False)       # canvas.py caches its static grid here
 
     def __post_init__(self):
         self._by_id = {b.id: b for b in self.boxes}

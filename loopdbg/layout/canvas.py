@@ -17,6 +17,7 @@ and terminals without box-drawing glyphs.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Collection, Iterator, Mapping
 
@@ -59,10 +60,15 @@ class Canvas:
         return "\n".join(s.rstrip() for s in self.lines)
 
 
-def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]]]:
-    """The part of the picture that never changes (cached on the Layout)."""
-    if layout._base is not None:
-        return layout._base
+# layout -> (chars, tags, lines): the part of its picture that never changes, drawn once
+_STATIC: "weakref.WeakKeyDictionary[Layout, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]], list[str]]:
+    """The part of the picture that never changes: its cells, their tags and its lines."""
+    hit = _STATIC.get(layout)
+    if hit is not None:
+        return hit
     w, h = layout.width, layout.height
     chars = [[" "] * w for _ in range(h)]
     tags: list[list[str | None]] = [[None] * w for _ in range(h)]
@@ -104,8 +110,8 @@ def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]]]:
         x, y = e.points[0]
         if layout.box(e.src).contains(x, y - 1):
             chars[y - 1][x] = "┬"
-    layout._base = (chars, tags)
-    return layout._base
+    hit = _STATIC[layout] = (chars, tags, ["".join(r) for r in chars])
+    return hit
 
 
 def _draw_box(chars, tags, b: Box) -> None:
@@ -146,10 +152,7 @@ def render(layout: Layout, values: Mapping[int, str] | None = None, *,
     Boxes in ``changed`` get the ``box:changed`` tag, the ``current`` box ``box:current`` and
     the ``selected`` one (the keyboard's cursor) ``box:selected``.
     """
-    chars, tags = _static(layout)
-    base = layout.__dict__.get("_base_lines")
-    if base is None:
-        base = layout.__dict__["_base_lines"] = ["".join(r) for r in chars]
+    chars, tags, base = _static(layout)
     values = values or {}
     changed = set(changed)
     # Rows nobody writes to are shared with the cached picture (a large body has hundreds of

@@ -8,7 +8,7 @@ mechanisms enforce it, each where it is cheap:
   of their inputs or on their attributes rather than their inputs' sizes, and the broadcasting
   steps whose inputs differ in shape, are checked first (``ops.sizes``): an output that does not
   fit in what is left of the budget is refused before numpy allocates a byte;
-* **between iterations** (the loops' checkpoints, ``loopdbg.engine.loop.checkpoint``): the RSS,
+* **between iterations** (the loops' checkpoints, ``loopdbg.engine.iteration_checks.checkpoint``): the RSS,
   read every few milliseconds of run time (every iteration when iterations are slow), catches
   what grows by sizes (a back edge that doubles, a history, scan pieces), with ``SLACK`` for
   what the interpreter itself moves by;

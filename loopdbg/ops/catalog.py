@@ -1,6 +1,7 @@
-"""``docs/ops.md``: every operation loopdbg runs, written from the op table.
+"""The files written from the op table: ``docs/ops.md`` (every operation loopdbg runs) and
+``loopdbg/ops/_families.py`` (which family modules to import for a type), both at once:
 
-    python -m loopdbg.ops.catalog > docs/ops.md
+    python -m loopdbg.ops.catalog --write       # (without --write: docs/ops.md to stdout)
 
 The OpenVINO side is held against OpenVINO's own opset tables, which ``tools/openvino_opsets.py``
 copies into ``openvino_opsets.txt`` beside this module (so neither this module nor its test
@@ -13,11 +14,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from loopdbg.ops.registry import KernelSpec, default_version, refused, specs
+from loopdbg.ops.registry import KernelSpec, default_version, families, refused, specs, versions
 
 OPENVINO_TABLE = Path(__file__).with_name("openvino_opsets.txt")
 ONNX_NODE_TESTS = Path(__file__).with_name("onnx_node_tests.txt")
-REGENERATE = "python -m loopdbg.ops.catalog > docs/ops.md"
+REGENERATE = "python -m loopdbg.ops.catalog --write"
+FAMILIES_FILE = Path(__file__).with_name("_families.py")
+DOCS_FILE = Path(__file__).resolve().parents[2] / "docs" / "ops.md"     # in a source checkout
 
 # Layers the engine runs itself (engine/plan.py), not through a kernel, per format.
 ENGINE_IR = ("Parameter", "Constant", "Result", "Loop", "TensorIterator", "If")
@@ -159,10 +162,32 @@ def onnx_node_tests() -> list[str]:
             "| Test | Why |", "|---|---|", *(f"| {n} | {why} |" for n, why in failing)]
 
 
-def main() -> int:
+def families_source() -> str:
+    """``_families.py`` as the table gives it now."""
+    rows = "".join(f"    {t!r}: {tuple(mods)!r},\n" for t, mods in families().items())
+    vrows = "".join(f"    {t!r}: {tuple(vs)!r},\n" for t, vs in versions().items())
+    return ('"""Which family modules register (or refuse) each operation type, so that a lookup '
+            'imports only\nthose (``loopdbg.ops.registry``). Written from the table with '
+            'docs/ops.md; do not edit by hand:\n\n'
+            f'    {REGENERATE}\n\n'
+            '``tests/unit/test_ops_table.py`` holds this list to the table.\n"""\n\n'
+            "FAMILIES: dict[str, tuple[str, ...]] = {\n" + rows + "}\n\n"
+            "# the versions each type has kernels for: a lookup that the families listed above\n"
+            "# answer with another one imports every family (the list is out of date)\n"
+            "VERSIONS: dict[str, tuple[int, ...]] = {\n" + vrows + "}\n")
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--write"]:
+        FAMILIES_FILE.write_text(families_source(), encoding="utf-8")
+        DOCS_FILE.write_text(render(), encoding="utf-8")
+        return 0
+    if argv:
+        sys.stderr.write(f"usage: {REGENERATE} (or without --write: docs/ops.md to stdout)\n")
+        return 2
     sys.stdout.write(render())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -92,7 +92,7 @@ class Resize:
         self.transform = "align_corners" if flag(layer, "align_corners") else "asymmetric"
         self.align_corners = flag(layer, "align_corners")
 
-    def _v1_plan(self, rank: int) -> tuple[str, str]:
+    def v1_plan(self, rank: int) -> tuple[str, str]:
         """Interpolate-1's linear mode and transform depend on the data rank."""
         if self.mode == "linear":
             if rank > 5:
@@ -306,7 +306,7 @@ def _to_type(y: np.ndarray, dtype: np.dtype, rounding: str) -> np.ndarray:
 def interpolate(resize: Resize, x: np.ndarray, sizes=None, scales=None, axes=None):
     mode, transform = resize.mode, resize.transform
     if resize.version == 1:
-        mode, transform = resize._v1_plan(x.ndim)
+        mode, transform = resize.v1_plan(x.ndim)
     padded, listed, out, factors = resize.plan(x.shape, sizes, scales, axes)
     pb, _ = resize.pads(x.ndim)
     if padded != list(x.shape):

@@ -60,15 +60,16 @@ builds a plan.
 
 How the table fills. A lookup of a type imports the family modules that register it, as
 ``_families.py`` lists them (importing all of them costs ~0.15 s, a third of opening a small
-model); a type that list does not name, and every question about the whole table, imports every
-module of this package whose name does not start with ``_``, in name order, and the ``op``
+model); a type that list does not name, a lookup that finds no kernel or another version than
+the list says (a family it does not name may hold it), and every question about the whole
+table, import every module of this package whose name does not start with ``_``, in name order, and the ``op``
 entries of the family modules among them fill the table (``args``, ``budget``, ``shape_rules``
 and ``catalog`` are helpers and register nothing). ``_families.py`` is written from the table
-(``python -m loopdbg.ops._families --write``), and a test holds the two to each other.
+with ``docs/ops.md`` (``python -m loopdbg.ops.catalog --write``), and a test holds them to it;
+``_families.py`` is data and imports nothing.
 Nothing lists the families, so adding an op to a family is editing one file, and adding a family
 is adding one; family modules import this module, which imports none of them by name.
-``docs/ops.md`` is written from the table (``python -m loopdbg.ops.catalog``), and
-``tests/unit/test_ops_table.py`` holds the table, the builder, that file and OpenVINO's opset
+``tests/unit/test_ops_table.py`` holds the table, the builder, docs/ops.md and OpenVINO's opset
 tables to each other.
 """
 
@@ -213,6 +214,12 @@ def families() -> dict[str, list[str]]:
     return {t: sorted(m.rsplit(".", 1)[-1] for m in mods) for t, mods in sorted(_MODULES.items())}
 
 
+def versions() -> dict[str, list[int]]:
+    """Each type with the versions it has kernels for (for ``_families.py``)."""
+    _load_all()
+    return {t: sorted(vs) for t, vs in sorted(_REGISTRY.items())}
+
+
 def _load_for(type_: str) -> None:
     """Import the family modules that register ``type_`` (every module for a type not listed)."""
     if _LOADED:
@@ -229,6 +236,26 @@ def _load_for(type_: str) -> None:
 def lookup(type_: str, version: str) -> KernelSpec | None:
     """The kernel serving ``type_`` in ``version``, or None."""
     _load_for(type_)
+    spec = _lookup_loaded(type_, version)
+    if not _LOADED and (spec is None or spec.version != _listed(type_, version)):
+        _load_all()          # a family _families.py does not name may hold it (a stale list)
+        spec = _lookup_loaded(type_, version)
+    return spec
+
+
+def _listed(type_: str, version: str) -> int | None:
+    """The kernel version ``_families.py`` says serves ``type_`` in ``version`` (None: none)."""
+    from loopdbg.ops._families import VERSIONS
+    try:
+        n = opset_number(version)
+    except ValueError:
+        return None
+    usable = [v for v in VERSIONS.get(type_, ()) if v <= n]
+    return max(usable) if usable else None
+
+
+def _lookup_loaded(type_: str, version: str) -> KernelSpec | None:
+    """``lookup`` among the families imported so far."""
     versions = _REGISTRY.get(type_)
     if not versions:
         return None

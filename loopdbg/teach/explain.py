@@ -206,7 +206,7 @@ def _possible_modes(spec: LoopSpec, static: modes.Mode) -> dict[str, str]:
 
 def _trip_fact(spec: LoopSpec, mode: modes.Mode) -> dict:
     graph = getattr(spec, "parent_graph", None)
-    kind = modes._input_kind(spec, 0)
+    kind = modes.input_kind(spec, 0)
     fact: dict[str, Any] = {"source": source_name(graph, spec.layer.id, 0, inline_consts=False)}
     if kind in ("input", "computed"):
         fact["kind"] = kind
@@ -223,7 +223,7 @@ def _trip_fact(spec: LoopSpec, mode: modes.Mode) -> dict:
 
 
 def _exec_fact(spec: LoopSpec, started=None) -> dict:
-    kind = modes._input_kind(spec, 1)
+    kind = modes.input_kind(spec, 1)
     if kind is None:
         return {"kind": "absent", "value": True, "source": None}
     if isinstance(kind, str):

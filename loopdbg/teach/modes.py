@@ -53,7 +53,7 @@ def _constant(graph, layer_id: int, port: int, depth: int = 0):
     return None
 
 
-def _input_kind(spec: LoopSpec, port: int):
+def input_kind(spec: LoopSpec, port: int):
     """For Loop input ``port``: its constant value, "input" (a model input) or "computed"."""
     graph = getattr(spec, "parent_graph", None)
     if graph is None:
@@ -88,7 +88,7 @@ def body_condition(spec: LoopSpec):
         pos = spec.body.param_ids.index(src[0])
         for p, ext in spec.invariant:              # a body Parameter fed by a constant true
             if p == pos:
-                outer = _input_kind(spec, ext)
+                outer = input_kind(spec, ext)
                 if isinstance(outer, (bool, np.bool_)):
                     return bool(outer)
     return "computed"
@@ -98,11 +98,11 @@ def loop_mode(spec: LoopSpec, started=None) -> Mode:
     """The mode of ``spec``; ``started`` (a LoopStarted event) resolves input-dependent parts."""
     if spec.kind != "Loop":
         return Mode(TI, None, True, True)
-    trip = _input_kind(spec, 0)
+    trip = input_kind(spec, 0)
     if getattr(spec, "onnx", False) and isinstance(trip, (int, np.integer)) and \
             not isinstance(trip, bool) and trip < 0:
         trip = 0                        # ONNX: a negative M runs no iteration
-    cond_in = _input_kind(spec, 1)
+    cond_in = input_kind(spec, 1)
     depends = False
     if trip in ("input", "computed"):
         if started is not None:

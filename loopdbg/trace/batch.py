@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 MAX_FRAME = 4096            # bytes of one iteration's frame: bigger ones are written one by one
 BATCH = 16384               # iterations per BATCH frame (at most)
@@ -30,7 +30,7 @@ class BatchLayout:
 
     The compiled writer (``fastpath``, batch mode) touches three attributes per iteration:
     ``next`` (the iteration it expects, then the one after), the rows' ``append`` and
-    ``check_at`` (the iteration at which ``TraceWriter._batch_check`` looks at the batch next);
+    ``check_at`` (the iteration at which ``TraceWriter.batch_check`` looks at the batch next);
     the batch's first iteration is ``first``, so it holds ``next - first`` iterations."""
 
     __slots__ = ("writer", "runs", "next", "first", "path", "outer", "trip", "slots", "data",
@@ -58,7 +58,7 @@ class BatchLayout:
         self.size = self.row_bytes + 1      # bytes per iteration in the file (plus the batch's)
         distinct = len({id(r) for r in rows})
         held = self.size + 120 * distinct   # ... and in memory while waiting (array objects)
-        self.capacity = max(64, min(BATCH, writer._batch // held))
+        self.capacity = max(64, min(BATCH, writer.batch_bytes // held))
         self.step = min(256, self.capacity)
         self.check_at = self.first + self.step
 
@@ -80,12 +80,12 @@ class BatchLayout:
         flags = bytearray(b"\x03") * n
         for it, f in self.flags:
             flags[it - first] = f
-        meta = F.batch_meta(first, n, self.trip, self.path, self.outer, bytes(flags))
-        parts = [F.META_LEN.pack(len(meta)), meta, F.COUNT.pack(len(self.slots))]
+        meta = fmt.batch_meta(first, n, self.trip, self.path, self.outer, bytes(flags))
+        parts = [fmt.META_LEN.pack(len(meta)), meta, fmt.COUNT.pack(len(self.slots))]
         joined: dict[int, bytes] = {}       # shared rows are joined once
         for (group, name, dtype, shape), rows in zip(self.slots, self.data):
             nb = name.encode()
-            hdr = F.npy_header(dtype, (n,) + tuple(shape))
+            hdr = fmt.npy_header(dtype, (n,) + tuple(shape))
             data = joined.get(id(rows))
             if data is None:
                 try:
@@ -93,13 +93,13 @@ class BatchLayout:
                 except TypeError:               # a strided view: copy each row in C order
                     data = b"".join(np.ascontiguousarray(r) for r in rows)
                 joined[id(rows)] = data
-            parts += [F.ENTRY.pack(group, len(nb), len(hdr) + len(data)) + nb + hdr, data]
-        head = F.HEAD.pack(F.SYNC, F.BATCH, 0, 0, sum(len(p) for p in parts))
-        crc = F.crc32(head)
+            parts += [fmt.ENTRY.pack(group, len(nb), len(hdr) + len(data)) + nb + hdr, data]
+        head = fmt.HEAD.pack(fmt.SYNC, fmt.BATCH, 0, 0, sum(len(p) for p in parts))
+        crc = fmt.crc32(head)
         for p in parts:                     # the rows are copied once, here, and once more
-            crc = F.crc32(p, crc)           # when the pending frames are written
+            crc = fmt.crc32(p, crc)           # when the pending frames are written
         parts.insert(0, head)
-        parts.append(F.CRC.pack(crc))
+        parts.append(fmt.CRC.pack(crc))
         base = self.writer.append_frames(parts, 1)
         self.runs.add(first, n, base)
         for rows in self.data:

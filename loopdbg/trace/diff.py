@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loopdbg.text import safe
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 from loopdbg.trace.reader import Record, TraceReader
 
 # Inside an iteration, report first what was fed, then what was computed from it (trace-all nodes
 # are in execution order), so the first differing tensor is the nearest to the cause.
-_GROUP_ORDER = (F.SLICED_INPUTS, F.BODY_INPUTS, F.NODES, F.BACK_EDGES, F.SCAN_SLICES, F.OUTPUTS)
-_COMPARED = (F.LOOP_START, F.ITERATION, F.LOOP_FINISH, F.RUN_FINISH)
+_GROUP_ORDER = (fmt.SLICED_INPUTS, fmt.BODY_INPUTS, fmt.NODES, fmt.BACK_EDGES, fmt.SCAN_SLICES, fmt.OUTPUTS)
+_COMPARED = (fmt.LOOP_START, fmt.ITERATION, fmt.LOOP_FINISH, fmt.RUN_FINISH)
 
 
 @dataclass
@@ -75,11 +75,11 @@ def diff(a: str, b: str, rtol: float = 0.0, atol: float = 0.0) -> DiffResult:
 
 def _notes(ra: TraceReader, rb: TraceReader) -> list[str]:
     notes = []
-    ma, mb = F.header_part(ra.header, "model"), F.header_part(rb.header, "model")
+    ma, mb = fmt.header_part(ra.header, "model"), fmt.header_part(rb.header, "model")
     if (ma.get("xml_sha256"), ma.get("bin_sha256")) != (mb.get("xml_sha256"), mb.get("bin_sha256")):
         notes.append("the traces were recorded from different model files")
-    ha = F.header_part(ra.header, "inputs").get("sha256")
-    hb = F.header_part(rb.header, "inputs").get("sha256")
+    ha = fmt.header_part(ra.header, "inputs").get("sha256")
+    hb = fmt.header_part(rb.header, "inputs").get("sha256")
     if ha != hb:
         notes.append("the traces were recorded with different inputs")
     for r, name in ((ra, "A"), (rb, "B")):
@@ -92,11 +92,11 @@ def _describe(r: Record | None) -> str:
     if r is None:
         return "the end of the trace"
     m = r.meta
-    if r.kind == F.ITERATION:
+    if r.kind == fmt.ITERATION:
         return f"iteration {m.iteration} of loop '{m.path}'{_at(m.outer)}"
-    if r.kind == F.LOOP_START:
+    if r.kind == fmt.LOOP_START:
         return f"the start of loop '{m['path']}'{_at(tuple(m['outer']))}"
-    if r.kind == F.LOOP_FINISH:
+    if r.kind == fmt.LOOP_FINISH:
         return (f"the end of loop '{m['path']}'{_at(tuple(m['outer']))} after "
                 f"{m['iterations']} iterations ({m['reason']})")
     return "the end of the run"
@@ -108,7 +108,7 @@ def _compare(x: Record | None, y: Record | None, rtol, atol) -> Divergence | Non
         where = _where(ref)
         return Divergence(where, f"A has {_describe(x)}, B has {_describe(y)}",
                           *_loc(ref))
-    if x.kind == F.LOOP_START:
+    if x.kind == fmt.LOOP_START:
         for k, label in (("trip_count", "trip count"), ("execution_condition",
                                                         "execution condition")):
             if x.meta.get(k) != y.meta.get(k):
@@ -118,13 +118,13 @@ def _compare(x: Record | None, y: Record | None, rtol, atol) -> Divergence | Non
     d = _compare_arrays(x, y, rtol, atol)
     if d is not None:
         return d
-    if x.kind == F.ITERATION:
+    if x.kind == fmt.ITERATION:
         fa, fb = x.meta, y.meta
         for k in ("cond", "continues", "trip_count"):
             if getattr(fa, k) != getattr(fb, k):
                 return Divergence(_where(x), f"{'the body condition' if k == 'cond' else k} is "
                                   f"{getattr(fa, k)} in A, {getattr(fb, k)} in B", *_loc(x))
-    elif x.kind == F.LOOP_FINISH:
+    elif x.kind == fmt.LOOP_FINISH:
         if (x.meta["iterations"], x.meta["reason"]) != (y.meta["iterations"], y.meta["reason"]):
             return Divergence(_where(x), f"A stopped after {x.meta['iterations']} iterations "
                               f"({x.meta['reason']}), B after {y.meta['iterations']} "
@@ -137,11 +137,11 @@ def _compare_arrays(x: Record, y: Record, rtol, atol) -> Divergence | None:
     tb = {(g, n): a for g, n, a in y.arrays}
     keys = sorted(set(ta) | set(tb), key=lambda k: (_GROUP_ORDER.index(k[0])
                                                      if k[0] in _GROUP_ORDER else 99))
-    keys = [k for k in keys if k[0] != F.BODY_INPUTS or (k in ta and k in tb)]
+    keys = [k for k in keys if k[0] != fmt.BODY_INPUTS or (k in ta and k in tb)]
     first = None
     others = []
     for key in keys:
-        label = f"{F.GROUP_NAMES[key[0]]}/{key[1]}"
+        label = f"{fmt.GROUP_NAMES[key[0]]}/{key[1]}"
         a, b = ta.get(key), tb.get(key)
         if a is None or b is None:
             why = f"tensor {label} is only in {'B' if a is None else 'A'}"
@@ -199,29 +199,29 @@ def _num(x) -> str:
 
 def _key(r: Record):
     m = r.meta
-    if r.kind == F.ITERATION:
+    if r.kind == fmt.ITERATION:
         return (m.path, m.outer, m.iteration)
-    if r.kind in (F.LOOP_START, F.LOOP_FINISH):
+    if r.kind in (fmt.LOOP_START, fmt.LOOP_FINISH):
         return (m["path"], tuple(m["outer"]))
     return ()
 
 
 def _loc(r: Record) -> tuple:
     m = r.meta
-    if r.kind == F.ITERATION:
+    if r.kind == fmt.ITERATION:
         return (m.path, m.outer, m.iteration)
-    if r.kind in (F.LOOP_START, F.LOOP_FINISH):
+    if r.kind in (fmt.LOOP_START, fmt.LOOP_FINISH):
         return (m["path"], tuple(m["outer"]), None)
     return (None, (), None)
 
 
 def _where(r: Record) -> str:
     m = r.meta
-    if r.kind == F.ITERATION:
+    if r.kind == fmt.ITERATION:
         return f"loop '{m.path}'{_at(m.outer)}, iteration {m.iteration}"
-    if r.kind == F.LOOP_START:
+    if r.kind == fmt.LOOP_START:
         return f"loop '{m['path']}'{_at(tuple(m['outer']))}, at its start"
-    if r.kind == F.LOOP_FINISH:
+    if r.kind == fmt.LOOP_FINISH:
         return f"loop '{m['path']}'{_at(tuple(m['outer']))}, at its end"
     return "the model outputs"
 

@@ -22,11 +22,11 @@ import zipfile
 
 from loopdbg.files import Output
 from loopdbg.text import listing
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 from loopdbg.trace.reader import TraceReader
-from loopdbg.trace.records import iteration_fields
+from loopdbg.trace.frames import iteration_fields
 
-_BARE = (F.BACK_EDGES, F.SCAN_SLICES, F.SLICED_INPUTS)
+_BARE = (fmt.BACK_EDGES, fmt.SCAN_SLICES, fmt.SLICED_INPUTS)
 
 
 def loop_key(path: str, outer: tuple) -> str:
@@ -53,7 +53,7 @@ def export(trace: str, out, *, loops: list[str] | None = None, compress: bool = 
             missing = wanted - set(reader.paths())
             if missing:
                 known = listing(f"'{p}'" for p in reader.paths()) or "none"
-                raise F.TraceError(f"{trace}: no loop {listing(map(repr, sorted(missing)))} in "
+                raise fmt.TraceError(f"{trace}: no loop {listing(map(repr, sorted(missing)))} in "
                                    f"this trace; its loops: {known}.")
 
         def fill(f):
@@ -64,7 +64,7 @@ def export(trace: str, out, *, loops: list[str] | None = None, compress: bool = 
                 for key, data, (a, b) in _arrays(reader, wanted, outputs, skipped):
                     info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
                     if info.filename != key + ".npy" or key in keys:
-                        raise F.TraceError(f"{reader.path}: the array '{key}' cannot be exported "
+                        raise fmt.TraceError(f"{reader.path}: the array '{key}' cannot be exported "
                                            f"under its own name (" + ("another array has it"
                                            if key in keys else "a zip member name cannot hold "
                                            "it") + "); nothing was written.")
@@ -82,19 +82,19 @@ def export(trace: str, out, *, loops: list[str] | None = None, compress: bool = 
 def _arrays(reader: TraceReader, wanted, outputs: bool, skipped: list):
     """(key, frame bytes, (start, end) of the .npy) of every array to export, in file order."""
     for off, kind, data in reader.raw(skipped):
-        if kind not in (F.ITERATION, F.LOOP_FINISH, F.INPUTS, F.RUN_FINISH):
+        if kind not in (fmt.ITERATION, fmt.LOOP_FINISH, fmt.INPUTS, fmt.RUN_FINISH):
             continue
         try:
-            meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size, raw=True)
-            if kind == F.ITERATION:
+            meta, arrays = fmt.parse_body(data, fmt.HEAD.size, len(data) - fmt.CRC.size, raw=True)
+            if kind == fmt.ITERATION:
                 path, outer, iteration = iteration_fields(meta)[:3]
-            elif kind == F.LOOP_FINISH:
-                m = F.check_meta(kind, F.load_json(meta))
+            elif kind == fmt.LOOP_FINISH:
+                m = fmt.check_meta(kind, fmt.load_json(meta))
                 path, outer = m["path"], tuple(m["outer"])
         except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
-            raise F.TraceError(f"{reader.path}: the {F.KIND_NAMES.get(kind)} frame at byte {off} "
+            raise fmt.TraceError(f"{reader.path}: the {fmt.KIND_NAMES.get(kind)} frame at byte {off} "
                                f"cannot be exported: {exc}; nothing was written.") from None
-        if kind == F.ITERATION:
+        if kind == fmt.ITERATION:
             if wanted is not None and path not in wanted:
                 continue
             base = f"{loop_key(path, outer)}/{iteration}"
@@ -105,16 +105,16 @@ def _arrays(reader: TraceReader, wanted, outputs: bool, skipped: list):
                     yield f"{base}/{name}", data, span
                 else:
                     yield f"{base}/{_group(group)}/{name}", data, span
-        elif kind == F.LOOP_FINISH:
+        elif kind == fmt.LOOP_FINISH:
             if wanted is not None and path not in wanted:
                 continue
             for _, name, span in arrays:
                 yield f"{loop_key(path, outer)}/outputs/{name}", data, span
         elif outputs and wanted is None:
-            prefix = "inputs" if kind == F.INPUTS else "outputs"
+            prefix = "inputs" if kind == fmt.INPUTS else "outputs"
             for _, name, span in arrays:
                 yield f"{prefix}/{name}", data, span
 
 
 def _group(group: int) -> str:
-    return F.GROUP_NAMES[group] if group < len(F.GROUP_NAMES) else f"group{group}"
+    return fmt.GROUP_NAMES[group] if group < len(fmt.GROUP_NAMES) else f"group{group}"

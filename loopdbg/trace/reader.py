@@ -13,8 +13,8 @@ from typing import Iterator
 import numpy as np
 
 from loopdbg.text import listing
-from loopdbg.trace import format as F
-from loopdbg.trace.records import IterationFrame, LoopRecord, Record
+from loopdbg.trace import format as fmt
+from loopdbg.trace.frames import IterationFrame, LoopRecord, Record
 from loopdbg.trace.scan import TraceFile
 
 __all__ = ["IterationFrame", "LoopRecord", "Record", "TraceReader"]
@@ -48,29 +48,29 @@ class TraceReader(TraceFile):
         outer = tuple(outer)
         row = ix.row(path, outer)
         if row is None:
-            raise F.TraceError(self._no_loop(path, outer))
+            raise fmt.TraceError(self._no_loop(path, outer))
         n = ix.count(row)
         if not 0 <= iteration < n:
             rng = f"0..{n - 1}" if n else "none"
-            raise F.TraceError(f"{self.path}: loop '{path}'{_at(outer)} has {n} recorded "
+            raise fmt.TraceError(f"{self.path}: loop '{path}'{_at(outer)} has {n} recorded "
                                f"iteration{'s' if n != 1 else ''} ({rng}); there is no iteration "
                                f"{iteration}.")
         off, _ = ix.locate(row, iteration)
         what = f"the frame of loop '{path}'{_at(outer)} iteration {iteration}"
         if off == 0:
-            raise F.TraceError(f"{self.path}: {what} is missing (it was damaged).")
+            raise fmt.TraceError(f"{self.path}: {what} is missing (it was damaged).")
         rec = self._last_batch if self._last_batch is not None and self._last_batch.offset == off \
             else None
         if rec is None:
             rec = self._decode(off, what)
-            if rec.kind == F.BATCH:
+            if rec.kind == fmt.BATCH:
                 self._last_batch = rec           # the frames around it are in it too
         f = rec.meta
-        if rec.kind == F.BATCH:
+        if rec.kind == fmt.BATCH:
             if f.path != path or f.outer != outer or not f.first <= iteration < f.first + f.count:
                 raise self._damaged(what, off, "the index points to another frame")
             return f.iteration(iteration)
-        if rec.kind != F.ITERATION or f.path != path or f.iteration != iteration or f.outer != outer:
+        if rec.kind != fmt.ITERATION or f.path != path or f.iteration != iteration or f.outer != outer:
             raise self._damaged(what, off, "the index points to another frame")
         return f
 
@@ -80,11 +80,11 @@ class TraceReader(TraceFile):
         if outer is not None:
             rows = [ix.row(path, tuple(outer))]
             if rows[0] is None:
-                raise F.TraceError(self._no_loop(path, tuple(outer)))
+                raise fmt.TraceError(self._no_loop(path, tuple(outer)))
         else:
             rows = ix.rows(path)
             if not rows:
-                raise F.TraceError(self._no_loop(path, ()))
+                raise fmt.TraceError(self._no_loop(path, ()))
         for row in rows:
             _, o = ix.key(row)
             for k in range(ix.count(row)):
@@ -98,10 +98,10 @@ class TraceReader(TraceFile):
         """The LoopStarted of an execution: kind, trip count, and the loop's schema (roles...)."""
         row = self.index.row(path, tuple(outer))
         if row is None:
-            raise F.TraceError(self._no_loop(path, tuple(outer)))
+            raise fmt.TraceError(self._no_loop(path, tuple(outer)))
         off = int(self.index.ex_start[row])
         if off < 0:
-            raise F.TraceError(f"{self.path}: the start of loop '{path}'{_at(outer)} is not "
+            raise fmt.TraceError(f"{self.path}: the start of loop '{path}'{_at(outer)} is not "
                                f"in the trace.")
         meta = self._decode(off, f"the start frame of loop '{path}'{_at(outer)}").meta
         if "schema" not in meta:                 # written with the loop's first execution only
@@ -115,7 +115,7 @@ class TraceReader(TraceFile):
         """The last-value outputs of an execution (concatenated ones are its scan slices)."""
         row = self.index.row(path, tuple(outer))
         if row is None:
-            raise F.TraceError(self._no_loop(path, tuple(outer)))
+            raise fmt.TraceError(self._no_loop(path, tuple(outer)))
         off = int(self.index.ex_finish[row])
         if off < 0:
             return None
@@ -135,7 +135,7 @@ class TraceReader(TraceFile):
         values.update(here.sliced_inputs)
         try:
             schema = self.loop_start(path, outer).get("schema") or {}
-        except F.TraceError:
+        except fmt.TraceError:
             schema = {}
         cur = schema.get("current_iteration")
         if cur and not cur.get("fed_back"):
@@ -173,22 +173,22 @@ class TraceReader(TraceFile):
         batch's offset (so traces compare the same however their iterations were batched).
         ``skipped``: a list given the sentence of each damaged frame the walk stepped over."""
         for off, kind, data in self._walk(skipped=skipped):
-            if kind == F.BATCH:
-                what = f"the {F.KIND_NAMES[kind]} frame"
+            if kind == fmt.BATCH:
+                what = f"the {fmt.KIND_NAMES[kind]} frame"
                 try:
-                    meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
-                    frames = list(F.batch_iterations(meta, arrays))
-                except (ValueError, struct.error, UnicodeDecodeError, F.TraceError) as exc:
+                    meta, arrays = fmt.parse_body(data, fmt.HEAD.size, len(data) - fmt.CRC.size)
+                    frames = list(fmt.batch_iterations(meta, arrays))
+                except (ValueError, struct.error, UnicodeDecodeError, fmt.TraceError) as exc:
                     raise self._damaged(what, off,
                                         f"its contents cannot be decoded ({exc})") from None
                 for frame in frames:
-                    yield off, F.ITERATION, frame
-            elif kind != F.HEADER:
+                    yield off, fmt.ITERATION, frame
+            elif kind != fmt.HEADER:
                 yield off, kind, data
 
     def decode(self, off: int, kind: int, data: bytes) -> Record:
         """The Record of a frame given by ``raw``."""
-        return self._decode_data(off, kind, data, f"the {F.KIND_NAMES.get(kind)} frame")
+        return self._decode_data(off, kind, data, f"the {fmt.KIND_NAMES.get(kind)} frame")
 
     # -- summary ----------------------------------------------------------------------------
     @property

@@ -24,7 +24,7 @@ import numpy as np
 from loopdbg import __version__
 from loopdbg.engine import events as ev
 from loopdbg.files.read import open_regular
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 from loopdbg.trace.writer import TraceWriter
 
 
@@ -33,7 +33,7 @@ def file_sha256(path) -> str | None:
     by a trace's header would hang the read); None when it cannot be read."""
     try:
         h = hashlib.sha256()
-        with open_regular(path, F.TraceError) as f:
+        with open_regular(path, fmt.TraceError) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         return h.hexdigest()
@@ -85,26 +85,26 @@ def open_recorded_model(reader, trace_path=None):
     info = header.get("model") if isinstance(header.get("model"), Mapping) else {}
     path = info.get("path")
     if not isinstance(path, str) or not path or not Path(path).exists():
-        raise F.TraceError(f"{where}: the model it was recorded from ({path or 'unknown'}) is not "
+        raise fmt.TraceError(f"{where}: the model it was recorded from ({path or 'unknown'}) is not "
                            f"there, so it cannot be replayed; `loopdbg trace show` still reads the "
                            f"recorded values.")
     changed = "changed since the trace was recorded (its sha256 differs), so the replay would " \
               "not show the recorded run"
     want = info.get("xml_sha256")
     if want and file_sha256(path) != want:
-        raise F.TraceError(f"{where}: {path} {changed}.")
+        raise fmt.TraceError(f"{where}: {path} {changed}.")
     want = info.get("bin_sha256")
     if want:                                 # the .bin the IR reader will read: beside the .xml
         weights = Path(path).with_suffix(".bin")
         if not weights.exists():
-            raise F.TraceError(f"{where}: the weights of {path} ({weights.name}) are not there any "
+            raise fmt.TraceError(f"{where}: the weights of {path} ({weights.name}) are not there any "
                                f"more, so it cannot be replayed.")
         if file_sha256(weights) != want:
-            raise F.TraceError(f"{where}: {weights} {changed}.")
+            raise fmt.TraceError(f"{where}: {weights} {changed}.")
     inputs = header.get("inputs") if isinstance(header.get("inputs"), Mapping) else {}
     stored = reader.model_inputs()
     if inputs.get("sha256") and stored is not None and inputs_sha256(stored) != inputs["sha256"]:
-        raise F.TraceError(f"{where}: the inputs stored in the trace do not have the sha256 its "
+        raise fmt.TraceError(f"{where}: the inputs stored in the trace do not have the sha256 its "
                            f"header gives (the file was altered), so it cannot be replayed.")
     return read_model(path)
 
@@ -113,12 +113,12 @@ def make_header(model=None, inputs: Mapping | None = None, options: Mapping | No
                 source: str | None = None) -> dict:
     opts = dict(options or {})
     opts.setdefault("trace_all", bool(opts.get("record_nodes", False)))
-    header = {"format": "loopdbg trace", "version": list(F.VERSION), "loopdbg": __version__,
+    header = {"format": "loopdbg trace", "version": list(fmt.VERSION), "loopdbg": __version__,
               "numpy": np.__version__,
               "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
               "model": model_info(model), "options": opts}
     if inputs is not None:
-        arrays = {k: F.check_array(v, f"input '{k}'") for k, v in inputs.items()}
+        arrays = {k: fmt.check_array(v, f"input '{k}'") for k, v in inputs.items()}
         header["inputs"] = {"sha256": inputs_sha256(arrays), "source": source,
                             "arrays": [{"name": k, "dtype": str(a.dtype), "shape": list(a.shape)}
                                        for k, a in sorted(arrays.items())]}
@@ -164,7 +164,7 @@ class Recording:
             if pump is not None and pump(events):
                 break                       # ... to the end
         self._gen.close()                   # never started: nothing of it runs
-        writer.close(F.COMPLETE if writer.final is not None else F.STOPPED)
+        writer.close(fmt.COMPLETE if writer.final is not None else fmt.STOPPED)
 
     def timeline(self, engine):
         """The run so far as read back from the trace (a ``RecordingTimeline``): how a live
@@ -181,7 +181,7 @@ class Recording:
         self._gen.close()
         if not self.writer.closed:              # the generator had not started
             _close_events(self._events)
-            self.writer.close(F.COMPLETE if self.final is not None else F.STOPPED)
+            self.writer.close(fmt.COMPLETE if self.final is not None else fmt.STOPPED)
 
     def __enter__(self) -> "Recording":
         return self
@@ -190,11 +190,11 @@ class Recording:
         if et is None:
             self.close()
         elif issubclass(et, KeyboardInterrupt):
-            self.close(F.INTERRUPTED, "interrupted (Ctrl+C)")
+            self.close(fmt.INTERRUPTED, "interrupted (Ctrl+C)")
         else:
             try:
-                self.close(F.ERROR, str(exc) or et.__name__)
-            except F.TraceError:
+                self.close(fmt.ERROR, str(exc) or et.__name__)
+            except fmt.TraceError:
                 pass
         return False
 
@@ -207,22 +207,22 @@ def _record(events, writer: TraceWriter):
             yield event
     except GeneratorExit:                   # the consumer stopped early (close, or dropped us)
         _close_events(events)
-        _finish(writer, F.COMPLETE if writer.final is not None else F.STOPPED, None)
+        _finish(writer, fmt.COMPLETE if writer.final is not None else fmt.STOPPED, None)
         raise
     except KeyboardInterrupt:
-        _finish(writer, F.INTERRUPTED, "interrupted (Ctrl+C)")
+        _finish(writer, fmt.INTERRUPTED, "interrupted (Ctrl+C)")
         raise
     except BaseException as exc:
-        _finish(writer, F.ERROR, str(exc) or type(exc).__name__)
+        _finish(writer, fmt.ERROR, str(exc) or type(exc).__name__)
         raise
-    writer.close(F.COMPLETE if writer.final is not None else F.STOPPED)
+    writer.close(fmt.COMPLETE if writer.final is not None else fmt.STOPPED)
 
 
 def _finish(writer: TraceWriter, status: str, error: str | None) -> None:
     """Close after an exception: that exception is the one to report, not a failed close."""
     try:
         writer.close(status, error)
-    except F.TraceError:
+    except fmt.TraceError:
         pass
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Iterator
 
 from loopdbg.files import kind_of
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 from loopdbg.trace.index import Index
-from loopdbg.trace.records import (Record, batch_frame, iteration_fields, iteration_frame,
+from loopdbg.trace.frames import (Record, batch_frame, iteration_fields, iteration_frame,
                                    iteration_meta, meta_bytes)
 
 
@@ -32,18 +32,18 @@ class TraceFile:
         self._last_batch: Record | None = None     # the BATCH frame read last (reader.frame)
         p = Path(self.path)
         if not p.exists():
-            raise F.TraceError(f"{self.path}: no such file.")
+            raise fmt.TraceError(f"{self.path}: no such file.")
         if p.is_dir():
-            raise F.TraceError(f"{self.path} is a folder, not a trace file.")
+            raise fmt.TraceError(f"{self.path} is a folder, not a trace file.")
         try:                    # O_NONBLOCK: opening a FIFO must not wait for a writer
             self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0)
                                | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
-            raise F.TraceError(f"cannot open {self.path}: {exc.strerror or exc}.") from None
+            raise fmt.TraceError(f"cannot open {self.path}: {exc.strerror or exc}.") from None
         try:
             st = os.fstat(self._fd)
             if not stat.S_ISREG(st.st_mode):   # a FIFO would hang a read, /dev/zero never end
-                raise F.TraceError(f"{self.path} is {kind_of(st.st_mode)}, not a regular file; "
+                raise fmt.TraceError(f"{self.path} is {kind_of(st.st_mode)}, not a regular file; "
                                    f"loopdbg reads only regular files.")
             self.size = st.st_size
             self._open(scan)
@@ -54,43 +54,43 @@ class TraceFile:
 
     # -- opening ----------------------------------------------------------------------------
     def _open(self, force_scan: bool) -> None:
-        raw = os.pread(self._fd, F.PREAMBLE.size, 0)
+        raw = os.pread(self._fd, fmt.PREAMBLE.size, 0)
         if self.size == 0:
-            raise F.TraceError(f"{self.path} is empty (the recording wrote nothing).")
-        if raw[:len(F.MAGIC)] == F.MAGIC[:len(raw)] and len(raw) < F.PREAMBLE.size:
-            raise F.TraceError(f"{self.path} is truncated inside its first 16 bytes; it holds "
+            raise fmt.TraceError(f"{self.path} is empty (the recording wrote nothing).")
+        if raw[:len(fmt.MAGIC)] == fmt.MAGIC[:len(raw)] and len(raw) < fmt.PREAMBLE.size:
+            raise fmt.TraceError(f"{self.path} is truncated inside its first 16 bytes; it holds "
                                f"nothing.")
-        if len(raw) < F.PREAMBLE.size or raw[:len(F.MAGIC)] != F.MAGIC:
-            raise F.TraceError(f"{self.path} is not a loopdbg trace (it does not start with the "
+        if len(raw) < fmt.PREAMBLE.size or raw[:len(fmt.MAGIC)] != fmt.MAGIC:
+            raise fmt.TraceError(f"{self.path} is not a loopdbg trace (it does not start with the "
                                f"trace magic bytes).")
-        _, major, minor = F.PREAMBLE.unpack(raw)
+        _, major, minor = fmt.PREAMBLE.unpack(raw)
         self.version = (major, minor)
-        if major not in F.READABLE:
-            raise F.TraceError(f"{self.path} is a version {major}.{minor} trace; this loopdbg "
+        if major not in fmt.READABLE:
+            raise fmt.TraceError(f"{self.path} is a version {major}.{minor} trace; this loopdbg "
                                f"reads versions "
-                               f"{' and '.join(f'{v}.x' for v in F.READABLE)}.")
+                               f"{' and '.join(f'{v}.x' for v in fmt.READABLE)}.")
         self.problems: list[str] = []
         self.truncated = False
         self.index_damaged = False
         self.valid_end = self.size             # end of the last good frame (scan mode)
-        head = os.pread(self._fd, F.HEAD.size, F.PREAMBLE.size)
-        if len(head) == F.HEAD.size and head[:4] == F.SYNC and \
-                F.PREAMBLE.size + F.HEAD.size + F.HEAD.unpack(head)[4] + F.CRC.size > self.size:
-            raise F.TraceError(f"{self.path} is truncated inside its header frame; it holds no "
+        head = os.pread(self._fd, fmt.HEAD.size, fmt.PREAMBLE.size)
+        if len(head) == fmt.HEAD.size and head[:4] == fmt.SYNC and \
+                fmt.PREAMBLE.size + fmt.HEAD.size + fmt.HEAD.unpack(head)[4] + fmt.CRC.size > self.size:
+            raise fmt.TraceError(f"{self.path} is truncated inside its header frame; it holds no "
                                f"recorded frames.")
-        if len(head) < F.HEAD.size:
-            raise F.TraceError(f"{self.path} is truncated before its header frame ended; it holds "
+        if len(head) < fmt.HEAD.size:
+            raise fmt.TraceError(f"{self.path} is truncated before its header frame ended; it holds "
                                f"no recorded frames.")
-        kind, data = self._read(F.PREAMBLE.size, "the header frame")
-        if kind != F.HEADER:
-            raise F.TraceError(f"{self.path}: the first frame is not a header.")
+        kind, data = self._read(fmt.PREAMBLE.size, "the header frame")
+        if kind != fmt.HEADER:
+            raise fmt.TraceError(f"{self.path}: the first frame is not a header.")
         try:
-            meta, _ = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
-            self.header: dict = F.load_json(meta)
+            meta, _ = fmt.parse_body(data, fmt.HEAD.size, len(data) - fmt.CRC.size)
+            self.header: dict = fmt.load_json(meta)
             if not isinstance(self.header, dict):
                 raise ValueError("it is not a JSON object")
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
-            raise self._damaged("the header frame", F.PREAMBLE.size,
+            raise self._damaged("the header frame", fmt.PREAMBLE.size,
                                 f"its contents cannot be decoded ({exc})") from None
         self.index: Index | None = None
         if not force_scan:
@@ -101,22 +101,22 @@ class TraceFile:
         self.end = self._end_meta()
 
     def _load_footer(self) -> Index | None:
-        if self.size < F.PREAMBLE.size + F.LOCATOR.size:
+        if self.size < fmt.PREAMBLE.size + fmt.LOCATOR.size:
             return None
-        loc = F.parse_locator(os.pread(self._fd, F.LOCATOR.size, self.size - F.LOCATOR.size))
+        loc = fmt.parse_locator(os.pread(self._fd, fmt.LOCATOR.size, self.size - fmt.LOCATOR.size))
         if loc is None:
             return None                     # no locator at the end: the file was cut short
-        if loc[0] + loc[1] != self.size - F.LOCATOR.size:
+        if loc[0] + loc[1] != self.size - fmt.LOCATOR.size:
             self.index_damaged = True
             return None
         try:
             kind, data = self._read(loc[0], "the footer index")
-            if kind != F.FOOTER:
+            if kind != fmt.FOOTER:
                 return None
-            meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
-            return Index.from_footer(F.load_json(meta), {n: a for _, n, a in arrays},
+            meta, arrays = fmt.parse_body(data, fmt.HEAD.size, len(data) - fmt.CRC.size)
+            return Index.from_footer(fmt.load_json(meta), {n: a for _, n, a in arrays},
                                      self.version[0])
-        except (F.TraceError, ValueError, KeyError, TypeError, AttributeError, struct.error):
+        except (fmt.TraceError, ValueError, KeyError, TypeError, AttributeError, struct.error):
             self.index_damaged = True
             return None
 
@@ -126,7 +126,7 @@ class TraceFile:
             try:
                 self._index_frame(ix, off, kind, data)
             except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
-                self.problems.append(f"the {F.KIND_NAMES.get(kind, 'unknown')} frame at byte "
+                self.problems.append(f"the {fmt.KIND_NAMES.get(kind, 'unknown')} frame at byte "
                                      f"{off} cannot be decoded ({exc}); it was skipped")
         self.index = ix
         if self.index_damaged:
@@ -136,26 +136,26 @@ class TraceFile:
     def _index_frame(self, ix: Index, off: int, kind: int, data: bytes) -> None:
         """Add one frame found by scanning to the index; its meta is decoded and checked first
         (ValueError, KeyError, TypeError when it is not what the format says)."""
-        if kind in (F.ITERATION, F.BATCH):
-            if kind == F.ITERATION:
+        if kind in (fmt.ITERATION, fmt.BATCH):
+            if kind == fmt.ITERATION:
                 path, outer, k, trip = iteration_meta(data)
                 n = 1
             else:
                 if self.version[0] < 2:
                     raise ValueError("a version 1 trace holds no batches")
-                path, outer, k, n, trip, _ = F.parse_batch_meta(meta_bytes(data))
+                path, outer, k, n, trip, _ = fmt.parse_batch_meta(meta_bytes(data))
             row = ix.row(path, outer)
             have = len(ix.per_row[row]) if row is not None else 0
-            if k < 0 or k > have + self.size // (F.HEAD.size + F.CRC.size):
+            if k < 0 or k > have + self.size // (fmt.HEAD.size + fmt.CRC.size):
                 raise ValueError(f"iteration {k} cannot be in a file of {self.size} bytes")
             if row is None:
                 row = ix.start(path, outer, -1, trip)
             ix.per_row[row].add(k, n, off)
-        elif kind in (F.LOOP_START, F.LOOP_FINISH):
-            meta = F.check_meta(kind, F.load_json(meta_bytes(data)))
+        elif kind in (fmt.LOOP_START, fmt.LOOP_FINISH):
+            meta = fmt.check_meta(kind, fmt.load_json(meta_bytes(data)))
             path, outer = meta["path"], tuple(meta["outer"])
             row = ix.row(path, outer)
-            if kind == F.LOOP_START:
+            if kind == fmt.LOOP_START:
                 trip = meta.get("trip_count")
                 trip = None if trip is None else int(trip)
                 ix.path_info.setdefault(path, {"kind": meta.get("kind"),
@@ -173,13 +173,13 @@ class TraceFile:
                 if row is None:
                     row = ix.start(path, outer, -1, None)
                 ix.finish(row, off, iterations, reason, error)
-        elif kind == F.NOTICE:
+        elif kind == fmt.NOTICE:
             ix.notices.append(off)
-        elif kind == F.INPUTS:
+        elif kind == fmt.INPUTS:
             ix.inputs = off
-        elif kind == F.RUN_FINISH:
+        elif kind == fmt.RUN_FINISH:
             ix.run_finish = off
-        elif kind == F.END:
+        elif kind == fmt.END:
             ix.end = off
         ix.frames += 1
 
@@ -187,7 +187,7 @@ class TraceFile:
               ) -> Iterator[tuple[int, int, bytes]]:
         """Every good frame in file order: (offset, kind, frame bytes). Notes damage in problems
         (``index_only``), else in ``skipped`` when given."""
-        if self.size <= F.PREAMBLE.size:
+        if self.size <= fmt.PREAMBLE.size:
             self.valid_end = self.size
             return
         mm = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)     # the file opened, not the path
@@ -198,26 +198,26 @@ class TraceFile:
 
     def _walk_map(self, mm, index_only: bool, skipped: list | None = None):
         size = len(mm)
-        pos = F.PREAMBLE.size
-        head_size, crc_size = F.HEAD.size, F.CRC.size
-        unpack_head = F.HEAD.unpack_from
+        pos = fmt.PREAMBLE.size
+        head_size, crc_size = fmt.HEAD.size, fmt.CRC.size
+        unpack_head = fmt.HEAD.unpack_from
         problems = self.problems if index_only else [] if skipped is None else skipped
         good_end = pos
         while pos + head_size <= size:
             sync, kind, _, _, blen = unpack_head(mm, pos)
             end = pos + head_size + blen + crc_size
-            ok = sync == F.SYNC and end <= size
+            ok = sync == fmt.SYNC and end <= size
             if ok:
                 data = mm[pos:end]
-                ok = F.crc_ok(data)
+                ok = fmt.crc_ok(data)
             if not ok:
                 nxt = self._next_frame(mm, pos + 1)
-                if nxt < 0 and not (sync == F.SYNC and end <= size):
+                if nxt < 0 and not (sync == fmt.SYNC and end <= size):
                     break                   # an incomplete last frame (or locator): truncated
-                if kind == F.FOOTER or self._is_locator(mm, pos):
+                if kind == fmt.FOOTER or self._is_locator(mm, pos):
                     pass
-                elif sync == F.SYNC:
-                    problems.append(f"the {F.KIND_NAMES.get(kind, 'unknown')} frame at byte "
+                elif sync == fmt.SYNC:
+                    problems.append(f"the {fmt.KIND_NAMES.get(kind, 'unknown')} frame at byte "
                                     f"{pos} is damaged (checksum mismatch); it was skipped")
                 else:
                     problems.append(f"bytes {pos}..{nxt if nxt >= 0 else size} are not a frame; "
@@ -227,26 +227,26 @@ class TraceFile:
                 pos = nxt
                 continue
             good_end = end
-            if kind != F.FOOTER:
+            if kind != fmt.FOOTER:
                 yield pos, kind, data
             pos = end
         if index_only:
             self.valid_end = good_end
 
     def _is_locator(self, mm, pos: int) -> bool:
-        return len(mm) - pos == F.LOCATOR.size and F.parse_locator(mm[pos:]) is not None
+        return len(mm) - pos == fmt.LOCATOR.size and fmt.parse_locator(mm[pos:]) is not None
 
     @staticmethod
     def _next_frame(mm, start: int) -> int:
         """Offset of the next position at or after ``start`` holding a complete, valid frame."""
         size = len(mm)
         while True:
-            p = mm.find(F.SYNC, start)
-            if p < 0 or p + F.HEAD.size > size:
+            p = mm.find(fmt.SYNC, start)
+            if p < 0 or p + fmt.HEAD.size > size:
                 return -1
-            _, _, _, _, blen = F.HEAD.unpack_from(mm, p)
-            end = p + F.HEAD.size + blen + F.CRC.size
-            if end <= size and F.crc_ok(mm[p:end]):
+            _, _, _, _, blen = fmt.HEAD.unpack_from(mm, p)
+            end = p + fmt.HEAD.size + blen + fmt.CRC.size
+            if end <= size and fmt.crc_ok(mm[p:end]):
                 return p
             start = p + 1
 
@@ -254,23 +254,23 @@ class TraceFile:
     def _read(self, off: int, what: str) -> tuple[int, bytes]:
         """(kind, frame bytes) of the frame at ``off``, checked; TraceError naming ``what``."""
         if self._fd < 0:
-            raise F.TraceError(f"the trace {self.path} is closed.")
-        head = os.pread(self._fd, F.HEAD.size, off)
-        if len(head) < F.HEAD.size:
+            raise fmt.TraceError(f"the trace {self.path} is closed.")
+        head = os.pread(self._fd, fmt.HEAD.size, off)
+        if len(head) < fmt.HEAD.size:
             raise self._damaged(what, off, "it runs past the end of the file")
-        sync, kind, _, _, blen = F.HEAD.unpack(head)
-        if sync != F.SYNC:
+        sync, kind, _, _, blen = fmt.HEAD.unpack(head)
+        if sync != fmt.SYNC:
             raise self._damaged(what, off, "no frame starts there")
-        total = F.HEAD.size + blen + F.CRC.size
+        total = fmt.HEAD.size + blen + fmt.CRC.size
         if off + total > self.size:
             raise self._damaged(what, off, "it runs past the end of the file")
         data = os.pread(self._fd, total, off)
-        if len(data) != total or not F.crc_ok(data):
+        if len(data) != total or not fmt.crc_ok(data):
             raise self._damaged(what, off, "its checksum does not match")
         return kind, data
 
-    def _damaged(self, what: str, off: int, why: str) -> F.TraceError:
-        return F.TraceError(f"{self.path}: {what} (at byte {off}) is damaged: {why}.")
+    def _damaged(self, what: str, off: int, why: str) -> fmt.TraceError:
+        return fmt.TraceError(f"{self.path}: {what} (at byte {off}) is damaged: {why}.")
 
     def _decode(self, off: int, what: str) -> Record:
         kind, data = self._read(off, what)
@@ -278,12 +278,12 @@ class TraceFile:
 
     def _decode_data(self, off: int, kind: int, data: bytes, what: str) -> Record:
         try:
-            meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
-            if kind == F.ITERATION:
+            meta, arrays = fmt.parse_body(data, fmt.HEAD.size, len(data) - fmt.CRC.size)
+            if kind == fmt.ITERATION:
                 return Record(kind, off, iteration_frame(meta, arrays, off), arrays)
-            if kind == F.BATCH:
+            if kind == fmt.BATCH:
                 return Record(kind, off, batch_frame(meta, arrays, off), arrays)
-            return Record(kind, off, F.check_meta(kind, F.load_json(meta)), arrays)
+            return Record(kind, off, fmt.check_meta(kind, fmt.load_json(meta)), arrays)
         except (ValueError, KeyError, struct.error, UnicodeDecodeError) as exc:
             raise self._damaged(what, off, f"its contents cannot be decoded ({exc})") from None
 
@@ -295,22 +295,22 @@ class TraceFile:
         problems = []
         for off, kind, data in self._walk_checked(problems):
             try:
-                if kind == F.BATCH:
-                    meta, arrays = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size)
+                if kind == fmt.BATCH:
+                    meta, arrays = fmt.parse_body(data, fmt.HEAD.size, len(data) - fmt.CRC.size)
                     batch_frame(meta, arrays, off)
                     continue
-                meta, _ = F.parse_body(data, F.HEAD.size, len(data) - F.CRC.size, raw=True)
-                if kind == F.ITERATION:
+                meta, _ = fmt.parse_body(data, fmt.HEAD.size, len(data) - fmt.CRC.size, raw=True)
+                if kind == fmt.ITERATION:
                     iteration_fields(meta)
                 else:
-                    F.check_meta(kind, F.load_json(meta))
+                    fmt.check_meta(kind, fmt.load_json(meta))
             except (ValueError, struct.error, UnicodeDecodeError) as exc:
-                problems.append(f"the {F.KIND_NAMES.get(kind, 'unknown')} frame at byte {off} is "
+                problems.append(f"the {fmt.KIND_NAMES.get(kind, 'unknown')} frame at byte {off} is "
                                 f"invalid: {exc}")
         return problems
 
     def _walk_checked(self, problems: list):
-        if self.size <= F.PREAMBLE.size:
+        if self.size <= fmt.PREAMBLE.size:
             return
         mm = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
         saved = self.problems
@@ -338,7 +338,7 @@ class TraceFile:
             return None
         try:
             return self._decode(self.index.end, "the END frame").meta
-        except F.TraceError as exc:
+        except fmt.TraceError as exc:
             self.problems.append(str(exc))
             return None
 

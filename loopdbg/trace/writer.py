@@ -25,22 +25,22 @@ from loopdbg.engine import events as ev
 from loopdbg.errors import ResourceLimitError
 from loopdbg.files import open_recording
 from loopdbg.text import byte_size as size
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 from loopdbg.trace import fastpath
 from loopdbg.trace.index import Index
 from loopdbg.trace.sink import Sink
 
-_pack_head = F.HEAD.pack
-_pack_crc = F.CRC.pack
-_pack_meta_len = F.META_LEN.pack
-_pack_count = F.COUNT.pack
-_pack_iter = F.ITER_FIXED.pack
-_crc32 = F.crc32
+_pack_head = fmt.HEAD.pack
+_pack_crc = fmt.CRC.pack
+_pack_meta_len = fmt.META_LEN.pack
+_pack_count = fmt.COUNT.pack
+_pack_iter = fmt.ITER_FIXED.pack
+_crc32 = fmt.crc32
 _ndarray = np.ndarray
 _asarray = np.asarray
-_SYNC = F.SYNC
-_BIG = F.BIG
-_CRC_SIZE = F.CRC.size
+_SYNC = fmt.SYNC
+_BIG = fmt.BIG
+_CRC_SIZE = fmt.CRC.size
 _JOIN_PARTS = 64                 # a flush of at most this many pending parts holding at least
 _JOIN_BYTES = 256 << 10          # this many bytes writes them unjoined (os.writev), else joined
 
@@ -61,14 +61,14 @@ class TraceWriter:
         ``max_bytes``: the trace's size cap (None: none); past it the next flush raises
         ResourceLimitError, and the recording closes the file, readable up to there."""
         self.path = str(path)
-        fd = open_recording(self.path, [*F.recorded_sources(dict(header or {})), *reads],
+        fd = open_recording(self.path, [*fmt.recorded_sources(dict(header or {})), *reads],
                             what="the trace")
         self._raw = open(fd, "wb", buffering=0)     # exclusively locked until closed
         self._sink = Sink(self._raw, queue_bytes)
         self._pend: list = []                 # small frames not yet handed to the sink
         self._pos = 0                         # file offset after the last frame encoded
         self._flushed = 0                     # file offset up to which the sink has the bytes
-        self._batch = batch_bytes
+        self.batch_bytes = batch_bytes      # frames are flushed (and batched) by this much
         self._max_bytes = max_bytes
         self._interval = flush_interval
         self._last_flush = time.monotonic()
@@ -85,15 +85,14 @@ class TraceWriter:
         self._execs: dict = {}                # (path, outer) -> fastpath.Execution, running ones
         self._cur: fastpath.Execution | None = None   # the one whose code is installed
         self._slots: dict = {}                # id(spec) -> (spec, fastpath.slots_of(spec))
-        self._plans: dict = {}                # (id(spec), tail length) -> fastpath plan
         self._lead_json: dict = {}            # path -> the start of its LOOP_START meta
         self.header = dict(header or {})
-        self._pend.append(F.preamble())
-        self._pos = F.PREAMBLE.size
-        self._frame(F.HEADER, F.json_bytes(self.header), ())
+        self._pend.append(fmt.preamble())
+        self._pos = fmt.PREAMBLE.size
+        self._frame(fmt.HEADER, fmt.json_bytes(self.header), ())
         if model_inputs:
             self.index.inputs = self._frame(
-                F.INPUTS, b"{}", [(F.MODEL_INPUTS, k, v) for k, v in sorted(model_inputs.items())])
+                fmt.INPUTS, b"{}", [(fmt.MODEL_INPUTS, k, v) for k, v in sorted(model_inputs.items())])
         self._flush()
 
     # -- public -----------------------------------------------------------------------------
@@ -129,7 +128,7 @@ class TraceWriter:
         """Append one engine event (replaced per loop execution by compiled code, which falls
         back here for anything but its own next iteration)."""
         if self._closed:
-            raise F.TraceError(f"the trace {self.path} is closed; nothing more can be written.")
+            raise fmt.TraceError(f"the trace {self.path} is closed; nothing more can be written.")
         if isinstance(event, ev.IterationDone):
             ex = self._execs.get((event.path, event.outer))
             if ex is not None and ex.fast is not None and ex.spec is event.spec:
@@ -145,7 +144,7 @@ class TraceWriter:
         elif isinstance(event, ev.LoopFinished):
             self._loop_finished(event)
         elif isinstance(event, ev.Notice):
-            off = self._frame(F.NOTICE, F.json_bytes(
+            off = self._frame(fmt.NOTICE, fmt.json_bytes(
                 {"path": event.path, "message": event.message, "rule": event.rule}), ())
             self.index.notices.append(off)
         elif isinstance(event, ev.RunFinished):
@@ -153,8 +152,8 @@ class TraceWriter:
             meta = {"interrupted": event.interrupted, "loops": len(event.loops),
                     "notices": len(event.notices), "outputs": list(event.outputs)}
             self.index.run_finish = self._frame(
-                F.RUN_FINISH, F.json_bytes(meta),
-                [(F.OUTPUTS, k, v) for k, v in event.outputs.items()])
+                fmt.RUN_FINISH, fmt.json_bytes(meta),
+                [(fmt.OUTPUTS, k, v) for k, v in event.outputs.items()])
         else:
             raise TypeError(f"not an engine event: {type(event).__name__}")
         self._maybe_flush()
@@ -162,7 +161,7 @@ class TraceWriter:
     def append_frame(self, frame: bytes, offsets) -> None:
         """Append one encoded frame (head to its last byte; the checksum is added here) and its
         offset to ``offsets``. The code ``fastpath`` compiles calls this once per iteration it
-        takes; every ``_tick_every`` frames it also decides whether to flush or to batch."""
+        takes; every ``check_every`` frames it also decides whether to flush or to batch."""
         off = self._pos
         pend = self._pend
         pend.append(frame)
@@ -183,7 +182,7 @@ class TraceWriter:
         self._nframes += count
         return base
 
-    def close(self, status: str = F.COMPLETE, error: str | None = None) -> None:
+    def close(self, status: str = fmt.COMPLETE, error: str | None = None) -> None:
         """Write the END frame, the footer and the locator; close the file. Idempotent."""
         if self._closed:
             return
@@ -195,15 +194,15 @@ class TraceWriter:
             if self._settle():
                 end = {"status": status, "error": error, "frames": self._nframes + 2,
                        "iterations": self.iterations}
-                self.index.end = self._frame(F.END, F.json_bytes(end), ())
+                self.index.end = self._frame(fmt.END, fmt.json_bytes(end), ())
                 self.index.frames = self._nframes + 1    # with the footer frame
                 meta, arrays = self.index.footer()
                 footer_off = self._pos
-                self._frame(F.FOOTER, F.json_bytes(meta), [(0, n, a) for n, a in arrays])
-                self._pend.append(F.locator(footer_off, self._pos - footer_off))
+                self._frame(fmt.FOOTER, fmt.json_bytes(meta), [(0, n, a) for n, a in arrays])
+                self._pend.append(fmt.locator(footer_off, self._pos - footer_off))
             self._flush()
             self._sink.drain()
-        except (OSError, F.TraceError) as exc:
+        except (OSError, fmt.TraceError) as exc:
             failure = exc
         finally:
             self._sink.close()
@@ -212,9 +211,9 @@ class TraceWriter:
             except OSError as exc:
                 failure = failure or exc
         if failure is not None:
-            if isinstance(failure, F.TraceError):
+            if isinstance(failure, fmt.TraceError):
                 raise failure
-            raise F.TraceError(f"writing the trace {self.path} failed: "
+            raise fmt.TraceError(f"writing the trace {self.path} failed: "
                                f"{getattr(failure, 'strerror', None) or failure}; the frames "
                                f"written before can still be read.") from None
 
@@ -223,13 +222,13 @@ class TraceWriter:
 
     def __exit__(self, et, exc, tb):
         if et is None:
-            self.close(F.COMPLETE)
+            self.close(fmt.COMPLETE)
         elif issubclass(et, KeyboardInterrupt):
-            self.close(F.INTERRUPTED, "interrupted (Ctrl+C)")
+            self.close(fmt.INTERRUPTED, "interrupted (Ctrl+C)")
         elif issubclass(et, GeneratorExit):
-            self.close(F.STOPPED)
+            self.close(fmt.STOPPED)
         else:
-            self.close(F.ERROR, str(exc) or et.__name__)
+            self.close(fmt.ERROR, str(exc) or et.__name__)
         return False
 
     # -- events -----------------------------------------------------------------------------
@@ -247,7 +246,7 @@ class TraceWriter:
         if e.path not in self._schemas:         # once per loop
             meta += ',"schema":' + json.dumps(self._schema(e.path, e.spec),
                                               separators=(",", ":"), default=str)
-        off = self._frame(F.LOOP_START, (meta + "}").encode(), ())
+        off = self._frame(fmt.LOOP_START, (meta + "}").encode(), ())
         self.index.path_info.setdefault(e.path, {"kind": e.kind, "layer_name": e.layer_name,
                                                  "layer_id": e.layer_id})
         self.index.start(e.path, e.outer, off, e.trip_count)
@@ -257,8 +256,8 @@ class TraceWriter:
                 f'"iterations":{int(e.iterations)},"reason":{json.dumps(e.reason)},'
                 f'"error":{"null" if e.error is None else json.dumps(e.error)}}}').encode()
         concats = set((self._schemas.get(e.path) or {}).get("concats", ()))
-        arrays = [(F.OUTPUTS, k, v) for k, v in e.outputs.items() if k not in concats]
-        off = self._frame(F.LOOP_FINISH, meta, arrays)
+        arrays = [(fmt.OUTPUTS, k, v) for k, v in e.outputs.items() if k not in concats]
+        off = self._frame(fmt.LOOP_FINISH, meta, arrays)
         row = self.index.row(e.path, e.outer)
         if row is None:
             row = self.index.start(e.path, e.outer, -1, None)
@@ -311,17 +310,17 @@ class TraceWriter:
             ex = self._execs[key] = fastpath.Execution(e.path, e.outer, e.spec,
                                                        self.index.per_row[row], slots)
         offs = ex.offs
-        arrays = [(F.BACK_EDGES, k, v) for k, v in e.back_edges.items()]
-        arrays += [(F.SCAN_SLICES, k, v) for k, v in e.scan_slices.items()]
-        arrays += [(F.SLICED_INPUTS, k, v) for k, v in e.sliced_inputs.items()]
+        arrays = [(fmt.BACK_EDGES, k, v) for k, v in e.back_edges.items()]
+        arrays += [(fmt.SCAN_SLICES, k, v) for k, v in e.scan_slices.items()]
+        arrays += [(fmt.SLICED_INPUTS, k, v) for k, v in e.sliced_inputs.items()]
         if not offs:
-            arrays += [(F.BODY_INPUTS, k, v) for k, v in e.inputs.items()]
+            arrays += [(fmt.BODY_INPUTS, k, v) for k, v in e.inputs.items()]
         if e.nodes is not None:
-            arrays += [(F.NODES, k, v) for k, v in e.nodes.items() if v is not None]
+            arrays += [(fmt.NODES, k, v) for k, v in e.nodes.items() if v is not None]
         trip = e.trip_count
         meta = _pack_iter(e.iteration, -1 if trip is None else trip, bool(e.cond),
                           bool(e.continues)) + ex.tail
-        offs.append(self._frame(F.ITERATION, meta, arrays))
+        offs.append(self._frame(fmt.ITERATION, meta, arrays))
         fastpath.plan(self, ex, e)
         self._activate(ex if ex.write is not None else None)
 
@@ -339,7 +338,7 @@ class TraceWriter:
         else:
             self.write, self.pump = ex.write, ex.pump
 
-    def _batch_check(self) -> None:
+    def batch_check(self) -> None:
         """Every few hundred batched iterations: encode them when the batch is full or it is
         time to put them on disk."""
         layout = self._layout
@@ -351,20 +350,25 @@ class TraceWriter:
         else:
             layout.check_at = layout.next + layout.step
 
+    def check_every(self, frames: int) -> None:
+        """Let ``append_frame`` look at the clock and the batch every ``frames`` frames (the fast
+        path sets it from its frames' size)."""
+        self._tick_every = frames
+
     def _materialize(self) -> None:
         layout = self._layout
         if layout is not None:
             layout.materialize()
 
-    def _entry(self, group: int, name: str, v: np.ndarray) -> bytes:
+    def entry_prefix(self, group: int, name: str, v: np.ndarray) -> bytes:
         """The bytes before an array's data in a frame: group, name, .npy length and header."""
         key = (group, name, v.dtype, v.shape)
         prefix = self._entries.get(key)
         if prefix is None:
-            F.check_array(v, f"'{name}'")
+            fmt.check_array(v, f"'{name}'")
             nb = name.encode()
-            hdr = F.npy_header(v.dtype, v.shape)
-            prefix = F.ENTRY.pack(group, len(nb), len(hdr) + v.nbytes) + nb + hdr
+            hdr = fmt.npy_header(v.dtype, v.shape)
+            prefix = fmt.ENTRY.pack(group, len(nb), len(hdr) + v.nbytes) + nb + hdr
             if len(self._entries) > 20000:
                 self._entries.clear()
             self._entries[key] = prefix
@@ -376,8 +380,8 @@ class TraceWriter:
         parts = [_pack_meta_len(len(meta)), meta, _pack_count(len(arrays))]
         big = False
         for group, name, v in arrays:
-            v = F.check_array(v, f"'{name}'")
-            parts.append(self._entry(group, name, v))
+            v = fmt.check_array(v, f"'{name}'")
+            parts.append(self.entry_prefix(group, name, v))
             if v.nbytes < _BIG:
                 parts.append(v.tobytes())
             else:
@@ -389,7 +393,7 @@ class TraceWriter:
             head = _pack_head(_SYNC, kind, 0, 0, len(body))
             self._pend.append(head + body)
             self._pend.append(_pack_crc(_crc32(body, _crc32(head))))
-            self._pos = off + len(body) + F.HEAD.size + F.CRC.size
+            self._pos = off + len(body) + fmt.HEAD.size + fmt.CRC.size
         else:
             chunks, small = [], []
             for p in parts:                         # join the small pieces between big arrays
@@ -408,7 +412,7 @@ class TraceWriter:
             chunks.insert(0, head)
             chunks.append(_pack_crc(crc))
             self._flush()
-            total = size + F.HEAD.size + F.CRC.size
+            total = size + fmt.HEAD.size + fmt.CRC.size
             self._put(chunks, total)
             self._pos = self._flushed = off + total
         self._nframes += 1
@@ -420,7 +424,7 @@ class TraceWriter:
         if ex is not None and ex.promotable and len(ex.offs) >= fastpath.PROMOTE:
             fastpath.promote(self, ex)          # a long run of small frames: batch them
             self.write, self.pump = ex.write, ex.pump
-        if self._pos - self._flushed >= self._batch or \
+        if self._pos - self._flushed >= self.batch_bytes or \
                 time.monotonic() - self._last_flush >= self._interval:
             self._flush()
 
@@ -455,7 +459,7 @@ class TraceWriter:
         try:
             self._sink.put(item, nbytes, inline)
         except OSError as exc:
-            raise F.TraceError(f"writing the trace {self.path} failed: {exc.strerror or exc}; "
+            raise fmt.TraceError(f"writing the trace {self.path} failed: {exc.strerror or exc}; "
                                f"the frames written before can still be read.") from None
 
     def _settle(self) -> bool:

@@ -25,7 +25,7 @@ from relhelpers import assert_refused, subprocess_env
 from test_hostile_trace_meta import clean  # noqa: F401 - the fixture: a complete trace
 from test_hostile_traces import _frames, encode, npy_bytes
 
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 
 def rebuilt(clean, meta=None, columns=None, header=None) -> bytes:
@@ -33,15 +33,15 @@ def rebuilt(clean, meta=None, columns=None, header=None) -> bytes:
     ``columns(dict of arrays)`` and its header by ``header(dict)``, every checksum and the
     locator rewritten to hold."""
     data = clean.read_bytes()
-    out = bytearray(data[:F.PREAMBLE.size])
+    out = bytearray(data[:fmt.PREAMBLE.size])
     for kind, raw in _frames(data):
-        m, arrays = F.parse_body(raw, F.HEAD.size, len(raw) - F.CRC.size, raw=True)
+        m, arrays = fmt.parse_body(raw, fmt.HEAD.size, len(raw) - fmt.CRC.size, raw=True)
         arrays = [(g, n, raw[a:b]) for g, n, (a, b) in arrays]
-        if kind == F.HEADER and header:
+        if kind == fmt.HEADER and header:
             h = json.loads(m)
             header(h)
             m = json.dumps(h).encode()
-        if kind == F.FOOTER:
+        if kind == fmt.FOOTER:
             at = len(out)
             d = json.loads(m)
             if meta:
@@ -51,7 +51,7 @@ def rebuilt(clean, meta=None, columns=None, header=None) -> bytes:
                 columns(cols)
                 arrays = [(g, n, npy_bytes(cols[n])) for g, n, _ in arrays]
             out += encode(kind, json.dumps(d).encode(), arrays)
-            out += F.locator(at, len(out) - at)
+            out += fmt.locator(at, len(out) - at)
             break
         out += encode(kind, m, arrays)
     return bytes(out)

@@ -10,21 +10,21 @@ import pytest
 from relhelpers import accumulate_loop
 from test_hostile_traces import _frames, encode
 
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 CASES = {
-    "header not utf-8": (F.HEADER, lambda m: b'{"a": "\xff\xfe"}'),
-    "header nested deep": (F.HEADER, lambda m: b"[" * 100_000 + b"]" * 100_000),
-    "header with a huge integer": (F.HEADER, lambda m: b'{"version": ' + b"9" * 5000 + b"}"),
-    "loop start nested deep": (F.LOOP_START,
+    "header not utf-8": (fmt.HEADER, lambda m: b'{"a": "\xff\xfe"}'),
+    "header nested deep": (fmt.HEADER, lambda m: b"[" * 100_000 + b"]" * 100_000),
+    "header with a huge integer": (fmt.HEADER, lambda m: b'{"version": ' + b"9" * 5000 + b"}"),
+    "loop start nested deep": (fmt.LOOP_START,
                                lambda m: b'{"a":' * 50_000 + b"1" + b"}" * 50_000),
     "loop start with a huge trip count": (
-        F.LOOP_START, lambda m: m.replace(b'"trip_count":', b'"trip_count":' + b"9" * 5000
+        fmt.LOOP_START, lambda m: m.replace(b'"trip_count":', b'"trip_count":' + b"9" * 5000
                                           + b',"x":')),
-    "end of wrong types": (F.END, lambda m: b'{"status": 5, "error": [1], "frames": "x", '
+    "end of wrong types": (fmt.END, lambda m: b'{"status": 5, "error": [1], "frames": "x", '
                                             b'"iterations": -5}'),
     "loop finish of a billion iterations": (
-        F.LOOP_FINISH, lambda m: b'{"path": 1, "iterations": 1000000000, "stop": null, '
+        fmt.LOOP_FINISH, lambda m: b'{"path": 1, "iterations": 1000000000, "stop": null, '
                                  b'"outer": "x"}'),
 }
 
@@ -47,11 +47,11 @@ def hostile(clean, kind, change) -> bytes:
     """``clean`` without its footer (read by scanning), the first frame of ``kind`` given the
     meta ``change(meta)``, its checksum rewritten to hold."""
     data = clean.read_bytes()
-    out, done = bytearray(data[:F.PREAMBLE.size]), False
+    out, done = bytearray(data[:fmt.PREAMBLE.size]), False
     for k, raw in _frames(data):
-        if k == F.FOOTER:
+        if k == fmt.FOOTER:
             break
-        meta, arrays = F.parse_body(raw, F.HEAD.size, len(raw) - F.CRC.size, raw=True)
+        meta, arrays = fmt.parse_body(raw, fmt.HEAD.size, len(raw) - fmt.CRC.size, raw=True)
         if k == kind and not done:
             meta, done = change(meta), True
         out += encode(k, meta, [(g, n, raw[a:b]) for g, n, (a, b) in arrays])

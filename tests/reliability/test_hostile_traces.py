@@ -26,28 +26,28 @@ import pytest
 
 from relhelpers import accumulate_loop, assert_refused
 
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 
 # -- writing a trace by hand ----------------------------------------------------------------------
 
 def _frames(data: bytes):
-    pos = F.PREAMBLE.size
-    while pos < len(data) - F.LOCATOR.size:
-        _, kind, _, _, blen = F.HEAD.unpack_from(data, pos)
-        end = pos + F.HEAD.size + blen + F.CRC.size
+    pos = fmt.PREAMBLE.size
+    while pos < len(data) - fmt.LOCATOR.size:
+        _, kind, _, _, blen = fmt.HEAD.unpack_from(data, pos)
+        end = pos + fmt.HEAD.size + blen + fmt.CRC.size
         yield kind, data[pos:end]
         pos = end
 
 
 def encode(kind: int, meta: bytes, arrays) -> bytes:
     """One frame: [(group, name, .npy bytes)] with a checksum that holds."""
-    body = F.META_LEN.pack(len(meta)) + meta + F.COUNT.pack(len(arrays))
+    body = fmt.META_LEN.pack(len(meta)) + meta + fmt.COUNT.pack(len(arrays))
     for group, name, npy in arrays:
         nb = name.encode()
-        body += F.ENTRY.pack(group, len(nb), len(npy)) + nb + npy
-    head = F.HEAD.pack(F.SYNC, kind, 0, 0, len(body))
-    return head + body + F.CRC.pack(zlib.crc32(head + body))
+        body += fmt.ENTRY.pack(group, len(nb), len(npy)) + nb + npy
+    head = fmt.HEAD.pack(fmt.SYNC, kind, 0, 0, len(body))
+    return head + body + fmt.CRC.pack(zlib.crc32(head + body))
 
 
 def npy_bytes(a) -> bytes:
@@ -62,12 +62,12 @@ def rewrite(src: Path, dst: Path, replace) -> None:
     from loopdbg.trace.scan import TraceFile
 
     data = src.read_bytes()
-    out = bytearray(data[:F.PREAMBLE.size])
+    out = bytearray(data[:fmt.PREAMBLE.size])
     done = False
     for kind, frame in _frames(data):
-        if kind == F.FOOTER:
+        if kind == fmt.FOOTER:
             break
-        meta, arrays = F.parse_body(frame, F.HEAD.size, len(frame) - F.CRC.size, raw=True)
+        meta, arrays = fmt.parse_body(frame, fmt.HEAD.size, len(frame) - fmt.CRC.size, raw=True)
         new = []
         for group, name, (a, b) in arrays:
             npy = frame[a:b]
@@ -84,8 +84,8 @@ def rewrite(src: Path, dst: Path, replace) -> None:
     ix.frames += 1
     meta, columns = ix.footer()
     at = len(out)
-    out += encode(F.FOOTER, F.json_bytes(meta), [(0, n, npy_bytes(a)) for n, a in columns])
-    out += F.locator(at, len(out) - at)
+    out += encode(fmt.FOOTER, fmt.json_bytes(meta), [(0, n, npy_bytes(a)) for n, a in columns])
+    out += fmt.locator(at, len(out) - at)
     dst.write_bytes(bytes(out))
 
 
@@ -157,8 +157,8 @@ def clean(tmp_path_factory):
 
 
 # where: (frame kind, array name) of the array replaced
-PLACES = {"inputs": (F.INPUTS, "seq"), "iteration": (F.ITERATION, "acc"),
-          "loop outputs": (F.LOOP_FINISH, "acc_final"), "outputs": (F.RUN_FINISH, "acc_final")}
+PLACES = {"inputs": (fmt.INPUTS, "seq"), "iteration": (fmt.ITERATION, "acc"),
+          "loop outputs": (fmt.LOOP_FINISH, "acc_final"), "outputs": (fmt.RUN_FINISH, "acc_final")}
 
 
 def test_rewrite_itself_makes_a_valid_trace(clean, tmp_path, cli):
@@ -191,7 +191,7 @@ def test_a_bad_array_is_never_used(clean, tmp_path, cli, place, bad):
     assert r.code == 1, (r.code, r.out, r.err)
     assert "Traceback" not in r.err
     check = r.out[r.out.index("check:"):]
-    assert F.KIND_NAMES[kind] in check and f"'{target}'" in check, check
+    assert fmt.KIND_NAMES[kind] in check and f"'{target}'" in check, check
 
     # export refuses, and writes nothing
     out = tmp_path / "out.npz"
@@ -200,14 +200,14 @@ def test_a_bad_array_is_never_used(clean, tmp_path, cli, place, bad):
     assert not out.exists() and not list(tmp_path.glob("*.partial"))
 
     # the readers that need the array refuse it in one sentence
-    if kind == F.ITERATION:
+    if kind == fmt.ITERATION:
         assert_refused(cli("trace", "show", trace, "--loop", "loop", "-i", "0"), "damaged")
-    if kind == F.RUN_FINISH:                     # info says so, and shows the rest
+    if kind == fmt.RUN_FINISH:                     # info says so, and shows the rest
         r = cli("trace", "info", trace)
         assert r.code == 0 and not r.err, r.err
         assert "problem:" in r.out and "run-finished frame" in r.out and "damaged" in r.out
         assert "loop: 3 iterations" in r.out
-    if kind != F.INPUTS:                         # diff compares the header's inputs sha256
+    if kind != fmt.INPUTS:                         # diff compares the header's inputs sha256
         assert_refused(cli("trace", "diff", clean, trace), "damaged")
 
     assert not marker.exists(), "a pickle from the trace was run"
@@ -228,17 +228,17 @@ def test_pickled_export_before_the_fix_would_have_run_code(clean, tmp_path):
 @pytest.mark.parametrize("frame", ["loop start", "loop finish", "iteration", "end"])
 def test_bad_meta_is_flagged_not_a_traceback(clean, tmp_path, cli, frame):
     """A frame whose checksum holds but whose meta is not what the format says."""
-    kinds = {"loop start": F.LOOP_START, "loop finish": F.LOOP_FINISH, "iteration": F.ITERATION,
-             "end": F.END}
+    kinds = {"loop start": fmt.LOOP_START, "loop finish": fmt.LOOP_FINISH, "iteration": fmt.ITERATION,
+             "end": fmt.END}
     data = clean.read_bytes()
-    out = bytearray(data[:F.PREAMBLE.size])
+    out = bytearray(data[:fmt.PREAMBLE.size])
     done = False
     for kind, raw in _frames(data):
-        if kind == F.FOOTER:
+        if kind == fmt.FOOTER:
             break
-        meta, arrays = F.parse_body(raw, F.HEAD.size, len(raw) - F.CRC.size, raw=True)
+        meta, arrays = fmt.parse_body(raw, fmt.HEAD.size, len(raw) - fmt.CRC.size, raw=True)
         if kind == kinds[frame] and not done:
-            meta = b"[1, 2, 3]" if kind != F.ITERATION else meta[:-3]
+            meta = b"[1, 2, 3]" if kind != fmt.ITERATION else meta[:-3]
             done = True
         out += encode(kind, meta, [(g, n, raw[a:b]) for g, n, (a, b) in arrays])
     assert done
@@ -258,8 +258,8 @@ def test_a_header_that_is_not_an_object(clean, tmp_path, cli):
     data = clean.read_bytes()
     frames = list(_frames(data))
     kind, raw = frames[0]
-    assert kind == F.HEADER
-    out = data[:F.PREAMBLE.size] + encode(F.HEADER, json.dumps([1, 2]).encode(), [])
+    assert kind == fmt.HEADER
+    out = data[:fmt.PREAMBLE.size] + encode(fmt.HEADER, json.dumps([1, 2]).encode(), [])
     for _, raw in frames[1:]:
         out += raw
     trace = tmp_path / "h.ltrace"

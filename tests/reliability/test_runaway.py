@@ -200,7 +200,7 @@ def test_a_scan_over_an_endless_loop_stops_at_the_memory_budget(endless_scan, cl
     line = assert_refused(cli("run", xml, inputs, "--max-memory", "64K"), str(xml),
                           "loop 'spin'", "concatenated outputs hold", "64.0 KiB",
                           "--max-memory")
-    # each piece holds 1 KiB of data and costs 120 bytes more (engine.loop.PIECE_OVERHEAD)
+    # each piece holds 1 KiB of data and costs 120 bytes more (engine.iteration_checks.PIECE_OVERHEAD)
     assert f"at iteration {64 * 1024 // (1024 + 120)} " in line
 
 

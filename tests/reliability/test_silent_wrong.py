@@ -138,14 +138,14 @@ def test_replay_refuses_what_changed(recorded, change):
 def _change_stored_inputs(trace: Path) -> None:
     """Alter one value of the INPUTS frame and fix its checksum (a tampered, valid file)."""
     from loopdbg.trace import TraceReader
-    from loopdbg.trace import format as F
+    from loopdbg.trace import format as fmt
 
     with TraceReader(trace) as t:
         off = t.index.inputs
         _, data = t._read(off, "inputs")
     frame = bytearray(data)
-    frame[-F.CRC.size - 1] ^= 0x40                       # the last byte of the last array's data
-    F.CRC.pack_into(frame, len(frame) - F.CRC.size, zlib.crc32(bytes(frame[:-F.CRC.size])))
+    frame[-fmt.CRC.size - 1] ^= 0x40                       # the last byte of the last array's data
+    fmt.CRC.pack_into(frame, len(frame) - fmt.CRC.size, zlib.crc32(bytes(frame[:-fmt.CRC.size])))
     raw = bytearray(trace.read_bytes())
     raw[off:off + len(frame)] = frame
     trace.write_bytes(bytes(raw))

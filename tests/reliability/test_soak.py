@@ -8,16 +8,12 @@ budget runs in every suite (test_memory_budget.py, test_trace_cap.py, test_runaw
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from relhelpers import endless_loop
 from test_memory_budget import run_measured
 
-pytestmark = [pytest.mark.no_alarm,
-              pytest.mark.skipif(os.environ.get("LOOPDBG_SOAK") != "1",
-                                 reason="opt-in soak: set LOOPDBG_SOAK=1")]
+pytestmark = [pytest.mark.no_alarm, pytest.mark.soak]     # opt-in: LOOPDBG_SOAK=1
 
 
 def test_a_runaway_loop_with_default_settings_ends_by_loopdbgs_budget(tmp_path, cli):

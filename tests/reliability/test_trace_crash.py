@@ -21,8 +21,7 @@ import pytest
 
 from relhelpers import ROOT, assert_refused, endless_loop, subprocess_env
 from loopdbg.trace import TraceReader
-from loopdbg.trace import format as F
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 NESTED = ROOT / "tests" / "data" / "nested_loop"
 
@@ -80,7 +79,7 @@ def test_cuts_at_many_offsets(recorded, cli, tmp_path):
         if cut >= header_end:                   # past the header, the file opens and says so
             assert info.code == 0 and "TRUNCATED" in info.out, (cut, info)
             complete = sum(1 for _, end, _ in frames if end <= cut)
-            iterations = sum(1 for _, end, kind in frames if end <= cut and kind == F.ITERATION)
+            iterations = sum(1 for _, end, kind in frames if end <= cut and kind == fmt.ITERATION)
             assert f"frames:  {complete}, {iterations} iterations" in info.out, (cut, info.out)
         inspect_all(cli, cut_file, tmp_path, full, thorough=rng.random() < 0.3)
 
@@ -119,7 +118,7 @@ def test_export_says_it_skipped_a_damaged_frame_and_fails(recorded, cli, tmp_pat
     command says which frame was stepped over and exits non-zero (it used to say "N arrays
     written" and exit 0, an export silently short of an iteration)."""
     full, data, frames = recorded
-    off, end, kind = next(f for f in frames[len(frames) // 2:] if f[2] in (F.ITERATION, F.BATCH))
+    off, end, kind = next(f for f in frames[len(frames) // 2:] if f[2] in (fmt.ITERATION, fmt.BATCH))
     damaged = bytearray(data)
     damaged[(off + end) // 2] ^= 0x01
     bad = tmp_path / "flipped.ltrace"

@@ -6,7 +6,9 @@ writes on a mismatch) before committing them.
 
 Deterministic by construction: fixed inputs from each model's inputs.npz, no clock in the header,
 and every key is pressed in ``run_before`` followed by a wait for the engine worker, so the
-screenshot never catches a half-finished command.
+screenshot never catches a half-finished command. Body graphs are laid out from canned answers of
+Graphviz (``canned_dot.py``), so another version of ``dot`` changes no snapshot;
+``test_real_dot_still_lays_out`` checks the real one.
 """
 
 from __future__ import annotations
@@ -18,11 +20,46 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 
+from canned_dot import canned_run_dot  # noqa: E402
+
 from loopdbg.debug.session import Session  # noqa: E402
+from loopdbg.layout import dot  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 SIZE = (160, 48)
+
+
+@pytest.fixture(autouse=True)
+def canned_layouts(monkeypatch):
+    """Every snapshot's body graph laid out from canned_dot.json, not by the installed dot."""
+    dot.clear_cache()
+    monkeypatch.setattr(dot, "_run_dot", canned_run_dot(dot._run_dot))
+    yield
+    dot.clear_cache()
+
+
+def test_real_dot_still_lays_out():
+    """The installed ``dot`` still lays out the bodies the snapshots draw: the same boxes and
+    edges as the canned answer (their columns may differ between Graphviz versions)."""
+    from loopdbg.engine.runner import Engine
+    from loopdbg.ir.load import read_model
+    from loopdbg.layout import layout_body, render_text
+
+    real = dot._run_dot.__wrapped__
+    if not dot.dot_available():
+        pytest.skip("Graphviz's dot is not installed")
+    for case in ("loop_while_iter", "ti_lstm_forward"):
+        for spec in Engine(read_model(TESTS / "corpus" / case / "model.xml")).loops.values():
+            canned = layout_body(spec)
+            dot.clear_cache()
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(dot, "_run_dot", real)
+                drawn = layout_body(spec)
+            dot.clear_cache()
+            assert sorted(b.id for b in drawn.boxes) == sorted(b.id for b in canned.boxes)
+            assert len(drawn.edges) == len(canned.edges)
+            assert render_text(drawn).count("\n") > 3
 
 
 def make_app(case: str, breakpoints=(), **options) -> LoopdbgApp:

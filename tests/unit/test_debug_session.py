@@ -22,7 +22,7 @@ from loopdbg.debug.report import fmt_value, headline
 from loopdbg.debug.session import BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUSED, START, STEP
 from loopdbg.engine import Engine, IterationDone
 from loopdbg.engine.inputs import load_npz
-from loopdbg.engine.replay import node_values
+from loopdbg.engine.recompute import node_values
 from loopdbg.ir.load import read_model
 
 TESTS = Path(__file__).resolve().parent.parent

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from loopdbg.engine import Engine
-from loopdbg.engine import loop as L
-from loopdbg.engine import runner as R
+from loopdbg.engine import iteration_checks, runner
+from loopdbg.engine.loop import run_loop
 from loopdbg.engine.inputs import load_npz
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.load import read_model
@@ -26,13 +26,13 @@ MODELS = sorted(p.parent for p in (ROOT / "tests" / "corpus").glob("*/model.xml"
 
 
 def _general(spec):
-    return lambda ctx, *args: L.run_loop(spec, ctx, args)
+    return lambda ctx, *args: run_loop(spec, ctx, args)
 
 
 def _events(model, inputs, general: bool, monkeypatch, **options):
     with monkeypatch.context() as m:
         if general:
-            m.setattr(R, "runner", _general)
+            m.setattr(runner, "runner", _general)
         engine = Engine(model)
     events, error = [], None
     try:
@@ -179,13 +179,13 @@ def _steady_calls(monkeypatch):
     from loopdbg.engine import loopcode
 
     said = []
-    real = L.steady
+    real = iteration_checks.steady
 
     def spy(*args):
         said.append(real(*args))
         return said[-1]
 
-    monkeypatch.setattr(L, "steady", spy)
+    monkeypatch.setattr(iteration_checks, "steady", spy)
     return said, loopcode
 
 

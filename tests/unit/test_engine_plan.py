@@ -318,3 +318,36 @@ def test_drain_returns_a_generators_value_and_passes_anything_else():
     assert drain(gen()) == ("done",)
     assert drain((1, 2)) == (1, 2)
     assert drain(None) is None
+
+
+# -- generated code a debugger can show ----------------------------------------------------
+def test_a_traceback_through_generated_code_shows_its_lines():
+    import traceback
+
+    b = GraphBuilder("sum")
+    x, y = b.parameter("x", "f32", [2]), b.parameter("y", "f32", [3])
+    b.result(b.op("Add", [x, y], name="x 'plus'\ny"), name="out")
+    plan = Engine(b.build()).plan
+    with pytest.raises(ValueError) as info:
+        plan.run(RunContext(), np.zeros(2, np.float32), np.zeros(3, np.float32))
+    text = "".join(traceback.format_exception(info.value))
+    assert "v0_0 = k0(p0, p1)  # Add \"x 'plus'\\ny\"" in text, text
+    (filename, source), = plan.generated.items()
+    assert filename.startswith("<loopdbg plan ") and f'File "{filename}", line 2' in text
+    assert source.splitlines()[1].strip().startswith("v0_0 = k0(p0, p1)")
+
+
+def test_every_generated_source_is_registered_and_kept_on_its_plan():
+    import linecache
+
+    model, inputs = rnn_loop()
+    engine = Engine(model)
+    final(engine, inputs)
+    kept = {f: s for p in engine.plans for f, s in p.generated.items()}
+    assert any(f.startswith("<loopdbg loop code ") for f in kept)     # the loop's own code
+    assert any(f.startswith("<loopdbg plan ") for f in kept)          # the top graph's
+    for filename, source in kept.items():
+        assert "".join(linecache.getlines(filename)) == source
+        for line in source.splitlines():
+            if re.search(r"= \(?(yield from )?k\d+\(", line):           # every step names its layer
+                assert re.search(r"  # \w+ '", line), line

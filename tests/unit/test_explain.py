@@ -454,3 +454,30 @@ def test_ifs_inside_a_loop_count_their_branches():
     (fact,) = facts["ifs"]
     assert fact["loop"] and fact["then_runs"] + fact["else_runs"] == 3
     assert "ran 3 times" in format_text(facts)
+
+
+def test_explain_code_prints_the_generated_python(capsys):
+    """``explain --code``: the top graph's and each loop's generated code, one line per layer
+    naming it, each under the file name tracebacks show."""
+    assert main(["explain", str(ROOT / "tests" / "data" / "nested_loop" / "model.xml"),
+                 "--code"]) == 0
+    out = capsys.readouterr().out
+    assert "# the model's graph: <loopdbg plan " in out
+    assert "# loop 'outer': <loopdbg loop code " in out
+    assert "# loop 'outer/inner': <loopdbg loop code " in out
+    assert "def run_events(ctx, finish, fail, p0):" in out and "def loop_run(ctx, args):" in out
+    assert "(yield from k0(ctx, c0, c1, p0))  # Loop 'outer'" in out
+    compile(out.split("# loop 'outer/inner': ")[1].split("\n", 1)[1].split("\n# ")[0], "x", "exec")
+
+
+def test_explain_code_says_when_a_body_is_interpreted(capsys, monkeypatch):
+    """A body too big to compile runs interpreted inside its loop's compiled code."""
+    from loopdbg.engine import loopcode, plan
+
+    monkeypatch.setattr(plan, "COMPILE_LIMIT", 2)
+    monkeypatch.setattr(loopcode, "COMPILE_LIMIT", 2)
+    assert main(["explain", str(CORPUS / "loop_while_iter" / "model.xml"), "--code"]) == 0
+    out = capsys.readouterr().out
+    assert "# loop 'loop': <loopdbg loop code " in out
+    assert "_L_r0, _L_r1, _L_r2, = _L_body_run(ctx, p0, p1, p2, p3)  # the body: 5 steps, " \
+        "interpreted" in out, out

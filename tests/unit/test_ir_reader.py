@@ -11,8 +11,7 @@ import pytest
 
 from loopdbg.errors import ModelError
 from loopdbg.ir import read_ir
-from loopdbg.ir.model import (CONCAT, CURRENT_ITERATION, EXECUTION_CONDITION, INVARIANT,
-                              LAST_VALUE, MERGED, SLICED, classify_inputs, classify_outputs)
+from loopdbg.ir.model import (CONCAT, CURRENT_ITERATION, EXECUTION_CONDITION, LAST_VALUE, MERGED, SLICED, classify_inputs, classify_outputs)
 from loopdbg.ir.xml_reader import parse_shape
 
 DATA = Path(__file__).resolve().parents[1] / "data"

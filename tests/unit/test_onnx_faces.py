@@ -30,7 +30,7 @@ def test_a_session_on_the_onnx_model_stops_at_a_breakpoint_on_iteration_num():
     assert stop.kind == "breakpoint" and stop.event.iteration == 1
     assert int(stop.event.value("iteration_num")) == 1
     assert float(stop.event.value("b_in")) == -3.0
-    from loopdbg.engine.replay import node_values
+    from loopdbg.engine.recompute import node_values
 
     assert float(node_values(stop.event)["my_local"]) == 0.0   # a body node, by its tensor name
     assert bool(stop.event.value("keepgoing_out")) is False

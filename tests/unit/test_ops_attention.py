@@ -88,19 +88,6 @@ def test_inverse_of_a_singular_matrix_is_an_error():
 oracle = pytest.mark.oracle
 
 
-@pytest.fixture(scope="module")
-def ovm():
-    pytest.importorskip("openvino")
-    import openvino.opset7 as o7
-    import openvino.opset13 as o13
-    import openvino.opset14 as o14
-    import openvino.opset17 as o17
-    from _ov_ir_op import check_ir
-    from _ov_single_op import C, P, check
-    return {"o7": o7, "o13": o13, "o14": o14, "o17": o17, "C": C, "P": P, "check": check,
-            "check_ir": check_ir}
-
-
 SDPA_SHAPES = [((2, 3, 4), (2, 5, 4), (2, 5, 6)), ((1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)),
                ((2, 2, 1, 4), (2, 2, 6, 4), (2, 2, 6, 3))]
 

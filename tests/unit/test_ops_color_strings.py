@@ -40,15 +40,6 @@ def test_one_plane_and_two_planes_agree():
 oracle = pytest.mark.oracle
 
 
-@pytest.fixture(scope="module")
-def ovm():
-    pytest.importorskip("openvino")
-    import openvino.opset8 as o8
-    from _ov_ir_op import check_ir
-    from _ov_single_op import C, P, check
-    return {"o8": o8, "C": C, "P": P, "check": check, "check_ir": check_ir}
-
-
 def _ties() -> tuple[np.ndarray, np.ndarray]:
     """Y and U values (V = 128) whose blue is exactly k + 0.5 in float32: where rounding shows."""
     f = np.float32

@@ -39,15 +39,6 @@ def test_mean_with_weights_is_an_error():
 oracle = pytest.mark.oracle
 
 
-@pytest.fixture(scope="module")
-def ovm():
-    pytest.importorskip("openvino")
-    import openvino.opset3 as o3
-    import openvino.opset15 as o15
-    from _ov_single_op import C, P, check
-    return {"o3": o3, "o15": o15, "C": C, "P": P, "check": check}
-
-
 INDICES = np.array([0, 2, 5, 1, 1, 3, 4], np.int32)
 WEIGHTS = RNG.uniform(0, 2, 7).astype(np.float32)
 

@@ -95,24 +95,6 @@ def test_unique_unsorted_keeps_first_appearance():
 oracle = pytest.mark.oracle
 
 
-@pytest.fixture(scope="module")
-def ovm():
-    pytest.importorskip("openvino")
-    import openvino.opset1 as o1
-    import openvino.opset3 as o3
-    import openvino.opset9 as o9
-    import openvino.opset10 as o10
-    import openvino.opset13 as o13
-    import openvino.opset14 as o14
-    import openvino.opset15 as o15
-    import openvino.opset16 as o16
-    import openvino.opset17 as o17
-    from _ov_ir_op import check_ir
-    from _ov_single_op import C, P, check
-    return {"o1": o1, "o3": o3, "o9": o9, "o10": o10, "o13": o13, "o14": o14, "o15": o15,
-            "o16": o16, "o17": o17, "C": C, "P": P, "check": check, "check_ir": check_ir}
-
-
 @oracle
 # The CPU plugin runs beta = 0 as 0.5 (and its reference has no HardSigmoid): that case is the
 # hand-checked one below.

@@ -66,18 +66,6 @@ def test_normalize_l2_empty_axes_is_one_or_zero():
 oracle = pytest.mark.oracle
 
 
-@pytest.fixture(scope="module")
-def ovm():
-    pytest.importorskip("openvino")
-    import openvino.opset1 as o1
-    import openvino.opset2 as o2
-    import openvino.opset5 as o5
-    import openvino.opset6 as o6
-    import openvino.opset12 as o12
-    from _ov_single_op import C, P, check
-    return {"o1": o1, "o2": o2, "o5": o5, "o6": o6, "o12": o12, "C": C, "P": P, "check": check}
-
-
 @oracle
 @pytest.mark.parametrize("across, variance, shape", [
     (False, False, (2, 3, 4)), (True, True, (2, 3, 4, 5)), (False, True, (1, 2, 3, 2, 2)),

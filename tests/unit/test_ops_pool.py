@@ -112,10 +112,10 @@ def _avg_ids(cases):
 def _check_avg(tmp_path, build, x, version):
     """As ``check``, but where a window holds no input element (ceil rounding lets one lie wholly
     in the padding) the CPU plugin gives NaN (0/0) and loopdbg, like OpenVINO's reference, 0."""
-    import _ov_single_op as S
+    import _ov_single_op
     path = tmp_path / "op.xml"
-    [expected] = S.run_openvino(build, [S.P(x)], "cpu", path)
-    layer = S.layer_from_ir(path)
+    [expected] = _ov_single_op.run_openvino(build, [_ov_single_op.P(x)], "cpu", path)
+    layer = _ov_single_op.layer_from_ir(path)
     assert layer.version == version
     kernel, _ = make_kernel(layer)
     got = kernel(x)

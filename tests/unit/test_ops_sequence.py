@@ -83,19 +83,6 @@ def test_ctc_loss_is_the_sum_over_all_alignments(target, merge):
 oracle = pytest.mark.oracle
 
 
-@pytest.fixture(scope="module")
-def ovm():
-    pytest.importorskip("openvino")
-    import openvino.opset1 as o1
-    import openvino.opset4 as o4
-    import openvino.opset6 as o6
-    import openvino.opset7 as o7
-    from _ov_ir_op import check_ir
-    from _ov_single_op import C, P, check
-    return {"o1": o1, "o4": o4, "o6": o6, "o7": o7, "C": C, "P": P, "check": check,
-            "check_ir": check_ir}
-
-
 @oracle
 @pytest.mark.parametrize("shape, batch, seq, lengths, dtype", [
     ((3, 5, 2), 0, 1, [5, 1, 3], np.int32), ((5, 3, 2), 1, 0, [2, 0, 5], np.int64),

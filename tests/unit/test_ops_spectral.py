@@ -48,17 +48,6 @@ def test_shape_rules():
 oracle = pytest.mark.oracle
 
 
-@pytest.fixture(scope="module")
-def ovm():
-    pytest.importorskip("openvino")
-    import openvino.opset7 as o7
-    import openvino.opset9 as o9
-    import openvino.opset15 as o15
-    import openvino.opset16 as o16
-    from _ov_single_op import C, P, check
-    return {"o7": o7, "o9": o9, "o15": o15, "o16": o16, "C": C, "P": P, "check": check}
-
-
 DFT_CASES = [((4, 6, 2), [0, 1], None), ((2, 5, 2), [-1], None), ((3, 4, 5, 2), [1, 2], [3, 8]),
              ((3, 4, 5, 2), [2, 0], [-1, 2]), ((8, 2), [0], [5])]
 

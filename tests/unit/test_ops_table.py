@@ -14,6 +14,7 @@ default (loopdbg/ops/registry.py). Everything else that describes ops is held to
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -112,10 +113,35 @@ def test_family_modules_are_found_without_a_list():
 
 
 def test_the_families_list_is_the_table_s():
-    from loopdbg.ops import _families
+    assert catalog.families_source() == catalog.FAMILIES_FILE.read_text(encoding="utf-8"), \
+        f"loopdbg/ops/_families.py is out of date: {catalog.REGENERATE}"
 
-    assert _families.text() == Path(_families.__file__).read_text(encoding="utf-8"), \
-        "loopdbg/ops/_families.py is out of date: python -m loopdbg.ops._families --write"
+
+def test_the_families_list_is_data_and_imports_nothing():
+    tree = ast.parse(catalog.FAMILIES_FILE.read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom,
+                                                            ast.FunctionDef, ast.Call))]
+
+
+def test_a_stale_list_loads_every_family_instead_of_serving_an_older_kernel():
+    """The list says Add-5 exists but the families it names for Add serve Add-1 only (Add-5
+    was moved to another family): the lookup imports every family rather than serve Add-1."""
+    probe = ("import sys; from loopdbg.ops import _families, registry; "
+             "_families.VERSIONS['Add'] = (1, 5); "
+             "print(registry.lookup('Add', 'opset1').version, registry._LOADED); "
+             "print(registry.lookup('Add', 'opset17').version, registry._LOADED)")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "False", "1", "True"]
+
+
+def test_catalog_write_writes_every_generated_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "FAMILIES_FILE", tmp_path / "_families.py")
+    monkeypatch.setattr(catalog, "DOCS_FILE", tmp_path / "ops.md")
+    assert catalog.main(["--write"]) == 0
+    assert (tmp_path / "_families.py").read_text() == catalog.families_source()
+    assert (tmp_path / "ops.md").read_text() == catalog.render()
 
 
 def test_a_lookup_imports_only_the_families_of_its_type():

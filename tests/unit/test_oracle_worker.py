@@ -217,10 +217,12 @@ def test_check_on_every_demo_ends_with_its_own_words(tmp_path):
         assert "verdict:" in proc.stdout, (demo.name, proc.stdout, proc.stderr)
 
 
+@pytest.mark.soak
 def test_the_oracle_tests_stay_green_when_openvino_crashes_on_every_call():
     """A host whose OpenVINO dies on every compile skips those cases, with the reason; it does
-    not end or fail the run. (The whole ``-m oracle`` set was run this way too; this sample runs
-    in CI: it covers each way the tests consult OpenVINO.)"""
+    not end or fail the run. (The whole ``-m oracle`` set was run this way too; this sample
+    covers each way the tests consult OpenVINO. It runs a suite of its own, 0.5-2 minutes, so
+    it is opt-in: ``LOOPDBG_SOAK=1``; the crash of each call is tested above in seconds.)"""
     files = ["tests/unit/test_demos.py", "tests/unit/test_check.py",
              "tests/unit/test_ir_builder.py", "tests/reliability/test_fuzz_differential.py",
              "tests/unit/test_check_converted.py", "tests/unit/test_onnx_oracle.py"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from loopdbg.builder import GraphBuilder
 from loopdbg.debug import Session
-from loopdbg.debug import strips as S
+from loopdbg.debug import strips
 from loopdbg.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,20 +23,20 @@ def demo(name: str, **kw) -> Session:
 def test_the_current_loop_and_the_loops_around_it_outermost_first():
     s = demo("nested_loop")
     s.jump("cols_loop 1 2")
-    outer, inner = S.strips(s, s.current, 40)
+    outer, inner = strips.strips(s, s.current, 40)
     assert (outer.path, outer.current, outer.outer) == ("rows_loop", 1, ())
     assert (inner.path, inner.outer, inner.current) == ("rows_loop/cols_loop", (1,), 2)
-    assert inner.cells == (S.HELD, S.HELD, S.CURRENT)
-    assert outer.cells[0] == S.HELD and outer.cells[1] == S.CURRENT
+    assert inner.cells == (strips.HELD, strips.HELD, strips.CURRENT)
+    assert outer.cells[0] == strips.HELD and outer.cells[1] == strips.CURRENT
 
 
 def test_a_finished_execution_marks_its_last_iteration():
     s = demo("nested_loop")
     s.jump("cols_loop 0 -1")
     s.jump("cols_loop 0 1")
-    inner = S.strips(s, s.current, 40)[-1]
+    inner = strips.strips(s, s.current, 40)[-1]
     assert inner.ended and inner.count == 4
-    assert inner.cells == (S.HELD, S.CURRENT, S.HELD, S.END)
+    assert inner.cells == (strips.HELD, strips.CURRENT, strips.HELD, strips.END)
 
 
 def test_breakpoint_hits_are_marked():
@@ -44,8 +44,8 @@ def test_breakpoint_hits_are_marked():
     s.breakpoints.add("i == 2")
     s.continue_()
     s.jump("4")
-    (strip,) = S.strips(s, s.current, 40)
-    assert strip.cells[2] == S.HIT and strip.cells[4] == S.CURRENT
+    (strip,) = strips.strips(s, s.current, 40)
+    assert strip.cells[2] == strips.HIT and strip.cells[4] == strips.CURRENT
 
 
 def test_a_long_loop_is_binned_to_the_width_and_old_iterations_show_as_gone():
@@ -58,9 +58,9 @@ def test_a_long_loop_is_binned_to_the_width_and_old_iterations_show_as_gone():
     b.result(loop.output_last(x2, name="x_final"))
     s = Session(Engine(b.build()), {"x0": np.zeros(1, np.float32)}, history=100)
     s.jump("-1")
-    (strip,) = S.strips(s, s.current, 50)
+    (strip,) = strips.strips(s, s.current, 50)
     assert strip.per_cell == 200 and len(strip.cells) == 50
-    assert strip.cells[0] == S.GONE and strip.cells[-1] == S.CURRENT
+    assert strip.cells[0] == strips.GONE and strip.cells[-1] == strips.CURRENT
 
 
 def test_the_first_nan_is_found_and_marked():
@@ -73,5 +73,5 @@ def test_the_first_nan_is_found_and_marked():
     b.result(loop.output_last(x2, name="x_final"))
     s = Session(Engine(b.build()), {"x0": np.ones(1, np.float32)})
     s.jump("-1")
-    (strip,) = S.strips(s, s.current, 40)
-    assert strip.first_nan == 1 and strip.cells[1] == S.NAN
+    (strip,) = strips.strips(s, s.current, 40)
+    assert strip.first_nan == 1 and strip.cells[1] == strips.NAN

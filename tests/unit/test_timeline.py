@@ -18,7 +18,7 @@ from loopdbg.debug import Session
 from loopdbg.debug.stop import Stop
 from loopdbg.engine import Engine, IterationDone
 from loopdbg.engine.inputs import load_npz
-from loopdbg.engine.replay import node_values
+from loopdbg.engine.recompute import node_values
 from loopdbg.engine.timeline import LiveTimeline
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.load import read_model

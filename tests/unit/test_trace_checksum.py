@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demos" / "ti_lstm"
@@ -21,10 +21,10 @@ DEMO = ROOT / "demos" / "ti_lstm"
 @pytest.mark.parametrize("size", [0, 1, 15, 16, 4095, 65536, 1 << 20, (1 << 20) + 7])
 def test_the_trace_crc32_is_zlib_s(size):
     data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
-    assert F.crc32(data) == zlib.crc32(data)
-    assert F.crc32(data, 0x12345678) == zlib.crc32(data, 0x12345678)
+    assert fmt.crc32(data) == zlib.crc32(data)
+    assert fmt.crc32(data, 0x12345678) == zlib.crc32(data, 0x12345678)
     view = memoryview(np.frombuffer(data, np.uint8)).cast("B")
-    assert F.crc32(view, 7) == zlib.crc32(view, 7)
+    assert fmt.crc32(view, 7) == zlib.crc32(view, 7)
 
 
 def _loopdbg(args: list[str], without_isal: bool) -> str:

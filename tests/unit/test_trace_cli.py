@@ -6,7 +6,6 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from loopdbg.cli import main
 from loopdbg.engine import Engine, IterationDone

@@ -20,7 +20,7 @@ from loopdbg.engine import Engine, IterationDone
 from loopdbg.engine.inputs import load_npz
 from loopdbg.ir.load import read_model
 from loopdbg.trace import TraceError, TraceReader, record
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -39,7 +39,7 @@ def trace(tmp_path_factory):
     with TraceReader(path) as t:
         frames = [(off, off + len(raw), kind, raw) for off, kind, raw in t._walk()]
         iterations = [(r.meta.path, r.meta.iteration) for r in t.records()
-                      if r.kind == F.ITERATION]
+                      if r.kind == fmt.ITERATION]
     return path, data, frames, iterations
 
 
@@ -47,9 +47,9 @@ def expected_after_cut(frames, cut):
     """(path, iteration) of every ITERATION frame wholly inside the first ``cut`` bytes."""
     out = []
     for off, end, kind, raw in frames:
-        if kind == F.ITERATION and end <= cut:
-            meta, _ = F.parse_body(raw, F.HEAD.size, len(raw) - F.CRC.size)
-            it, *_ = F.ITER_FIXED.unpack_from(meta, 0)
+        if kind == fmt.ITERATION and end <= cut:
+            meta, _ = fmt.parse_body(raw, fmt.HEAD.size, len(raw) - fmt.CRC.size)
+            it, *_ = fmt.ITER_FIXED.unpack_from(meta, 0)
             out.append(it)
     return out
 
@@ -91,10 +91,10 @@ def test_the_complete_file_is_not_truncated(trace):
 def test_a_flipped_byte_is_reported_with_its_frame(trace, tmp_path):
     path, data, frames, iterations = trace
     bad = tmp_path / "flipped.ldt"
-    it_frames = [(off, end) for off, end, kind, _ in frames if kind == F.ITERATION]
+    it_frames = [(off, end) for off, end, kind, _ in frames if kind == fmt.ITERATION]
     rng = random.Random(0)
     for k, (off, end) in enumerate(it_frames):
-        for pos in {off + 5, off + F.HEAD.size + 2, rng.randrange(off, end), end - 1}:
+        for pos in {off + 5, off + fmt.HEAD.size + 2, rng.randrange(off, end), end - 1}:
             damaged = bytearray(data)
             damaged[pos] ^= 0x40
             bad.write_bytes(bytes(damaged))
@@ -129,7 +129,7 @@ def _readable(t, loop):
 
 def test_a_damaged_footer_falls_back_to_scanning(trace, tmp_path):
     path, data, frames, iterations = trace
-    footer_off = F.parse_locator(data[-F.LOCATOR.size:])[0]
+    footer_off = fmt.parse_locator(data[-fmt.LOCATOR.size:])[0]
     damaged = bytearray(data)
     damaged[footer_off + 30] ^= 0xFF
     bad = tmp_path / "footer.ldt"
@@ -157,7 +157,7 @@ def test_missing_file(tmp_path):
 def test_a_newer_major_version_is_refused(trace, tmp_path):
     path, data, _, _ = trace
     p = tmp_path / "v3.ldt"
-    p.write_bytes(F.PREAMBLE.pack(F.MAGIC, 3, 0) + data[F.PREAMBLE.size:])
+    p.write_bytes(fmt.PREAMBLE.pack(fmt.MAGIC, 3, 0) + data[fmt.PREAMBLE.size:])
     with pytest.raises(TraceError, match=r"version 3\.0 trace; this loopdbg reads versions 1\.x "
                                          r"and 2\.x"):
         TraceReader(p)
@@ -214,7 +214,7 @@ def test_kill_9_while_recording_loses_only_the_unwritten_tail(tmp_path):
         # every complete frame (batch) is recovered: what is left over is at most the batch
         # that was being written, one flush (batch_bytes, 1 MiB)
         assert size - t.valid_end < 1 << 20
-        assert F.BATCH in [kind for _, kind, _ in t._walk()]
+        assert fmt.BATCH in [kind for _, kind, _ in t._walk()]
         for k in (0, n // 2, n - 1):
             f = t.frame("spin", k)
             np.testing.assert_array_equal(f.back_edges["x"], np.full(4, k + 1, np.float32))

@@ -15,7 +15,7 @@ from loopdbg.engine.events import LoopRun
 from loopdbg.engine.inputs import load_npz
 from loopdbg.builder import GraphBuilder
 from loopdbg.ir.load import read_model
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 from loopdbg.trace import (TraceError, TraceReader, TraceWriter, inputs_sha256, record,
                            recording)
 
@@ -318,12 +318,12 @@ def test_batched_frames_are_the_bytes_of_one_by_one_frames(tmp_path, monkeypatch
     _write_all(tmp_path / "single.ldt", events, batch_bytes=16 << 10)
     with TraceReader(tmp_path / "batched.ldt") as tb, TraceReader(tmp_path / "single.ldt") as ts:
         # (the END frames differ: they count the frames of their file)
-        assert [(k, d) for _, k, d in tb.raw() if k != F.END] == \
-            [(k, d) for _, k, d in ts.raw() if k != F.END]
+        assert [(k, d) for _, k, d in tb.raw() if k != fmt.END] == \
+            [(k, d) for _, k, d in ts.raw() if k != fmt.END]
         kinds = [k for _, k, _ in tb._walk()]
-        assert F.BATCH not in [k for _, k, _ in ts._walk()]
+        assert fmt.BATCH not in [k for _, k, _ in ts._walk()]
         if case in ("scalar_while", "nested_long", "wide_state", "cond_flags"):
-            assert F.BATCH in kinds                 # long runs of small frames are batched
+            assert fmt.BATCH in kinds                 # long runs of small frames are batched
             shrink = 2 if case == "wide_state" else 3     # 136 data bytes per iteration there
             assert (tmp_path / "batched.ldt").stat().st_size < \
                 (tmp_path / "single.ldt").stat().st_size / shrink
@@ -352,15 +352,35 @@ def test_record_writes_what_iterating_a_recording_writes(tmp_path, case):
     else:
         model, inputs = read_model(CORPUS / case / "model.xml"), load_npz(CORPUS / case / "inputs.npz")
     engine = Engine(model)
-    record(engine.run(inputs), tmp_path / "drained.ltrace", model=model, inputs=inputs)
+    # Batches also end by the clock (every flush_interval): on a loaded machine the two runs
+    # would cut them at other iterations. Only their size ends them here.
+    slow = {"flush_interval": 1e9}
+    record(engine.run(inputs), tmp_path / "drained.ltrace", model=model, inputs=inputs, **slow)
     for _ in recording(engine.run(inputs), tmp_path / "iterated.ltrace", model=model,
-                       inputs=inputs):
+                       inputs=inputs, **slow):
         pass
     with TraceReader(tmp_path / "drained.ltrace") as a, \
             TraceReader(tmp_path / "iterated.ltrace") as b:
         assert a.status == b.status == "complete"
-        frames_a = [(k, d) for _, k, d in a._walk() if k != F.HEADER]
-        frames_b = [(k, d) for _, k, d in b._walk() if k != F.HEADER]
+        frames_a = [(k, d) for _, k, d in a._walk() if k != fmt.HEADER]
+        frames_b = [(k, d) for _, k, d in b._walk() if k != fmt.HEADER]
         assert frames_a == frames_b
         if case in ("scalar_while", "nested_long"):
-            assert F.BATCH in [k for k, _ in frames_a]
+            assert fmt.BATCH in [k for k, _ in frames_a]
+
+
+def test_the_writers_generated_code_is_registered_with_linecache(tmp_path):
+    """The fast path's code (single, batch and pump modes) shows its lines in a traceback."""
+    import linecache
+
+    from loopdbg.trace import fastpath
+
+    fastpath._code_cache.clear()
+    model, inputs = scalar_while(2000)
+    record(Engine(model).run(inputs), tmp_path / "t.ltrace", model=model, inputs=inputs)
+    codes = [c for pair in fastpath._code_cache.values() for c in pair]
+    names = {c.co_filename for c in codes}
+    assert any("single mode" in n for n in names) and any("pump" in n for n in names), names
+    for code in codes:
+        lines = linecache.getlines(code.co_filename)
+        assert lines and lines[0].startswith("def f("), code.co_filename

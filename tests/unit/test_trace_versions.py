@@ -13,7 +13,7 @@ from loopdbg.engine import Engine
 from loopdbg.engine.inputs import load_npz
 from loopdbg.ir.load import read_model
 from loopdbg.trace import TraceReader, record
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 from loopdbg.trace.diff import diff
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def _recorded(tmp_path) -> Path:
 def test_a_version_1_trace_reads_as_the_same_run_does_today(tmp_path, scan):
     new = _recorded(tmp_path)
     with TraceReader(V1, scan=scan) as old, TraceReader(new) as now:
-        assert old.version == (1, 0) and now.version == F.VERSION
+        assert old.version == (1, 0) and now.version == fmt.VERSION
         assert old.problems == []
         assert old.verify() == ([] if not scan else [old.truncation_text()])
         assert [(r.path, r.outer, r.recorded, r.iterations, r.reason) for r in old.loops()] == \
@@ -71,7 +71,7 @@ def test_a_long_scalar_loop_costs_a_few_bytes_per_iteration(tmp_path):
             assert f.cond == (k < n - 1) and f.continues == (k < n - 1)
         assert t.verify() == []
         kinds = [kind for _, kind, _ in t._walk()]
-        assert kinds.count(F.BATCH) >= 1 and kinds.count(F.ITERATION) <= 200
+        assert kinds.count(fmt.BATCH) >= 1 and kinds.count(fmt.ITERATION) <= 200
 
 
 def test_strided_slices_are_batched_in_c_order(tmp_path):
@@ -91,7 +91,7 @@ def test_strided_slices_are_batched_in_c_order(tmp_path):
     path = tmp_path / "s.ltrace"
     record(iter(events), path, inputs=inputs)
     with TraceReader(path) as t:
-        assert F.BATCH in [kind for _, kind, _ in t._walk()]
+        assert fmt.BATCH in [kind for _, kind, _ in t._walk()]
         for e in events:
             if type(e).__name__ == "IterationDone":
                 f = t.frame(e.path, e.iteration, e.outer)

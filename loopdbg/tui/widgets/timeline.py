@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
-from loopdbg.debug import strips as S
+from loopdbg.debug import strips
 from loopdbg.debug.jump import Target
 from loopdbg.tui.messages import GoTo
 from loopdbg.tui.panel import Panel, View
@@ -20,12 +20,12 @@ from loopdbg.tui.plain import update_text
 
 # What each marker looks like: (character, style), weakest first (see debug.strips).
 LOOK = {
-    S.UNKNOWN: (" ", ""), S.GONE: ("·", "grey42"), S.HELD: ("━", "grey62"),
-    S.END: ("■", "bold yellow"), S.NAN: ("!", "bold red"), S.HIT: ("●", "bold magenta"),
-    S.CURRENT: ("▲", "bold reverse cyan"),
+    strips.UNKNOWN: (" ", ""), strips.GONE: ("·", "grey42"), strips.HELD: ("━", "grey62"),
+    strips.END: ("■", "bold yellow"), strips.NAN: ("!", "bold red"), strips.HIT: ("●", "bold magenta"),
+    strips.CURRENT: ("▲", "bold reverse cyan"),
 }
-LEGEND = ((S.CURRENT, "current"), (S.HIT, "breakpoint hit"), (S.NAN, "first NaN/Inf"),
-          (S.END, "condition false / last"), (S.HELD, "in history"), (S.GONE, "not held"))
+LEGEND = ((strips.CURRENT, "current"), (strips.HIT, "breakpoint hit"), (strips.NAN, "first NaN/Inf"),
+          (strips.END, "condition false / last"), (strips.HELD, "in history"), (strips.GONE, "not held"))
 
 
 class TimelinePanel(Panel, Static, can_focus=True):
@@ -44,7 +44,7 @@ class TimelinePanel(Panel, Static, can_focus=True):
     def __init__(self, *args, **kwargs):
         super().__init__("", *args, **kwargs)
         self._view: View | None = None
-        self._strips: list[S.Strip] = []
+        self._strips: list[strips.Strip] = []
         self._cache: dict = {}
         self._width = 0
         self._cells_width = 60
@@ -63,7 +63,7 @@ class TimelinePanel(Panel, Static, can_focus=True):
         view = self._view
         width = max(self.size.width - 2, 10) if self.size.width else 60
         self._width, self._cells_width = self.size.width, width
-        self._strips = S.strips(view.session, view.event, width, self._cache)
+        self._strips = strips.strips(view.session, view.event, width, self._cache)
         update_text(self, self._text(view))
 
     def _text(self, view: View) -> Text:

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from loopdbg.trace import format as F
+from loopdbg.trace import format as fmt
 
-_GROUP_ATTR = {F.BACK_EDGES: "back_edges", F.SCAN_SLICES: "scan_slices",
-               F.SLICED_INPUTS: "sliced_inputs", F.NODES: "nodes", F.BODY_INPUTS: "inputs"}
+_GROUP_ATTR = {fmt.BACK_EDGES: "back_edges", fmt.SCAN_SLICES: "scan_slices",
+               fmt.SLICED_INPUTS: "sliced_inputs", fmt.NODES: "nodes", fmt.BODY_INPUTS: "inputs"}
 
 
 @dataclass
@@ -87,12 +87,12 @@ class Record:
 
     @property
     def kind_name(self) -> str:
-        return F.KIND_NAMES.get(self.kind, f"kind {self.kind}")
+        return fmt.KIND_NAMES.get(self.kind, f"kind {self.kind}")
 
 
 def meta_bytes(data: bytes) -> bytes:
-    (mlen,) = F.META_LEN.unpack_from(data, F.HEAD.size)
-    return data[F.HEAD.size + 4:F.HEAD.size + 4 + mlen]
+    (mlen,) = fmt.META_LEN.unpack_from(data, fmt.HEAD.size)
+    return data[fmt.HEAD.size + 4:fmt.HEAD.size + 4 + mlen]
 
 
 def iteration_meta(data: bytes) -> tuple:
@@ -107,8 +107,8 @@ def iteration_fields(meta: bytes) -> tuple:
 
 
 def _parse_iter_meta(meta: bytes) -> tuple:
-    it, trip, cond, cont, n_outer, plen = F.ITER_META.unpack_from(meta, 0)
-    pos = F.ITER_META.size
+    it, trip, cond, cont, n_outer, plen = fmt.ITER_META.unpack_from(meta, 0)
+    pos = fmt.ITER_META.size
     outer = struct.unpack_from(f"<{n_outer}q", meta, pos)
     pos += 8 * n_outer
     if pos + plen != len(meta):
@@ -147,7 +147,7 @@ class BatchFrame:
 
 def batch_frame(meta: bytes, arrays: list, off: int) -> BatchFrame:
     """A BATCH frame's meta and arrays, checked: every array has one row per iteration."""
-    path, outer, first, count, trip, flags = F.parse_batch_meta(meta)
+    path, outer, first, count, trip, flags = fmt.parse_batch_meta(meta)
     for _, name, a in arrays:
         if a.ndim < 1 or a.shape[0] != count:
             raise ValueError(f"array '{name}' does not have one row per iteration")
