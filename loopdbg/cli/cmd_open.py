@@ -13,6 +13,12 @@ def add_parser(sub) -> None:
                        description="Open the loop debugger's terminal UI on MODEL with INPUTS, or "
                                    "replay a recorded FILE.ltrace (any iteration, forward and back).")
     common.add_model_args(p)
+    add_session_args(p)
+    p.set_defaults(handler=run)
+
+
+def add_session_args(p) -> None:
+    """The options of a debugging session (also those of ``loopdbg demo NAME``)."""
     common.add_limit_args(p)
     p.add_argument("--on-nan", action="store_true",
                    help="stop at the first iteration where a back edge or scan slice holds NaN/Inf")
@@ -29,7 +35,6 @@ def add_parser(sub) -> None:
     p.add_argument("--no-restore", action="store_true",
                    help="start without the breakpoints and watches saved for this model (they "
                         "are saved on leaving, per model, in $XDG_STATE_HOME/loopdbg)")
-    p.set_defaults(handler=run)
 
 
 def run(args) -> int:
@@ -40,7 +45,7 @@ def run(args) -> int:
         print("loopdbg: the debugger needs a terminal; use `loopdbg run` for a headless run.",
               file=sys.stderr)
         return 2
-    title = args.model
+    title = getattr(args, "title", None) or args.model
     if str(args.model).endswith(".ltrace"):
         from loopdbg.trace.replay import open_trace
         timeline = open_trace(args.model)
@@ -48,7 +53,7 @@ def run(args) -> int:
                           source=timeline.source, on_nan=args.on_nan)
     else:
         model, inputs, source = common.load_model_and_inputs(args)
-        title = model.path
+        title = getattr(args, "title", None) or model.path
         record = None
         if args.trace:
             from loopdbg.trace.record import recording

@@ -17,7 +17,7 @@ LOOPS = ["rows_loop/cols_loop", "rows_loop"]
 
 
 def nested() -> Session:
-    base = ROOT / "demos" / "nested_loop"
+    base = ROOT / "loopdbg" / "demos" / "nested_loop"
     return Session.open(base / "model.xml", base / "inputs.npz")
 
 
@@ -78,7 +78,7 @@ def test_an_iteration_past_the_loop_s_end_is_one_sentence():
 
 
 def test_an_iteration_behind_the_history_says_so():
-    base = ROOT / "demos" / "nested_loop"
+    base = ROOT / "loopdbg" / "demos" / "nested_loop"
     s = Session.open(base / "model.xml", base / "inputs.npz", history=2)
     s.jump("cols_loop 2 1")
     with pytest.raises(LoopdbgError, match="--trace"):
