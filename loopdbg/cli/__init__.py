@@ -15,7 +15,7 @@ import sys
 
 from loopdbg import __version__
 
-COMMANDS = ("open", "demo", "run", "inputs", "trace", "explain", "graph", "plot", "check")
+COMMANDS = ("open", "demo", "serve", "run", "inputs", "trace", "explain", "graph", "plot", "check")
 DESCRIPTION = "Watch the Loop and TensorIterator operations of a model run, step by step."
 EPILOG = """examples:
   loopdbg demo                                  list the bundled demos; `loopdbg demo for_loop` opens one

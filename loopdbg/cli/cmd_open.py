@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -14,6 +15,10 @@ def add_parser(sub) -> None:
                                    "replay a recorded FILE.ltrace (any iteration, forward and back).")
     common.add_model_args(p)
     add_session_args(p)
+    # `loopdbg serve` runs one `open` per browser tab: what the title says, and that the
+    # terminal is textual-serve's web driver, not a tty
+    p.add_argument("--title", help=argparse.SUPPRESS)
+    p.add_argument("--web", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(handler=run)
 
 
@@ -41,7 +46,7 @@ def run(args) -> int:
     from loopdbg.debug import Session
     from loopdbg.engine import Engine
 
-    if not sys.stdout.isatty():
+    if not sys.stdout.isatty() and not getattr(args, "web", False):
         print("loopdbg: the debugger needs a terminal; use `loopdbg run` for a headless run.",
               file=sys.stderr)
         return 2
