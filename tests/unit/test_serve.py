@@ -143,15 +143,15 @@ def test_each_tab_is_its_own_session(server):
             url = f"ws://{address}/ws?width=120&height=36"
             async with http.ws_connect(url) as ws1, http.ws_connect(url) as ws2:
                 one, two = Tab(ws1), Tab(ws2)
-                await one.until("doubling")
-                await two.until("doubling")
+                await one.until("at iteration 0")      # each opens at the loop's first stop
+                await two.until("at iteration 0")
                 await one.key("n")
-                await one.until(r"iteration 0")
+                await one.until("at iteration 1")
                 await one.key("n")
-                await one.until(r"iteration 1")
-                await two.key("n")                  # the second tab starts at its own beginning
-                await two.until(r"iteration 0")
-                assert "iteration 1" not in two.text
+                await one.until("at iteration 2")
+                await two.key("n")                  # the second tab steps its own session
+                await two.until("at iteration 1")
+                assert "at iteration 3" not in two.text
 
     asyncio.run(main())
 
@@ -167,7 +167,9 @@ def test_in_a_real_browser_the_debugger_is_drawn_and_answers_a_key(server, tmp_p
     address, _ = server
     profile = tmp_path / "profile"
     browser = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-quic",
+         # the page draws the terminal with WebGL: Chromium's software GL, no GPU needed
+         "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
          "--no-first-run", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--remote-debugging-port=0", f"--user-data-dir={profile}",
          "--window-size=1280,800", "about:blank"],
@@ -183,12 +185,20 @@ def test_in_a_real_browser_the_debugger_is_drawn_and_answers_a_key(server, tmp_p
     finally:
         browser.kill()
         browser.wait()
-    before, after = (Image.open(io.BytesIO(s)).convert("RGB") for s in shots)
     (tmp_path / "before.png").write_bytes(shots[0])
     (tmp_path / "after.png").write_bytes(shots[1])
-    assert len(before.getcolors(1 << 20) or []) > 8, "the page is blank"
+    before, after = (Image.open(io.BytesIO(s)).convert("RGB") for s in shots)
+    assert drawn(before), f"the debugger never appeared (see {tmp_path / 'before.png'})"
+    assert len(before.getcolors(1 << 20) or []) > 8, "the page is drawn in one colour"
     assert ImageChops.difference(before, after).getbbox() is not None, \
         "pressing n changed nothing on the page"
+
+
+def drawn(image) -> bool:
+    """The debugger's screen, not textual-serve's intro: mostly the UI's black background
+    (the intro is dark blue-grey all over)."""
+    black = sum(n for n, rgb in image.getcolors(1 << 20) or [] if max(rgb) < 8)
+    return black > 0.3 * image.width * image.height
 
 
 async def _drive(devtools: int, url: str, folder: Path) -> list[bytes]:
@@ -209,23 +219,26 @@ async def _drive(devtools: int, url: str, folder: Path) -> list[bytes]:
             async def shot() -> bytes:
                 return base64.b64decode((await call("Page.captureScreenshot", format="png"))["data"])
 
-            async def settled() -> bytes:
+            async def settled(ready=lambda png: True) -> bytes:
                 last, same = b"", 0
-                for _ in range(120):             # until two screenshots in a row agree
+                for _ in range(180):    # until it is ready and three screenshots in a row agree
                     await asyncio.sleep(0.5)
                     now = await shot()
-                    same = same + 1 if now == last else 0
+                    same = same + 1 if now == last and ready(now) else 0
                     if same >= 2:
                         return now
                     last = now
                 return last
 
+            def debugger_drawn(png: bytes) -> bool:
+                from PIL import Image
+                return drawn(Image.open(io.BytesIO(png)).convert("RGB"))
+
             await call("Page.enable")
             await call("Page.navigate", url=url)
-            await asyncio.sleep(3)
+            before = await settled(debugger_drawn)
             await call("Runtime.evaluate", expression="document.querySelector('.textual-terminal')"
                                                       "?.querySelector('textarea')?.focus()")
-            before = await settled()
             for kind in ("keyDown", "keyUp"):
                 await call("Input.dispatchKeyEvent", type=kind, key="n", code="KeyN",
                            text="n" if kind == "keyDown" else "", windowsVirtualKeyCode=78)
