@@ -28,13 +28,13 @@ import pytest
 
 pytest.importorskip("textual_serve", reason="the serve extra (textual-serve) is not installed")
 aiohttp = pytest.importorskip("aiohttp")
+pyte = pytest.importorskip("pyte", reason="pyte (the dev extra's terminal emulator) is missing")
 
 from loopdbg.cli import build_parser  # noqa: E402
 from loopdbg.cli.cmd_serve import session_command  # noqa: E402
 from loopdbg.errors import LoopdbgError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-CSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 
 
 def parse(*argv):
@@ -106,30 +106,35 @@ def server(tmp_path):
 
 
 class Tab:
-    """A browser tab as the page's script is one: the websocket, a screen of text."""
+    """A browser tab as the page's script is one: the websocket and a terminal screen (pyte)
+    that the session's output is played on."""
 
-    def __init__(self, ws):
+    def __init__(self, ws, width: int, height: int):
         self.ws = ws
-        self.text = ""
+        self.screen = pyte.Screen(width, height)
+        self.stream = pyte.ByteStream(self.screen)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.screen.display)
 
     async def until(self, pattern: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         while not re.search(pattern, self.text):
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"{pattern!r} never came; the screen said: {self.text[-2000:]}")
+                raise AssertionError(f"{pattern!r} never came; the screen said:\n{self.text}")
             try:
-                msg = await self.ws.receive(timeout=left)
+                msg = await self.ws.receive(timeout=min(left, 5))
             except asyncio.TimeoutError:
                 continue
             if msg.type == aiohttp.WSMsgType.BINARY:
-                self.text += CSI.sub("", msg.data.decode("utf-8", "replace"))
+                self.stream.feed(msg.data)
             elif msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
-                raise AssertionError(f"the session closed; it said: {self.text[-2000:]}")
+                raise AssertionError(f"the session closed; it said:\n{self.text}")
         return self.text
 
     async def key(self, key: str) -> None:
-        self.text = ""
         await self.ws.send_str(json.dumps(["stdin", key]))
 
 
@@ -142,16 +147,16 @@ def test_each_tab_is_its_own_session(server):
             assert "loopdbg" in page
             url = f"ws://{address}/ws?width=120&height=36"
             async with http.ws_connect(url) as ws1, http.ws_connect(url) as ws2:
-                one, two = Tab(ws1), Tab(ws2)
-                await one.until("at iteration 0")      # each opens at the loop's first stop
-                await two.until("at iteration 0")
+                one, two = Tab(ws1, 120, 36), Tab(ws2, 120, 36)
+                await one.until(r"│ iteration +0 ")     # each opens at the loop's first stop
+                await two.until(r"│ iteration +0 ")
                 await one.key("n")
-                await one.until("at iteration 1")
+                await one.until(r"│ iteration +1 ")
                 await one.key("n")
-                await one.until("at iteration 2")
-                await two.key("n")                  # the second tab steps its own session
-                await two.until("at iteration 1")
-                assert "at iteration 3" not in two.text
+                await one.until(r"│ iteration +2 ")
+                await two.key("n")      # the second tab steps its own session: 1, not 3
+                await two.until(r"│ iteration +1 ")
+                assert not re.search(r"│ iteration +3 ", two.text)
 
     asyncio.run(main())
 
