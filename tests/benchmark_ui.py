@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "tui"))
 
-DEMOS = ROOT / "demos"
+DEMOS = ROOT / "loopdbg" / "demos"
 CORPUS = ROOT / "tests" / "corpus"
 SIZE = (160, 48)
 KEY_TARGET = 0.050

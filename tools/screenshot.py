@@ -1,4 +1,4 @@
-"""Make demos/screenshot.svg and demos/screenshot_life.svg, the README's pictures of the debugger.
+"""Make docs/screenshot.svg and docs/screenshot_life.svg, the README's pictures of the debugger.
 
     python tools/screenshot.py [OUT.svg [LIFE.svg]]
 
@@ -22,7 +22,7 @@ async def make(out: Path, life: Path) -> None:
     from loopdbg.debug import Session
     from loopdbg.tui.app import LoopdbgApp
 
-    demo = ROOT / "demos" / "ti_lstm"
+    demo = ROOT / "loopdbg" / "demos" / "ti_lstm"
     session = Session.open(demo / "model.xml", demo / "inputs.npz")
     session.breakpoints.add("i == 3")
     app = LoopdbgApp(session, title="demos/ti_lstm/model.xml")
@@ -48,7 +48,7 @@ async def make(out: Path, life: Path) -> None:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "demos" / "screenshot.svg"
-    life = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "demos" / "screenshot_life.svg"
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshot.svg"
+    life = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "docs" / "screenshot_life.svg"
     asyncio.run(make(target.resolve(), life.resolve()))
     print(target, life)

@@ -15,10 +15,11 @@ import sys
 
 from loopdbg import __version__
 
-COMMANDS = ("open", "run", "inputs", "trace", "explain", "graph", "plot", "check")
+COMMANDS = ("open", "demo", "serve", "run", "inputs", "trace", "explain", "graph", "plot", "check")
 DESCRIPTION = "Watch the Loop and TensorIterator operations of a model run, step by step."
 EPILOG = """examples:
-  loopdbg demos/for_loop/model.xml              open the debugger on a model (inputs.npz beside it)
+  loopdbg demo                                  list the bundled demos; `loopdbg demo for_loop` opens one
+  loopdbg model.xml                             open the debugger on a model (inputs.npz beside it)
   loopdbg run model.xml inputs.npz -o out.npz   run headless and save the outputs
   loopdbg run model.xml --break "i == 3"        run to a breakpoint and print the stop report
   loopdbg inputs model.xml -o inputs.npz        write a template of the inputs

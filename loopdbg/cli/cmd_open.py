@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -13,6 +14,16 @@ def add_parser(sub) -> None:
                        description="Open the loop debugger's terminal UI on MODEL with INPUTS, or "
                                    "replay a recorded FILE.ltrace (any iteration, forward and back).")
     common.add_model_args(p)
+    add_session_args(p)
+    # `loopdbg serve` runs one `open` per browser tab: what the title says, and that the
+    # terminal is textual-serve's web driver, not a tty
+    p.add_argument("--title", help=argparse.SUPPRESS)
+    p.add_argument("--web", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(handler=run)
+
+
+def add_session_args(p) -> None:
+    """The options of a debugging session (also those of ``loopdbg demo NAME``)."""
     common.add_limit_args(p)
     p.add_argument("--on-nan", action="store_true",
                    help="stop at the first iteration where a back edge or scan slice holds NaN/Inf")
@@ -29,18 +40,17 @@ def add_parser(sub) -> None:
     p.add_argument("--no-restore", action="store_true",
                    help="start without the breakpoints and watches saved for this model (they "
                         "are saved on leaving, per model, in $XDG_STATE_HOME/loopdbg)")
-    p.set_defaults(handler=run)
 
 
 def run(args) -> int:
     from loopdbg.debug import Session
     from loopdbg.engine import Engine
 
-    if not sys.stdout.isatty():
+    if not sys.stdout.isatty() and not getattr(args, "web", False):
         print("loopdbg: the debugger needs a terminal; use `loopdbg run` for a headless run.",
               file=sys.stderr)
         return 2
-    title = args.model
+    title = getattr(args, "title", None) or args.model
     if str(args.model).endswith(".ltrace"):
         from loopdbg.trace.replay import open_trace
         timeline = open_trace(args.model)
@@ -48,7 +58,7 @@ def run(args) -> int:
                           source=timeline.source, on_nan=args.on_nan)
     else:
         model, inputs, source = common.load_model_and_inputs(args)
-        title = model.path
+        title = getattr(args, "title", None) or model.path
         record = None
         if args.trace:
             from loopdbg.trace.record import recording

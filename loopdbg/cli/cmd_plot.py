@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 EPILOG = """examples:
-  loopdbg plot demos/ti_lstm/model.xml "mean(h)" "norm(c)" -o lstm.png
+  loopdbg plot ti_lstm/model.xml "mean(h)" "norm(c)" -o lstm.png
   loopdbg plot run.ltrace "h[0, 3]" --loop inner --outer 2 -o h03.svg
   loopdbg plot model.xml inputs.npz "abs(x).max()" --max-iterations 500 -o x.png
 

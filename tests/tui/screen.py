@@ -20,7 +20,7 @@ ROOT = TESTS.parent
 
 def model_files(case: str) -> tuple[Path, Path]:
     """model.xml (or .onnx) and inputs.npz of a demo, corpus, data or converted case."""
-    for base in (ROOT / "demos" / case, TESTS / "corpus" / case, TESTS / "data" / case,
+    for base in (ROOT / "loopdbg" / "demos" / case, TESTS / "corpus" / case, TESTS / "data" / case,
                  TESTS / "converted" / case):
         for name in ("model.xml", "model.onnx"):
             if (base / name).exists():

@@ -62,7 +62,7 @@ def test_the_way_to_a_node_inside_closed_groups(decoder):
 def test_small_bodies_stay_flat():
     root = Path(__file__).resolve().parents[2]
     for demo in ("prefix_sum", "nested_loop", "vandermonde"):
-        engine = Engine(read_model(root / "demos" / demo / "model.xml"))
+        engine = Engine(read_model(root / "loopdbg" / "demos" / demo / "model.xml"))
         for spec in engine.loops.values():
             assert grouped_body(spec) is None, demo
 

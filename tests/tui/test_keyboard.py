@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def session(demo: str) -> Session:
-    base = ROOT / "demos" / demo
+    base = ROOT / "loopdbg" / "demos" / demo
     return Session.open(base / "model.xml", base / "inputs.npz")
 
 

@@ -20,7 +20,7 @@ from loopdbg.tui.widgets.graph import GraphView  # noqa: E402
 from loopdbg.tui.widgets.valuetext import value_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMOS = ROOT / "demos"
+DEMOS = ROOT / "loopdbg" / "demos"
 ONNX = ROOT / "tests" / "corpus" / "onnx_loop_spec_example"
 
 

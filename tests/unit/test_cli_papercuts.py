@@ -13,7 +13,7 @@ from loopdbg.ir.load import read_model
 from loopdbg.trace import record
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMOS = ROOT / "demos"
+DEMOS = ROOT / "loopdbg" / "demos"
 
 
 def test_options_may_come_between_the_positionals(capsys):

@@ -9,7 +9,7 @@ import pytest
 
 from loopdbg.cli import main
 
-DEMOS = Path(__file__).resolve().parents[2] / "demos"
+DEMOS = Path(__file__).resolve().parents[2] / "loopdbg" / "demos"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
 
 

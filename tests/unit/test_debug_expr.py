@@ -470,7 +470,7 @@ def test_a_loop_name_and_a_colon_scope_a_condition_and_shadowed_builtins_are_nam
     which is t["i"] (nested_loop's outer loop counts rows in a Parameter named i)."""
     from loopdbg.debug import Session
 
-    demo = Path(__file__).resolve().parents[2] / "demos" / "nested_loop"
+    demo = Path(__file__).resolve().parents[2] / "loopdbg" / "demos" / "nested_loop"
     s = Session.open(demo / "model.xml", demo / "inputs.npz")
     bp = s.breakpoints.add("rows_loop: i == 2")
     assert (bp.loop, bp.text) == ("rows_loop", "i == 2")

@@ -1,9 +1,9 @@
-"""The demos in ``demos/``: committed files are what ``demos/build_demos.py`` builds, and each runs.
+"""The demos in ``loopdbg/demos/``: committed files are what ``tools/build_demos.py`` builds, and each runs.
 
 * Reproducible: building every demo into a temporary folder gives the committed ``model.xml``,
-  ``model.bin`` and ``inputs.npz`` byte for byte (rebuild with ``python demos/build_demos.py``).
+  ``model.bin`` and ``inputs.npz`` byte for byte (rebuild with ``python tools/build_demos.py``).
 * Each demo runs through the Engine on its ``inputs.npz`` with the number of iterations and the
-  stop reason its lesson (``demos/<name>/README.md``) promises, and the outputs it quotes.
+  stop reason its lesson (``loopdbg/demos/<name>/README.md``) promises, and the outputs it quotes.
 * Oracle (``-m oracle``): OpenVINO's CPU plugin computes the same outputs (the infinite loop and
   two zero-iteration outputs the two define differently excepted).
 """
@@ -22,12 +22,13 @@ from loopdbg.engine.inputs import load_npz
 from loopdbg.ir.load import read_model
 from loopdbg.oracle import testing as ovt
 
-DEMOS_DIR = Path(__file__).resolve().parents[2] / "demos"
+ROOT = Path(__file__).resolve().parents[2]
+DEMOS_DIR = ROOT / "loopdbg" / "demos"
 FILES = ("model.xml", "model.bin", "inputs.npz")
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("build_demos", DEMOS_DIR / "build_demos.py")
+    spec = importlib.util.spec_from_file_location("build_demos", ROOT / "tools" / "build_demos.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -73,7 +74,7 @@ def test_every_demo_has_an_expectation_and_a_lesson():
     index = (DEMOS_DIR / "README.md").read_text()
     for name in NAMES:
         lesson = (DEMOS_DIR / name / "README.md").read_text()
-        assert f"loopdbg demos/{name}/model.xml" in lesson, name
+        assert f"loopdbg demo {name}\n" in lesson or f"loopdbg demo {name} " in lesson, name
         assert f"({name}/README.md)" in index, name
 
 
@@ -89,9 +90,9 @@ def built(tmp_path_factory):
 def test_committed_demo_is_what_the_script_builds(built, name):
     for fname in FILES:
         committed = DEMOS_DIR / name / fname
-        assert committed.is_file(), f"{committed} is missing: run python demos/build_demos.py"
+        assert committed.is_file(), f"{committed} is missing: run python tools/build_demos.py"
         assert committed.read_bytes() == (built / name / fname).read_bytes(), \
-            f"{committed} differs from what demos/build_demos.py builds"
+            f"{committed} differs from what tools/build_demos.py builds"
 
 
 def test_building_twice_gives_the_same_bytes(tmp_path):

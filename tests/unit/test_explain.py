@@ -1,6 +1,6 @@
 """loopdbg explain: modes of every demo and corpus model, golden text, pitfalls, the CLI.
 
-* The mode of every loop of every demo (``demos/``) and every corpus model (``tests/corpus``),
+* The mode of every loop of every demo (``loopdbg/demos/``) and every corpus model (``tests/corpus``),
   decided with the model's inputs; without inputs an input-dependent mode is said to depend on
   them, with what it would be either way.
 * The text of two demos word for word (``while_loop`` and ``zero_trip``).
@@ -27,7 +27,7 @@ from loopdbg.teach.explain import explain
 from loopdbg.teach.explain_text import format_text
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMOS = ROOT / "demos"
+DEMOS = ROOT / "loopdbg" / "demos"
 CORPUS = ROOT / "tests" / "corpus"
 
 DEMO_MODES = {

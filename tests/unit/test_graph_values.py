@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-NESTED = ROOT / "demos" / "nested_loop" / "model.xml"
+NESTED = ROOT / "loopdbg" / "demos" / "nested_loop" / "model.xml"
 
 
 def loopdbg(*argv, cwd=None):

@@ -17,7 +17,7 @@ LOOPS = ["rows_loop/cols_loop", "rows_loop"]
 
 
 def nested() -> Session:
-    base = ROOT / "demos" / "nested_loop"
+    base = ROOT / "loopdbg" / "demos" / "nested_loop"
     return Session.open(base / "model.xml", base / "inputs.npz")
 
 
@@ -78,7 +78,7 @@ def test_an_iteration_past_the_loop_s_end_is_one_sentence():
 
 
 def test_an_iteration_behind_the_history_says_so():
-    base = ROOT / "demos" / "nested_loop"
+    base = ROOT / "loopdbg" / "demos" / "nested_loop"
     s = Session.open(base / "model.xml", base / "inputs.npz", history=2)
     s.jump("cols_loop 2 1")
     with pytest.raises(LoopdbgError, match="--trace"):
@@ -90,7 +90,7 @@ def test_an_iteration_past_the_end_of_the_loop_says_there_is_none():
     instead of running to the end of the model ("finished")."""
     from loopdbg.debug.session import Session
 
-    base = Path(__file__).resolve().parents[2] / "demos" / "while_loop"
+    base = Path(__file__).resolve().parents[2] / "loopdbg" / "demos" / "while_loop"
     s = Session.open(base / "model.xml", base / "inputs.npz")
     s.step()
     stop = s.jump("99")

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_node_is_described_as_netron_would():
-    base = ROOT / "demos" / "ti_lstm"
+    base = ROOT / "loopdbg" / "demos" / "ti_lstm"
     s = Session.open(base / "model.xml", base / "inputs.npz")
     s.next()
     e = s.current

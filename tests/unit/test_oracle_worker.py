@@ -21,7 +21,7 @@ from loopdbg.oracle.child import FAULT_ENV
 from loopdbg.oracle.worker import _shared
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMOS = ROOT / "demos"
+DEMOS = ROOT / "loopdbg" / "demos"
 WHILE = DEMOS / "while_loop"
 
 pytestmark = pytest.mark.skipif(not openvino_installed(), reason="OpenVINO is not installed")

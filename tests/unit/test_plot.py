@@ -14,7 +14,7 @@ from loopdbg.errors import LoopdbgError
 from loopdbg.ir.load import read_model
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMOS = ROOT / "demos"
+DEMOS = ROOT / "loopdbg" / "demos"
 
 
 def run_events(name):

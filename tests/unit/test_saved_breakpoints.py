@@ -11,7 +11,7 @@ import pytest
 from loopdbg.debug import Session, saved
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "demos" / "while_loop"
+DEMO = ROOT / "loopdbg" / "demos" / "while_loop"
 FILES = [DEMO / "model.xml", DEMO / "model.bin"]
 
 
@@ -50,7 +50,7 @@ def test_another_model_or_a_changed_one_restores_nothing(tmp_path):
     s = session()
     s.breakpoints.add("i == 3")
     saved.save(FILES, s.breakpoints)
-    other = ROOT / "demos" / "for_loop"
+    other = ROOT / "loopdbg" / "demos" / "for_loop"
     assert saved.restore([other / "model.xml", other / "model.bin"], session().breakpoints) is None
     copy = tmp_path / "model.xml"
     copy.write_bytes(FILES[0].read_bytes() + b"\n")

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def demo(name: str, **kw) -> Session:
-    base = ROOT / "demos" / name
+    base = ROOT / "loopdbg" / "demos" / name
     return Session.open(base / "model.xml", base / "inputs.npz", **kw)
 
 

@@ -24,7 +24,7 @@ from loopdbg.errors import UnsupportedOperation
 from loopdbg.ir.load import read_model
 from loopdbg.teach.explain import explain
 
-DEMO = Path(__file__).resolve().parents[2] / "demos" / "while_loop"
+DEMO = Path(__file__).resolve().parents[2] / "loopdbg" / "demos" / "while_loop"
 INPUTS = DEMO / "inputs.npz"
 
 

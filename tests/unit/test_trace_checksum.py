@@ -15,7 +15,7 @@ import pytest
 from loopdbg.trace import format as fmt
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "demos" / "ti_lstm"
+DEMO = ROOT / "loopdbg" / "demos" / "ti_lstm"
 
 
 @pytest.mark.parametrize("size", [0, 1, 15, 16, 4095, 65536, 1 << 20, (1 << 20) + 7])

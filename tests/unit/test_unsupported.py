@@ -12,7 +12,7 @@ from loopdbg.engine import Engine
 from loopdbg.errors import UnsupportedOperation
 from loopdbg.ir.load import read_model
 
-DEMO = Path(__file__).resolve().parents[2] / "demos" / "while_loop"
+DEMO = Path(__file__).resolve().parents[2] / "loopdbg" / "demos" / "while_loop"
 
 
 def edited(tmp_path, **types) -> Path:
