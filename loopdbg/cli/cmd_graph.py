@@ -85,6 +85,7 @@ def run(args) -> int:
                                f"(--fold-consts), or write the DOT source (-o FILE.dot).")
     source = graph_to_dot(spec, consts=consts, values=values, changed=changed, title=title,
                           graph=graph)
+    from loopdbg.layout.dot import render
     output.write_bytes(source.encode() if fmt == "dot" else render(source, fmt))
     common.err(f"{spec.kind} '{common.safe(spec.path)}' drawn in {common.safe(output.path)}")
     return 0
@@ -93,11 +94,8 @@ def run(args) -> int:
 def node_values_at(args, engine, timeline, spec):
     """Each body layer's value at ``args.iteration`` of ``spec``'s loop (a line of text per
     layer id), the ids whose value changed since the iteration before, and a title."""
-    import numpy as np
-
     from loopdbg.debug import Session
     from loopdbg.debug.jump import Target
-    from loopdbg.debug.report import fmt_value
     from loopdbg.errors import LoopdbgError
 
     depth = sum(1 for p in engine.loops if spec.path.startswith(p + "/"))
@@ -125,21 +123,12 @@ def node_values_at(args, engine, timeline, spec):
         raise LoopdbgError(f"loop '{spec.path}' did not reach iteration {args.iteration}"
                            + (f" in outer iterations {list(outer)}" if outer else "")
                            + f" ({stop.reason}).")
-    now = session.values(e)
-    prev_event = session.timeline.previous(e)
-    before = session.values(prev_event) if prev_event is not None else None
-    values, changed = {}, set()
-    for layer_id, layer in spec.body.graph.layers.items():
-        if layer.name not in now:
-            continue
-        value = now[layer.name]
-        values[layer_id] = common.safe(fmt_value(value, width=40))
-        if before is not None and layer.name in before and layer.type != "Const" and \
-                not _same(before[layer.name], value, np):
-            changed.add(layer_id)
+    from loopdbg.view.picture import body_values
+    values, changed, before = body_values(session, e, spec)
+    values = {k: common.safe(v) for k, v in values.items()}
     where = f", outer {list(outer)}" if outer else ""
     session.close()
-    note = f"; red: changed since iteration {e.iteration - 1}" if before is not None else ""
+    note = f"; red: changed since iteration {e.iteration - 1}" if before else ""
     return values, changed, f" at iteration {e.iteration}{where}{note}"
 
 
@@ -167,24 +156,8 @@ def grouped_view(spec, consts: str, args, values=None, changed=None):
         raise LoopdbgError(f"--expand {common.safe(exc.args[0])}: no such group in the body of "
                            f"'{common.safe(spec.path)}'; its groups are {common.safe(tops)}."
                            ) from None
-    graph = gb.view(opened)
-    values = dict(values or {})
-    changed = set(changed or ())
-    for node in graph.nodes:
-        if node.id < 0:
-            out = gb.leaving(gb.by_id[node.id].path)
-            if out and out[0] in values:
-                values[node.id] = values[out[0]]
-                if out[0] in changed:
-                    changed.add(node.id)
-    return graph, values, changed
-
-
-def _same(a, b, np) -> bool:
-    try:
-        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
-    except (TypeError, ValueError):
-        return a is b
+    from loopdbg.view.picture import with_groups
+    return with_groups(spec, values or {}, set(changed or ()), consts, opened, gb=gb)
 
 
 def choose_loop(engine, name: str | None):
@@ -214,27 +187,3 @@ def choose_loop(engine, name: str | None):
         raise LoopdbgError(f"{engine.file}: several loops are called '{name}' "
                            f"({listing(s.path for s in matches)}); give the full path.")
     raise LoopdbgError(f"{engine.file}: no loop named '{name}'; the loops are: {paths}.")
-
-
-def render(source: str, fmt: str) -> bytes:
-    """``source`` rendered by Graphviz's ``dot`` as ``fmt`` (svg or png)."""
-    import subprocess
-
-    from loopdbg import programs
-    from loopdbg.errors import LoopdbgError
-    from loopdbg.layout.dot import DOT_TIMEOUT, INSTALL_HINT
-
-    exe = programs.find("dot")
-    if exe is None:
-        raise LoopdbgError(f"Graphviz's 'dot' program was not found; {INSTALL_HINT}; or write "
-                           f"the DOT source with -o FILE.dot.")
-    try:
-        proc = subprocess.run([exe, f"-T{fmt}"], input=source.encode(), capture_output=True,
-                              timeout=DOT_TIMEOUT, check=False, cwd=programs.NEUTRAL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise LoopdbgError(f"Graphviz's 'dot' could not draw the graph: {exc}.") from None
-    if proc.returncode != 0 or not proc.stdout:
-        msg = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise LoopdbgError(f"Graphviz's 'dot' failed: {msg[0] if msg else proc.returncode}.")
-    return proc.stdout
-

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from loopdbg.debug.expr import FUNCTIONS, quote_dotted_names
+from loopdbg.debug.dotted import quote_dotted_names
+from loopdbg.debug.expr import FUNCTIONS
 
 BUILTINS = ("i", "iteration", "cond", "trip_count", "loop")
 MAX_LISTED = 12                     # candidates listed under the prompt

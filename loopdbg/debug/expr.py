@@ -26,43 +26,32 @@ characters and ``MAX_DEPTH`` levels of nesting (refused when parsed); a power of
 result would pass ``MAX_DIGITS`` decimal digits, a string or list repeated past ``MAX_ITEMS``
 items, and an array bigger than its operands (broadcasting ``x[None] * x[:, None]``, ``@``,
 min/max stacking their arguments) past what is left of the run's ``--max-memory`` (``MAX_BYTES``
-without one), are refused when evaluated, before the array is made.
+without one), are refused when evaluated, before the array is made (``expr_limits``).
 """
 
 from __future__ import annotations
 
 import ast
-import io
 import operator
 import re
-import tokenize
 from typing import Any, Callable
 
 import numpy as np
 
+from loopdbg.debug.dotted import quote_dotted_names
+from loopdbg.debug.expr_limits import ExprError, fits, grows, power, times
 from loopdbg.debug.values import same_value
-from loopdbg.errors import LoopdbgError
-from loopdbg.ops.budget import BUDGET, BudgetExceeded, elements, reserve
-from loopdbg.text import byte_size
 
 MAX_LENGTH = 2000          # characters of an expression
 MAX_DEPTH = 64             # nesting of its syntax tree (a + b + c nests one level per term)
-MAX_DIGITS = 1000          # decimal digits of an integer power
-MAX_ITEMS = 1_000_000      # items of a repeated string, list or tuple
-MAX_BYTES = 256 << 20      # an array an expression makes, when the run has no memory budget
-
 RESERVED = ("i", "iteration", "cond", "trip_count", "loop", "t", "True", "False", "true", "false")
-
-
-class ExprError(LoopdbgError):
-    """An expression outside the language, or one that failed when evaluated."""
 
 
 def _reduce(fn):
     def call(*args):
         if len(args) == 1:
             return fn(np.asarray(args[0]))
-        _fits(sum(np.asarray(a).nbytes for a in args), "stacking the arguments of min/max")
+        fits(sum(np.asarray(a).nbytes for a in args), "stacking the arguments of min/max")
         return fn(np.asarray([np.asarray(a).item() if np.size(a) == 1 else a for a in args]))
     return call
 
@@ -87,69 +76,13 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 # Methods written the numpy way (``isnan(h).any()``) mean the function of the same name.
 METHODS = ("any", "all", "sum", "mean", "min", "max")
 
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _power(a, b):
-    """``a ** b``, refused when an integer result would be too big to compute or print."""
-    if _is_int(a) and _is_int(b) and abs(int(a)) > 1 and int(b) > 0:
-        digits = int(b) * np.log10(abs(int(a)))
-        if digits > MAX_DIGITS:
-            raise ExprError(f"{a} ** {b} would have about {digits:,.0f} digits (at most "
-                             f"{MAX_DIGITS:,} are allowed).")
-    return operator.pow(a, b)
-
-
-def _times(a, b):
-    """``a * b``, refused when it repeats a string, list or tuple past MAX_ITEMS items."""
-    for seq, n in ((a, b), (b, a)):
-        if isinstance(seq, (str, list, tuple)) and _is_int(n) and len(seq) * int(n) > MAX_ITEMS:
-            raise ExprError(f"repeating a {type(seq).__name__} of {len(seq):,} items {int(n):,} "
-                             f"times is past the limit of {MAX_ITEMS:,} items.")
-    return operator.mul(a, b)
-
-
-def _fits(nbytes: float, what: str) -> None:
-    """An array of ``nbytes`` the expression is about to make must fit in what is left of the
-    run's memory budget (``--max-memory``), and in ``MAX_BYTES`` when the run has none."""
-    if nbytes > MAX_BYTES and BUDGET.limit is None:
-        raise ExprError(f"{what} would make an array of {byte_size(nbytes)}, past the "
-                        f"{byte_size(MAX_BYTES)} an expression may make.")
-    try:
-        reserve(nbytes)
-    except BudgetExceeded as exc:
-        raise ExprError(f"{what} would make an array too big for the run: {exc}.") from None
-
-
-def _grows(op: Callable, matmul: bool = False) -> Callable:
-    """``op(a, b)``, its result's size checked first when two arrays of different shapes
-    broadcast (an outer sum ``x[None] + x[:, None]``) or multiply as matrices."""
-    def run(a, b):
-        if type(a) is np.ndarray and type(b) is np.ndarray and a.shape != b.shape:
-            try:
-                if matmul and a.ndim >= 2 and b.ndim >= 2:
-                    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + \
-                        (a.shape[-2], b.shape[-1])
-                else:
-                    shape = np.broadcast_shapes(a.shape, b.shape)
-            except ValueError:
-                return op(a, b)                   # numpy says what does not broadcast
-            n = elements(shape)
-            if n > max(a.size, b.size):
-                _fits(n * max(a.itemsize, b.itemsize, 1), f"an operation on shapes {a.shape} "
-                                                          f"and {b.shape}")
-        return op(a, b)
-    return run
-
-
-_BINOPS = {ast.Add: _grows(operator.add), ast.Sub: _grows(operator.sub),
-           ast.Mult: _grows(_times), ast.Div: _grows(operator.truediv),
-           ast.FloorDiv: _grows(operator.floordiv), ast.Mod: _grows(operator.mod),
-           ast.Pow: _grows(_power), ast.MatMult: _grows(operator.matmul, matmul=True)}
-_CMPOPS = {ast.Eq: _grows(operator.eq), ast.NotEq: _grows(operator.ne),
-           ast.Lt: _grows(operator.lt), ast.LtE: _grows(operator.le),
-           ast.Gt: _grows(operator.gt), ast.GtE: _grows(operator.ge)}
+_BINOPS = {ast.Add: grows(operator.add), ast.Sub: grows(operator.sub),
+           ast.Mult: grows(times), ast.Div: grows(operator.truediv),
+           ast.FloorDiv: grows(operator.floordiv), ast.Mod: grows(operator.mod),
+           ast.Pow: grows(power), ast.MatMult: grows(operator.matmul, matmul=True)}
+_CMPOPS = {ast.Eq: grows(operator.eq), ast.NotEq: grows(operator.ne),
+           ast.Lt: grows(operator.lt), ast.LtE: grows(operator.le),
+           ast.Gt: grows(operator.gt), ast.GtE: grows(operator.ge)}
 _UNOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: lambda x: not _truth(x),
           ast.Invert: operator.invert}
 
@@ -182,57 +115,6 @@ class Lookup:
     def value(self, name: str) -> Any:
         """A model value by name, never a built-in (``t["i"]``: the model's own ``i``)."""
         return self.name(name)
-
-
-_DOTTED = re.compile(r"[A-Za-z_]\w*\.\d")
-_NUMBER_PART = re.compile(r"\.?\d+\.?")      # how the tokenizer cuts ".25", "0." out of "h.25.x"
-_NOT_PART = {"shape", *METHODS}               # h.25.shape, x.1.sum(): the attribute, the method
-
-
-def quote_dotted_names(text: str) -> str:
-    """``text`` with each name that has dots and a number part (``h.25``, ``x.1.2``,
-    ``enc.layer.0.weight``) written ``t["..."]``: Python reads ``h.25`` as a name followed by a
-    number, which is never a valid expression, so the rewrite changes nothing that parsed before.
-    Text in strings is left alone; anything the tokenizer refuses is returned as it is (the
-    parser says what is wrong)."""
-    if not _DOTTED.search(text) or "\n" in text:
-        return text
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return text
-    out, last, k = [], 0, 0
-    while k < len(tokens):
-        tok = tokens[k]
-        prev = tokens[k - 1] if k else None
-        after_dot = prev is not None and prev.string == "." and prev.end == tok.start
-        if tok.type == tokenize.NAME and not after_dot:
-            j, numbered, end = k + 1, False, k
-            while j < len(tokens) and tokens[j].start == tokens[j - 1].end:
-                part = tokens[j]
-                if part.type == tokenize.NUMBER and _NUMBER_PART.fullmatch(part.string) and (
-                        part.string.startswith(".") or tokens[j - 1].string == "."):
-                    numbered, end = True, j
-                elif part.string == "." or (part.type == tokenize.NAME and
-                                            tokens[j - 1].string.endswith(".")):
-                    if part.type == tokenize.NAME and part.string in _NOT_PART:
-                        break
-                    if part.type == tokenize.NAME:
-                        end = j
-                else:
-                    break
-                j += 1
-            if numbered:
-                a, b = tok.start[1], tokens[end].end[1]
-                name = text[a:b].rstrip(".")
-                b = a + len(name)
-                out += [text[last:a], 't["', name, '"]']
-                last = b
-                while k + 1 < len(tokens) and tokens[k + 1].end[1] <= b:
-                    k += 1
-        k += 1
-    out.append(text[last:])
-    return "".join(out)
 
 
 def _iteration_equals(node: ast.AST) -> int | None:

@@ -152,3 +152,21 @@ def layout_dot_source(bg: BodyGraph, sizes: dict[int, tuple[int, int]]) -> str:
             out.append(f'  {node_ref(e.src)}{tail} -> {node_ref(e.dst)} [id="e{k}"];')
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+def render(source: str, fmt: str) -> bytes:
+    """``source`` rendered by Graphviz's ``dot`` as ``fmt`` (svg or png)."""
+    exe = programs.find("dot")
+    if exe is None:
+        raise LoopdbgError(f"Graphviz's 'dot' program was not found; {INSTALL_HINT}; or write "
+                           f"the DOT source with -o FILE.dot.")
+    try:
+        proc = subprocess.run([exe, f"-T{fmt}"], input=source.encode(), capture_output=True,
+                              timeout=DOT_TIMEOUT, check=False, cwd=programs.NEUTRAL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LoopdbgError(f"Graphviz's 'dot' could not draw the graph: {exc}.") from None
+    if proc.returncode != 0 or not proc.stdout:
+        msg = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise LoopdbgError(f"Graphviz's 'dot' failed: {msg[0] if msg else proc.returncode}.")
+    return proc.stdout
+

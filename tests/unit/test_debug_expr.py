@@ -546,3 +546,10 @@ def test_a_dotted_model_name_is_read_as_it_is_written(text, want):
 def test_a_dotted_name_without_a_number_says_how_to_write_it():
     with pytest.raises(ExprError, match=r'is the name of a model value, write t\["layer.weight"\]'):
         Expression("layer.weight > 0")
+
+
+def test_a_dotted_names_attribute_parts_are_the_languages_methods():
+    """``h.25.sum()``: the dotted-name reader leaves the methods expressions allow as methods."""
+    from loopdbg.debug import dotted, expr
+
+    assert dotted._NOT_PART == {"shape", *expr.METHODS}

@@ -52,7 +52,7 @@ def test_the_layers_are_the_documented_ones():
     if not PYPROJECT.exists():
         pytest.skip("not a source checkout: no pyproject.toml next to the package")
     layers = contracts()["layers"]["layers"]
-    assert layers == ["cli", "tui", "view | check", "debug | trace | teach | layout",
+    assert layers == ["cli", "tui | notebook", "view | check", "debug | trace | teach | layout",
                       "engine | builder", "ops", "ir | oracle", "files | text | programs", "errors"]
     # the layers are what the code does: no import is let through
     assert not contracts()["layers"].get("ignore_imports")
