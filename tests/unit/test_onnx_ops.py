@@ -203,35 +203,35 @@ def _pad(x, pads, *, mode="constant", value=None, axes=None, opset=21):
     return _run([node], {"x": x}, ["y"], opset, inits)["y"]
 
 
-X = np.arange(12, dtype=np.float32).reshape(3, 4)
+PAD_X = np.arange(12, dtype=np.float32).reshape(3, 4)
 
 
 @pytest.mark.parametrize("pads, mode, want", [
-    ([0, -1, 0, -1], "constant", X[:, 1:3]),                              # crop both ends
-    ([-1, 1, 0, 0], "constant", np.pad(X[1:], ((0, 0), (1, 0)))),         # crop one axis, pad one
-    ([0, -1, 0, 2], "edge", np.pad(X[:, 1:], ((0, 0), (0, 2)), mode="edge")),   # crop, then pad
-    ([1, 0, -2, 0], "reflect", np.pad(X[:1], ((1, 0), (0, 0)), mode="reflect")),
-    ([-3, 0, 0, 0], "constant", X[3:]),                                    # down to nothing
+    ([0, -1, 0, -1], "constant", PAD_X[:, 1:3]),                              # crop both ends
+    ([-1, 1, 0, 0], "constant", np.pad(PAD_X[1:], ((0, 0), (1, 0)))),         # crop one axis, pad one
+    ([0, -1, 0, 2], "edge", np.pad(PAD_X[:, 1:], ((0, 0), (0, 2)), mode="edge")),   # crop, then pad
+    ([1, 0, -2, 0], "reflect", np.pad(PAD_X[:1], ((1, 0), (0, 0)), mode="reflect")),
+    ([-3, 0, 0, 0], "constant", PAD_X[3:]),                                    # down to nothing
 ])
 def test_negative_pads_crop_then_the_rest_pads(pads, mode, want):
-    np.testing.assert_array_equal(_pad(X, pads, mode=mode), want)
+    np.testing.assert_array_equal(_pad(PAD_X, pads, mode=mode), want)
 
 
 def test_pad_with_axes_a_value_and_wrap():
-    got = _pad(X, [1, -1], axes=[-1], value=7.0)                # begin 1, end -1 on the last axis
-    np.testing.assert_array_equal(got, np.pad(X[:, :3], ((0, 0), (1, 0)), constant_values=7))
-    got = _pad(X, [0, 2, 0, 1], mode="wrap", opset=19)
-    np.testing.assert_array_equal(got, np.pad(X, ((0, 0), (2, 1)), mode="wrap"))
+    got = _pad(PAD_X, [1, -1], axes=[-1], value=7.0)                # begin 1, end -1 on the last axis
+    np.testing.assert_array_equal(got, np.pad(PAD_X[:, :3], ((0, 0), (1, 0)), constant_values=7))
+    got = _pad(PAD_X, [0, 2, 0, 1], mode="wrap", opset=19)
+    np.testing.assert_array_equal(got, np.pad(PAD_X, ((0, 0), (2, 1)), mode="wrap"))
     b = np.array([True, False])
     np.testing.assert_array_equal(_pad(b, [1, 1]), [False, True, False, False])
 
 
 def test_pad_refuses_what_leaves_a_negative_length_and_negative_pads_before_pad_11():
     with pytest.raises(Exception, match="leave -1 elements"):
-        _pad(X, [-4, 0, 0, 0])
+        _pad(PAD_X, [-4, 0, 0, 0])
     node = helper.make_node("Pad", ["x"], ["y"], pads=[0, -1, 0, 0])
     with pytest.raises(Exception, match="Pad at opset 10 does not accept negative pads"):
-        _run([node], {"x": X}, ["y"], 10)
+        _run([node], {"x": PAD_X}, ["y"], 10)
 
 
 def test_pad_agrees_with_onnxruntime_on_negative_pads():
@@ -246,5 +246,5 @@ def test_pad_agrees_with_onnxruntime_on_negative_pads():
                                   [numpy_helper.from_array(np.asarray(pads, np.int64), "pads")])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
         want = ort.InferenceSession(model.SerializeToString(),
-                                    providers=["CPUExecutionProvider"]).run(None, {"x": X})[0]
-        np.testing.assert_array_equal(_pad(X, pads, mode=mode, opset=18), want, err_msg=str(pads))
+                                    providers=["CPUExecutionProvider"]).run(None, {"x": PAD_X})[0]
+        np.testing.assert_array_equal(_pad(PAD_X, pads, mode=mode, opset=18), want, err_msg=str(pads))

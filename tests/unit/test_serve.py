@@ -148,15 +148,16 @@ def test_each_tab_is_its_own_session(server):
             url = f"ws://{address}/ws?width=120&height=36"
             async with http.ws_connect(url) as ws1, http.ws_connect(url) as ws2:
                 one, two = Tab(ws1, 120, 36), Tab(ws2, 120, 36)
-                await one.until(r"│ iteration +0 ")     # each opens at the loop's first stop
-                await two.until(r"│ iteration +0 ")
+                # the back-edge table's x_next: 2, 4, 8, ... at iterations 0, 1, 2
+                await one.until(r"x ← x_next +\(1,\) +float32 +2 ")     # each opens at iteration 0
+                await two.until(r"x ← x_next +\(1,\) +float32 +2 ")
                 await one.key("n")
-                await one.until(r"│ iteration +1 ")
+                await one.until(r"x ← x_next +\(1,\) +float32 +4 ")
                 await one.key("n")
-                await one.until(r"│ iteration +2 ")
-                await two.key("n")      # the second tab steps its own session: 1, not 3
-                await two.until(r"│ iteration +1 ")
-                assert not re.search(r"│ iteration +3 ", two.text)
+                await one.until(r"x ← x_next +\(1,\) +float32 +8 ")
+                await two.key("n")      # the second tab steps its own session: to 1, not 3
+                await two.until(r"x ← x_next +\(1,\) +float32 +4 ")
+                assert not re.search(r"x ← x_next +\(1,\) +float32 +16 ", two.text)
 
     asyncio.run(main())
 
