@@ -49,6 +49,20 @@ async def test_the_current_pseudocode_line_is_drawn_in_reverse_video():
         assert stop.node.layer.name in lit[0]
 
 
+async def test_every_panel_keeps_its_message_loop_after_a_stop():
+    """A panel that set Textual's own ``_running`` (a state panel's 'running…' text was kept
+    under that name) stopped its widget's message loop: in a terminal the state then never
+    repainted after the first stop, while the widget's text was right."""
+    from textual.widget import Widget
+
+    app = app_for("while_loop")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await press(pilot, "n", "n")
+        stopped = [type(w).__name__ for w in app.query(Widget) if not w.is_running]
+        assert not stopped, stopped
+
+
 # -- 2. no path ends the UI with a traceback -------------------------------------------------------
 
 async def test_the_plot_extra_installed_while_the_ui_is_open_does_not_crash_it(monkeypatch):

@@ -39,18 +39,18 @@ class LoopState(Panel, Static):
         self._view: View | None = None
         self._rows = (None, 0)        # (loop path, the most lines its texts had)
 
-    _running: str | None = None      # while a command runs (after 0.3 s): what it does
+    _busy_text: str | None = None      # while a command runs (after 0.3 s): what it does
 
     def show(self, view: View) -> None:
         self._view = view
-        self._running = None
+        self._busy_text = None
         update_text(self, self._steady(view, self._text(view, self._width())))
 
     def running(self, text: str) -> None:
         """A command is running: the headline says so (not the stop it started from)."""
-        if self._view is None or text == self._running:
+        if self._view is None or text == self._busy_text:
             return
-        self._running = text
+        self._busy_text = text
         update_text(self, self._steady(self._view, self._text(self._view, self._width())))
 
     def _steady(self, view: View, text: Text) -> Text:
@@ -83,8 +83,8 @@ class LoopState(Panel, Static):
         stop, session = view.stop, view.session
         kind_style = {"breakpoint": "bold red", "nan": "bold red", "error": "bold red",
                       "end": "bold green"}.get(stop.kind, "bold cyan")
-        if self._running:
-            t = _wrapped(plain(self._running, "bold yellow"), width, 2)
+        if self._busy_text:
+            t = _wrapped(plain(self._busy_text, "bold yellow"), width, 2)
         else:
             t = _wrapped(plain(_headline(stop, width), kind_style), width, 2)
         rows: list[tuple[str, Text]] = []
