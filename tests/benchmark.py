@@ -11,7 +11,7 @@ model is excluded. The four models of tests/perf (written by OpenVINO) and a con
 of ~130 layers (``benchmark_converter``) are measured so. Then: reading and planning a
 50,000-layer model, the size of the 100,000-iteration trace, breakpoints, history, the trace
 reader and writer, the UI and start-up; last, loopdbg against the runtimes' own scripts
-(``benchmark_runtimes``: ../shared/scale's decoders when present, a convolution loop), also
+(``benchmark_runtimes``: the scale decoders LOOPDBG_SCALE_DIR names, a convolution loop), also
 alone with ``--only runtimes``.
 
 numpy's BLAS matters to the absolute times (not much to the ratios): on processors where this

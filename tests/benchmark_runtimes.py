@@ -1,9 +1,9 @@
 """loopdbg against the runtimes' own scripts (rows of tests/benchmark.py).
 
-* The models users debug at their real size: ../shared/scale's GPT decoders (IR with f16
-  weights decompressed in the loop body, against OpenVINO's CPU; ONNX, against onnxruntime),
-  read from the folder named by LOOPDBG_SCALE_DIR or found beside the project (rows are skipped
-  when there is none: a benchmark is not a test). Two rows each: the whole process (``loopdbg
+* The models users debug at their real size: GPT decoders of 300 and 1,400-layer loop bodies
+  (IR with f16 weights decompressed in the loop body, against OpenVINO's CPU; ONNX, against
+  onnxruntime), too big for the repository: read from the folder LOOPDBG_SCALE_DIR names (the
+  steering side's scale models; rows are skipped, saying so, without it). Two rows each: the whole process (``loopdbg
   run MODEL INPUTS`` against a script that reads, compiles and runs the model once) and the
   inference alone (loopdbg's run, planning included, reading excluded, against the runtime's
   inference of the compiled model). Alternately, best of ``repeat``.
@@ -36,10 +36,9 @@ CONV_TARGET = 3.0           # a convolution-bound loop, against OpenVINO's infer
 
 
 def scale_dir() -> Path | None:
-    for d in (os.environ.get("LOOPDBG_SCALE_DIR"), ROOT.parent / "shared" / "scale",
-              ROOT.parents[1] / "shared" / "scale"):
-        if d and Path(d, SCALE_CASES[0], "model.xml").is_file():
-            return Path(d)
+    d = os.environ.get("LOOPDBG_SCALE_DIR")
+    if d and Path(d, SCALE_CASES[0], "model.xml").is_file():
+        return Path(d)
     return None
 
 
@@ -99,7 +98,7 @@ def compare(rows, title: str, runtime: str, model: Path, inputs: Path, repeat: i
 def scale_rows(rows, repeat: int) -> None:
     d = scale_dir()
     if d is None:
-        rows.append(("scale models: no ../shared/scale (LOOPDBG_SCALE_DIR), skipped", "", "",
+        rows.append(("scale models: LOOPDBG_SCALE_DIR names no folder of them, skipped", "", "",
                      "", "", True))
         return
     for name in SCALE_CASES:
