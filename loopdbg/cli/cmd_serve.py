@@ -5,17 +5,18 @@ The same Textual UI as ``loopdbg MODEL``, served by textual-serve (Textual's own
 so every student steps through their own session. It listens on 127.0.0.1 unless ``--host``
 says otherwise, and says where.
 
-The command each tab runs is built here from absolute paths and started isolated (``python -I``:
-nothing from the folder the server was started in is imported), every argument quoted for the
-shell textual-serve hands it to.
+The command each tab runs is built here from absolute paths and started isolated like every
+child of loopdbg (``programs.python_argv``: ``python -I``, loopdbg's own module path, nothing
+from the folder the server was started in), every argument quoted for the shell textual-serve
+hands it to.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import sys
 
+from loopdbg import programs
 from loopdbg.cli import common
 
 LOCAL = ("127.0.0.1", "localhost", "::1")
@@ -73,11 +74,11 @@ def session_command(args) -> tuple[list[str], str]:
             if not os.path.isfile(f):
                 raise LoopdbgError(f"{f}: no such file (loopdbg serve needs the model and "
                                    f"inputs to exist when it starts).")
-        files = [os.path.abspath(f) for f in files]
+        files = [programs.absolute(f) for f in files]
         label = args.model
     else:
         raise LoopdbgError("say what to serve: a MODEL, or --demo [NAME] for a bundled demo.")
-    argv = [sys.executable, "-I", "-m", "loopdbg", "open", *files, "--title", label, "--web"]
+    argv = programs.python_argv("loopdbg", "open", *files, "--title", label, "--web")
     if args.max_iterations:
         argv += ["--max-iterations", str(args.max_iterations)]
     if args.max_memory:
