@@ -74,11 +74,16 @@ def test_copied_demo_runs(tmp_path):
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
+    # from a copy of the sources: a build writes build/ and *.egg-info beside them, which other
+    # test workers' imports and builds must not meet half-written
+    src = out / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache"))
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
-                           str(ROOT)], capture_output=True, text=True, timeout=600)
+                           str(src)], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         pytest.skip(f"the wheel could not be built here (no package index?): "
-                    f"{proc.stderr.strip().splitlines()[-1:]}")
+                    f"{proc.stderr.strip().splitlines()[-6:]}")
     return next(out.glob("loopdbg-*.whl"))
 
 
