@@ -259,11 +259,14 @@ class GraphPlan:
         out = []
         for k, step in enumerate(self.steps):
             args = ", ".join(a if a is not None else "None" for a in step.ins)
+            # a constant of one element never makes a broadcast bigger than its other inputs
+            grow = [a for a in dict.fromkeys(step.ins)
+                    if not (a in self.consts and np.size(self.consts[a]) <= 1)]
             if guard and type(step.fn) is np.ufunc and step.fn.nin >= 2 and \
-                    all(a is not None for a in step.ins) and len(set(step.ins)) > 1:
-                first, *others = step.ins       # (the output has at most the product of the
+                    all(a is not None for a in step.ins) and len(grow) > 1:
+                first, *others = grow           # (the output has at most the product of the
                 differ = " or ".join(f"{a}.shape != {first}.shape" for a in others)   # sizes)
-                product = " * ".join(f"{a}.size" for a in step.ins)
+                product = " * ".join(f"{a}.size" for a in grow)
                 out.append((f"{indent}if ({differ}) and {product} > _S_CHECKED: "
                             f"_S_broadcast_check({args})", k))
             if step.nested:

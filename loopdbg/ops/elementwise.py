@@ -385,7 +385,10 @@ def _matmul(layer: Layer, consts=None):
         b_t = gemm.transposed_constant(b_c)
         return lambda a, b: gemm.matmul(a, b_t)
     if not (ta or tb):
-        return gemm.matmul
+        # a first operand declared of rank 1 or 2 is no stack: numpy's matmul itself, one C call
+        # (a declaration that lies costs speed only: np.matmul is right for every rank)
+        rank = len(layer.inputs[0].dims) if layer.inputs else 0
+        return np.matmul if rank in (1, 2) else gemm.matmul
     return lambda a, b: gemm.matmul_t(a, b, ta, tb)
 
 
