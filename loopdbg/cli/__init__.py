@@ -101,7 +101,7 @@ BACKSTOPPED = ("run", "explain", "check", "plot")
 def _backstop(args):
     import contextlib
 
-    if args.command not in BACKSTOPPED or not getattr(args, "max_memory", None):
+    if getattr(args, "command", None) not in BACKSTOPPED or not getattr(args, "max_memory", None):
         return contextlib.nullcontext()
     from loopdbg.ops.budget import backstop
     return backstop()
