@@ -120,7 +120,7 @@ def run(args) -> int:
         from loopdbg.ir.load import read_model
 
         np.seterr(all="ignore")
-        model, inputs, source = read_model(args.model), None, "the trace's inputs"
+        model, inputs, source = read_model(args.model, args.max_memory), None, "the trace's inputs"
     else:
         model, inputs, source = common.load_model_and_inputs(args, say=say)
     report = check(model, inputs, device=args.device, rtol=args.rtol, atol=args.atol,
@@ -143,7 +143,7 @@ def _against(args, say) -> int:
     from loopdbg.ir.load import read_model
 
     model, inputs, source = common.load_model_and_inputs(args, say=say)
-    reference = read_model(args.against)
+    reference = read_model(args.against, args.max_memory)
     if args.runtimes:
         for m in (model, reference):
             require_runtime(default_runtime(m.format), m.format)

@@ -64,7 +64,7 @@ def run(args) -> int:
 
     from loopdbg.cli.common import default_memory_budget, err, safe
 
-    model = read_model(args.model)
+    model = read_model(args.model, getattr(args, "max_memory", None))
     if args.code:                    # the code it runs: only a model loopdbg can run has it
         return print_code(Engine(model))
     engine = Engine(model, require_kernels=False)   # explains any model

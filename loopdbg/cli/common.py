@@ -128,7 +128,7 @@ def load_model_and_inputs(args, *, say=None):
     from loopdbg.ir.load import read_model
 
     np.seterr(all="ignore")      # overflow and log(0) are values to look at, not warnings to print
-    model = read_model(args.model)
+    model = read_model(args.model, getattr(args, "max_memory", None))
     say = say or err
     source = getattr(args, "inputs", None)
     limit = getattr(args, "max_memory", None)          # inputs count against the budget too

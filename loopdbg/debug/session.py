@@ -85,7 +85,7 @@ class Session:
         from loopdbg.engine.inputs import load_npz, random_inputs
         from loopdbg.ir.load import read_model
 
-        model = read_model(model_path)
+        model = read_model(model_path, options.get("max_memory"))
         if inputs is None:
             inputs, source = random_inputs(model), "random inputs"
         elif isinstance(inputs, (str, bytes)) or hasattr(inputs, "__fspath__"):

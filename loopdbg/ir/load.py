@@ -11,15 +11,16 @@ from loopdbg.ir.bulk import paused
 from loopdbg.ir.model import Model
 
 
-def read_model(path: str | Path) -> Model:
-    """Read an OpenVINO IR (.xml with its .bin beside it) or an ONNX model (.onnx)."""
+def read_model(path: str | Path, limit: int | None = None) -> Model:
+    """Read an OpenVINO IR (.xml with its .bin beside it) or an ONNX model (.onnx); ``limit``:
+    the memory budget (``--max-memory``) reading an ONNX model's own bytes must fit in."""
     path = Path(path)
     if not path.exists():
         raise ModelError(f"{path}: no such file.")
     if path.is_dir():
         xml = path / "model.xml"
         if xml.exists():
-            return read_model(xml)
+            return read_model(xml, limit)
         raise ModelError(f"{path} is a folder without a model.xml.")
     mode = path.stat().st_mode
     if not stat.S_ISREG(mode):          # a FIFO or /dev/zero would hang or feed without end
@@ -29,7 +30,7 @@ def read_model(path: str | Path) -> Model:
     if suffix == ".onnx":
         from loopdbg.ir.onnx_reader import read_onnx
         with paused():
-            return read_onnx(path)
+            return read_onnx(path, limit)
     if suffix == ".xml":
         from loopdbg.ir.xml_reader import read_ir
         with paused():

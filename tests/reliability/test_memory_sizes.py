@@ -120,3 +120,29 @@ def test_a_big_interpreted_graph_checks_broadcasting_too(tmp_path, cli):
                        y=np.zeros((1, 12_000), np.float32))
     r = cli("run", xml, inputs, "--max-memory", "64M", "-q")
     assert r.code != 0 and "'outer_sum'" in r.err and "would need" in r.err, r.err
+
+
+@pytest.mark.parametrize("where", ["initializer", "Constant attribute"])
+def test_large_inline_tensors_of_an_onnx_model_count_against_the_budget(tmp_path, where):
+    """A tensor written inside the .onnx (an initializer, a Constant's ``value``) is read with
+    the model, and copied by protobuf, shape inference and numpy (about 5x its size): a model
+    whose reading does not fit in --max-memory is refused before it is read."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    big = numpy_helper.from_array(np.ones(12 << 20, np.float32), "w")      # 48 MiB
+    nodes = [helper.make_node("Shape", ["w"], ["y"])]
+    inits = [big]
+    if where != "initializer":
+        nodes.insert(0, helper.make_node("Constant", [], ["w"], value=big))
+        inits = []
+    graph = helper.make_graph(nodes, "g", [],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [1])],
+                              initializer=inits)
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    code, err, peak = run_measured("run", model, "--max-memory", "64M", "-q")
+    assert_stopped(code, err, peak, "m.onnx", "inline tensors", "--max-memory")
+    assert peak < (64 + 192) << 20, f"peak RSS {peak >> 20} MiB"
+    code, err, _ = run_measured("run", model, "--max-memory", "1G", "-q")
+    assert code == 0, err
