@@ -139,18 +139,17 @@ class Oracle:
 
     def _onnx(self, model: Model):
         """The .onnx file's ModelProto and its Loop/Scan nodes (read once per model)."""
-        from loopdbg.check.extract_onnx import NoBody, index_bodies
+        from loopdbg.check.extract_onnx import NoBody
+        from loopdbg.ir.onnx_bodies import read_bodies
 
         path = str(model.path or "")
         if path not in self._protos:
             if not path or not Path(path).exists():
                 raise NoBody("the model has no .onnx file to copy it from")
-            import onnx
             try:
-                proto = onnx.load(path)
-            except Exception as exc:     # noqa: BLE001 - it was read once already
-                raise NoBody(f"{path} cannot be read again ({type(exc).__name__})") from None
-            self._protos[path] = (proto, index_bodies(proto.graph))
+                self._protos[path] = read_bodies(path)
+            except ValueError as exc:
+                raise NoBody(str(exc)) from None
         return self._protos[path]
 
     def feed(self, model: Model, values: Sequence) -> Sequence | Mapping:
