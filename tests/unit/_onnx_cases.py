@@ -163,3 +163,19 @@ def run_case(case) -> None:
         assert list(final.outputs) == out_names
         for name, want in zip(out_names, outs):
             assert_same(final.outputs[name], as_value(want), case, name)
+
+
+@functools.lru_cache(maxsize=None)
+def outcome(name: str) -> str | None:
+    """Run case ``name`` through loopdbg (once per process: the node tests of every case and of
+    each operator read the same runs): None when it passes, else its failure (exception type
+    and the first line of its message)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            run_case(all_cases()[name])
+    except Exception as exc:  # noqa: BLE001 - every failure is an outcome to report
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"{type(exc).__name__}: {text}"
+    return None
+
