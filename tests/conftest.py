@@ -1,12 +1,20 @@
 """For every test: the user's state directory (saved breakpoints) is a fresh temporary one, so no
 test reads or writes the real ~/.local/state. Tests marked ``soak`` (minutes each) run only with
-``LOOPDBG_SOAK=1``."""
+``LOOPDBG_SOAK=1``. What is costly to build and the same on every run (the onnx package's node
+test cases) is kept in pytest's cache directory."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+
+def pytest_configure(config):
+    # what tests build once and keep between runs and xdist workers (tests/unit/_onnx_cases.py)
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        os.environ.setdefault("LOOPDBG_TEST_CACHE", str(cache.mkdir("loopdbg")))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -139,19 +139,17 @@ class Oracle:
 
     def _onnx(self, model: Model):
         """The .onnx file's ModelProto and its Loop/Scan nodes (read once per model)."""
-        from loopdbg.check.extract_onnx import NoBody, index_bodies
+        from loopdbg.check.extract_onnx import NoBody
+        from loopdbg.ir.onnx_bodies import read_bodies
 
         path = str(model.path or "")
         if path not in self._protos:
             if not path or not Path(path).exists():
                 raise NoBody("the model has no .onnx file to copy it from")
-            import onnx
-            try:                         # the weights stay in their files (see _inline_bodies)
-                proto = onnx.load(path, load_external_data=False)
-            except Exception as exc:     # noqa: BLE001 - it was read once already
-                raise NoBody(f"{path} cannot be read again ({type(exc).__name__})") from None
-            self._protos[path] = (proto, index_bodies(proto.graph))
-            _inline_bodies(proto, path)
+            try:
+                self._protos[path] = read_bodies(path)
+            except ValueError as exc:
+                raise NoBody(str(exc)) from None
         return self._protos[path]
 
     def feed(self, model: Model, values: Sequence) -> Sequence | Mapping:
@@ -169,47 +167,3 @@ class Oracle:
     @staticmethod
     def output_names(compiled: Compiled) -> list[set[str]]:
         return [set(n) for n in compiled.outputs]
-
-
-def _inline_bodies(proto, path: str) -> None:
-    """The tensors of the subgraphs (bodies, branches) whose data is in an external file, filled
-    in from loopdbg's mapping of it (``ir.onnx_external``: inside the model's folder, regular
-    files, each region once): a body copied out runs from another folder. The top graph's
-    initializers, the weights, are never read: a copied body takes the outer values it reads
-    as inputs."""
-    from loopdbg.check.extract_onnx import NoBody
-    from loopdbg.errors import ModelError
-    from loopdbg.ir import elements
-    from loopdbg.ir.onnx_external import ExternalData
-    from loopdbg.ir.onnx_names import ONNX_TYPES
-
-    external = ExternalData(Path(path).parent, f"{path}: ")
-    for t in _subgraph_tensors(proto.graph):
-        if t.data_location != t.EXTERNAL:
-            continue
-        try:
-            value = external.array(t, f"tensor '{t.name}'")
-        except ModelError as exc:
-            raise NoBody(str(exc).rstrip(".")) from None
-        et = ONNX_TYPES.get(t.data_type)
-        if elements.bit_width(et) != value.dtype.itemsize * 8:      # packed: int4, uint2 ...
-            raise NoBody(f"tensor '{t.name}' holds packed {et} values in an external file, "
-                         f"which loopdbg does not copy into a body")
-        t.raw_data = value.tobytes()            # a little-endian view of the file's bytes
-        del t.external_data[:]
-        t.data_location = t.DEFAULT
-
-
-def _subgraph_tensors(graph, depth: int = 0):
-    """The TensorProtos of the graphs nested in ``graph`` (initializers and node attributes)."""
-    if depth:
-        yield from graph.initializer
-    for node in graph.node:
-        for a in node.attribute:
-            if depth and a.type == a.TENSOR:
-                yield a.t
-            elif depth and a.type == a.TENSORS:
-                yield from a.tensors
-            for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs) if a.type == a.GRAPHS
-                        else []):
-                yield from _subgraph_tensors(sub, depth + 1)

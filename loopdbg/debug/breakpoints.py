@@ -16,6 +16,7 @@ import numpy as np
 from loopdbg.debug.expr import RESERVED, Expression, ExprError, Lookup, _truth
 from loopdbg.debug.values import is_sequence, numbers
 from loopdbg.engine.paths import matches_loop
+from loopdbg.ir.model import LAST_VALUE
 from loopdbg.text import listing
 
 
@@ -326,3 +327,29 @@ def non_finite(named: Iterable[tuple[str, str, Any]]) -> tuple[str, str, int, in
         if a is not None and a.dtype.kind in "fc" and not np.isfinite(a).all():
             return kind, name, int(np.isnan(a).sum()), int(np.isinf(a).sum())
     return None
+
+
+def non_finite_carried(event) -> str | None:
+    """What ``on_nan`` stops for in an iteration: the first back edge, scan output slice or
+    last-value output holding NaN or Inf ("NaN and Inf in back edge 'h'"), else None."""
+    bad = non_finite([("back edge", n, v) for n, v in event.back_edges.items()] +
+                     [("scan output", n, v) for n, v in event.scan_slices.items()] +
+                     [("output", o.name, event.body_out[o.result_pos])
+                      for o in event.spec.outputs if o.kind == LAST_VALUE])
+    if bad is None:
+        return None
+    kind, name, nans, infs = bad
+    what = " and ".join(t for t, c in (("NaN", nans), ("Inf", infs)) if c)
+    return f"{what} in {kind} '{name}'"
+
+
+def loop_names(loops) -> dict[str, set[str]]:
+    """The names a condition may use in each loop (path -> names): body Parameters, Results,
+    nodes and their extra outputs ("cell:1")."""
+    names = {}
+    for path, spec in loops.items():
+        known = set(spec.param_names) | set(spec.result_names)
+        known |= {s.layer.name for s in spec.body.steps}
+        known |= set(spec.body.all_value_names)
+        names[path] = known
+    return names

@@ -6,13 +6,13 @@
     outer/inner 3 5    iteration 5 of ``outer/inner`` in outer iteration 3
 
 Outer iterations not given are the current ones when the current iteration is inside that loop's
-execution, else 0. ``Session.jump`` goes there: through the history when it holds the iteration,
-by running the engine when the iteration lies ahead.
+execution, else 0. ``Session.jump`` goes there (``go``): through the history when it holds the
+iteration, by running the engine when the iteration lies ahead.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from loopdbg.engine.events import IterationDone
@@ -98,3 +98,49 @@ def current_outer(path: str, depth: int, current: IterationDone | None) -> tuple
     if path.startswith(current.path + "/"):                            # it runs in this one
         return (tuple(current.outer) + (current.iteration,))[:depth]
     return ()
+
+
+def go(session, text: "str | Target"):
+    """``session.jump(text)``: go to the iteration ``text`` names, through ``session``'s
+    timeline when it holds it (``Session.show``), else forward by running (``Session.advance``);
+    an iteration behind the history's window is a one-sentence LoopdbgError."""
+    target = text if isinstance(text, Target) else \
+        parse_target(text, list(session.engine.loops), session.current)
+    path, outer, k = target.path, target.outer, target.iteration
+    timeline = session.timeline
+    if k < 0:                             # from the end of that execution
+        held = timeline.iterations(path, outer)
+        last = timeline.at(held[-1]) if held else None
+        if last is None or last.continues:
+            stop = session.advance(lambda e: e.path == path and e.outer == outer
+                                   and not e.continues, f"go to {target}")
+            if k == -1 or stop.event is None or stop.event.path != path or \
+                    stop.event.continues:
+                return stop
+            last = stop.event
+        k = last.iteration + 1 + k
+        if k < 0:
+            raise LoopdbgError(f"loop '{path}' ran {last.iteration + 1} iterations there; "
+                               f"{target} does not exist.")
+    n = timeline.find(path, k, outer)
+    if n is not None:
+        return session.show(n, f"go to {target}")
+    held = timeline.iterations(path, outer)
+    now = current_outer(path, len(outer), session.current)
+    if (held and timeline.at(held[0]).iteration > k) or \
+            (len(now) == len(outer) and outer < now):
+        raise LoopdbgError(timeline.missing(path, k, outer).rstrip(".") +
+                           " any more: the history keeps the newest iterations (record "
+                           "the run with --trace to reach every one).")
+    if held and not timeline.at(held[-1]).continues:
+        raise LoopdbgError(f"loop '{path}' stopped after {timeline.at(held[-1]).iteration + 1}"
+                           f" iterations there; it has no iteration {k}.")
+    stop = session.advance(lambda e: e.path == path and e.outer == outer and
+                           (e.iteration == k or not e.continues),
+                           f"go to iteration {k} of loop '{path}'")
+    e = stop.event
+    if e is not None and e.path == path and e.outer == outer and e.iteration < k:
+        # the loop ended first: stay at its last iteration and say why
+        return replace(stop, reason=f"there is no iteration {k}: loop '{path}' ran "
+                                    f"{e.iteration + 1} iterations (this is its last)")
+    return stop

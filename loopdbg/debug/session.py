@@ -17,23 +17,24 @@ pulls from the engine. Every move ends in a ``Stop`` that says where and why.
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import threading
 from typing import Any, Callable, Mapping
 
 from loopdbg.debug import frontier
-from loopdbg.debug.breakpoints import Breakpoints, EventLookup, Hit, non_finite
-from loopdbg.debug.jump import Target, current_outer, parse_target
+from loopdbg.debug.breakpoints import (Breakpoints, EventLookup, Hit, loop_names,
+                                      non_finite_carried)
+from loopdbg.debug.jump import Target, go
+from loopdbg.debug.node_walk import NodeWalk
+from loopdbg.debug.run import Run
 from loopdbg.debug.stop import (BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUSED, START, STEP,
                                 NodeStep, Stop)
 from loopdbg.engine import events as ev
 from loopdbg.engine.paths import matches_loop
-from loopdbg.engine.recompute import node_steps, node_values
+from loopdbg.engine.recompute import node_values
 from loopdbg.engine.runner import Engine
 from loopdbg.engine.timeline import LiveTimeline, Timeline
 from loopdbg.errors import LoopdbgError
-from loopdbg.ir.model import LAST_VALUE
 
 __all__ = ["BREAKPOINT", "END", "ERROR", "HISTORY", "NAN", "NODE", "PAUSED", "START", "STEP",
            "NodeStep", "Session", "Stop"]
@@ -72,10 +73,11 @@ class Session:
         self.source = source
         self.record = record
         self._recording = None
-        self.breakpoints = Breakpoints(known_names=self._names())
+        self.breakpoints = Breakpoints(known_names=loop_names(engine.loops))
         self._lookup = EventLookup(previous=timeline.previous)
         self._pause = threading.Event()
-        self._cursor = frontier.Cursor(self._note, self._pause.is_set)   # moved by the frontier
+        # moved by the frontier; its ``note`` is each run's (restart)
+        self._cursor = frontier.Cursor(None, self._pause.is_set)
         self.cancelled = False
         self.restart()
 
@@ -95,71 +97,41 @@ class Session:
             source = "inputs"
         return cls(Engine(model), inputs, source=options.pop("source", source), **options)
 
-    def _names(self) -> dict[str, set[str]]:
-        names = {}
-        for path, spec in self.engine.loops.items():
-            known = set(spec.param_names) | set(spec.result_names)
-            known |= {s.layer.name for s in spec.body.steps}
-            known |= set(spec.body.all_value_names)       # with the extra outputs: "cell:1"
-            names[path] = known
-        return names
-
     # -- state --------------------------------------------------------------------------------
     def restart(self) -> Stop:
         """Start the run again from the beginning (breakpoints and watches are kept)."""
-        self.finished: ev.RunFinished | None = None
-        self.error: LoopdbgError | None = None
-        self.loop_started: dict[str, ev.LoopStarted] = {}
-        self.loop_ends: dict[str, ev.LoopFinished] = {}
-        self.notices: list[ev.Notice] = []
         self.marks: dict[int, str] = {}        # ordinal -> the kind of stop made there (hits)
         timeline = self.timeline
         if timeline.complete:                  # a replay: the timeline is the whole run
-            self._gen = None
-            self.finished = timeline.finished
-            self.notices = list(timeline.notices)
+            self.run = Run(None, finished=timeline.finished, notices=timeline.notices)
         else:
-            self._gen = self.engine.run(self.inputs, max_iterations=self.max_iterations,
-                                        max_memory=self.max_memory, source=self.source)
+            gen = self.engine.run(self.inputs, max_iterations=self.max_iterations,
+                                  max_memory=self.max_memory, source=self.source)
             if self.record is not None:
                 self.close()
-                self._recording = self.record(self._gen)
-                self._gen = iter(self._recording)
+                self._recording = self.record(gen)
+                gen = iter(self._recording)
             # What the session can show before its in-memory history: what it records (a trace).
             older = getattr(self._recording, "timeline", None)
             timeline.clear(older(self.engine) if older is not None else None)
+            self.run = Run(gen)
+        self._cursor.note = self.run.note
         self._pos = -1                  # ordinal of the current stop (-1: before the start)
-        self._node: tuple[ev.IterationDone, Any, NodeStep | None] | None = None
+        self._node: NodeWalk | None = None    # stepping node by node (step_node)
         self.stop = Stop(kind=START,
                          reason="not started: step, next or continue to run the first iteration")
         return self.stop
 
     @property
-    def _position(self) -> int:
-        return self._cursor.position
-
-    @_position.setter
-    def _position(self, pos: int) -> None:
-        self._cursor.position = pos
-
-    @property
-    def _current(self):
-        return self._cursor.current
-
-    @_current.setter
-    def _current(self, event) -> None:
-        self._cursor.current = event
-
-    @property
     def _pos(self) -> int:
-        return self._position
+        return self._cursor.position
 
     @_pos.setter
     def _pos(self, pos: int) -> None:
         # The event is held here too: with a history of one, node stepping reads the next iteration
         # ahead, which pushes the current one out of the timeline while the session stands at it.
-        self._position = pos
-        self._current = self._at(pos) if pos >= 0 else None
+        self._cursor.position = pos
+        self._cursor.current = self._at(pos) if pos >= 0 else None
 
     def close(self) -> None:
         """Finish what the session records (a trace is closed with what was computed)."""
@@ -167,10 +139,31 @@ class Session:
         if rec is not None and hasattr(rec, "close"):
             rec.close()
 
+    # What the run said besides its iterations (``loopdbg.debug.run``).
+    @property
+    def finished(self) -> ev.RunFinished | None:
+        return self.run.finished
+
+    @property
+    def error(self) -> LoopdbgError | None:
+        return self.run.error
+
+    @property
+    def loop_started(self) -> dict[str, ev.LoopStarted]:
+        return self.run.loop_started
+
+    @property
+    def loop_ends(self) -> dict[str, ev.LoopFinished]:
+        return self.run.loop_ends
+
+    @property
+    def notices(self) -> list[ev.Notice]:
+        return self.run.notices
+
     @property
     def current(self) -> ev.IterationDone | None:
         """The iteration the session stands at (None before the first one)."""
-        return self._current
+        return self._cursor.current
 
     @property
     def done(self) -> bool:
@@ -209,78 +202,35 @@ class Session:
         """Stop whatever runs (in another thread) between two iterations, and refuse to run
         again: for a face that is closing. Every later move forward ends at once in a PAUSED
         stop saying so; stepping back and jumping through what was recorded still work."""
-        self.cancelled = True             # before the event: _advance reads them in that order
+        self.cancelled = True             # before the event: advance reads them in that order
         self._pause.set()
 
     def _cancelled_stop(self) -> Stop:
         return self._make_stop(PAUSED, CANCELLED, self.current)
 
     # -- pulling from the engine ----------------------------------------------------------------
-    def _pull(self) -> ev.IterationDone | None:
-        """The next iteration from the engine, recording the other events on the way."""
-        gen = self._gen
-        if gen is None:
-            return None
-        try:
-            iteration_done = ev.IterationDone
-            for event in gen:
-                kind = type(event)
-                if kind is iteration_done:
-                    self.timeline.append(event)
-                    return event
-                self._note(event)
-        except LoopdbgError as exc:
-            self.error = exc
-        except KeyboardInterrupt:
-            self._gen = None
-            raise
-        self._gen = None
-        return None
-
-    def _note(self, event) -> None:
-        """Keep what the events other than iterations say (loop starts and ends, notices, end)."""
-        kind = type(event)
-        if kind is ev.LoopFinished:
-            self.loop_ends[event.path] = event
-        elif kind is ev.LoopStarted:
-            self.loop_started[event.path] = event
-            self.loop_ends.pop(event.path, None)
-        elif kind is ev.Notice:
-            self.notices.append(event)
-        elif kind is ev.RunFinished:
-            self.finished = event
-
-    def _pull_failed(self) -> None:
-        """The engine raised while ``_advance`` pulled: record a LoopdbgError, re-raise others."""
-        import sys
-        exc = sys.exc_info()[1]
-        self._gen = None
-        if isinstance(exc, LoopdbgError):
-            self.error = exc
-            return None
-        raise exc
-
     def _forward(self) -> ev.IterationDone | None:
         """Move one iteration forward (replaying history, else pulling); None at the end."""
-        nxt = self._position + 1
+        nxt = self._pos + 1
         if nxt < len(self.timeline):
             self._pos = nxt
-            return self._current
-        event = self._pull()
+            return self._cursor.current
+        event = self.run.pull(self.timeline)
         if event is not None:                 # at the frontier: no index arithmetic needed
-            self._position = len(self.timeline) - 1
-            self._current = event
+            self._cursor.position = len(self.timeline) - 1
+            self._cursor.current = event
         return event
 
     def _peek(self) -> ev.IterationDone | None:
         nxt = self._pos + 1
         if nxt < len(self.timeline):
             return self._at(nxt)
-        return self._pull()
+        return self.run.pull(self.timeline)
 
     # -- moving forward -------------------------------------------------------------------------
-    def _advance(self, want: Callable[[ev.IterationDone], bool] | None, reason: str) -> Stop:
-        """Pull iterations until ``want`` (None: never) or a breakpoint stops."""
+    def advance(self, want: Callable[[ev.IterationDone], bool] | None, reason: str) -> Stop:
+        """Forward to the first iteration ``want`` accepts (None: none), unless a breakpoint,
+        a NaN (with on_nan), a pause or the end stops first; the stop says ``reason``."""
         self._node = None
         self._pause.clear()
         if self.cancelled:                # a cancel may have come just before the clear
@@ -290,7 +240,6 @@ class Session:
         lookup = self._lookup
         forward = self._forward
         timeline = self.timeline
-        iteration_done = ev.IterationDone
         quick = breakpoints.quick_conditions() if breakpoints is not None else None
         fast = not on_nan and (breakpoints is None or quick is not None)
         count = 0
@@ -303,10 +252,10 @@ class Session:
                     kind, event = frontier.pull_quiet(self._cursor, timeline, gen, quick or [],
                                                       want, lookup)
                 except BaseException:
-                    self._pull_failed()       # records a LoopdbgError, raises anything else
+                    self.run.failed()         # records a LoopdbgError, raises anything else
                     return self._stop_at_end()
                 if kind is frontier.END:
-                    self._gen = None
+                    self.run.events = None
                     return self._stop_at_end()
                 if kind is frontier.STOP:
                     return self._make_stop(STEP, reason, event)
@@ -319,26 +268,17 @@ class Session:
                     return self._make_stop(STEP, reason, event)
                 continue
             if gen is not None:
-                try:
-                    event = next(gen)
-                except StopIteration:
-                    event = None
-                    self._gen = None
-                except BaseException:
-                    event = self._pull_failed()
+                event = self.run.pull(timeline)
                 if event is None:
                     return self._stop_at_end()
-                if type(event) is not iteration_done:
-                    self._note(event)
-                    continue
-                self._position = timeline.append(event)
-                self._current = event
-            elif self._position + 1 < len(timeline) or self._gen is None:
+                self._cursor.position = len(timeline) - 1
+                self._cursor.current = event
+            elif self._pos + 1 < len(timeline) or self.run.events is None:
                 event = forward()
                 if event is None:
                     return self._stop_at_end()
             else:
-                gen = self._gen
+                gen = self.run.events
                 continue
             if on_nan:
                 stop = self._check(event, lookup)
@@ -364,14 +304,9 @@ class Session:
 
     def _check(self, event: ev.IterationDone, lookup: EventLookup) -> Stop | None:
         if self.on_nan:
-            bad = non_finite([("back edge", n, v) for n, v in event.back_edges.items()] +
-                             [("scan output", n, v) for n, v in event.scan_slices.items()] +
-                             [("output", o.name, event.body_out[o.result_pos])
-                              for o in event.spec.outputs if o.kind == LAST_VALUE])
+            bad = non_finite_carried(event)
             if bad:
-                kind, name, nans, infs = bad
-                what = " and ".join(t for t, c in (("NaN", nans), ("Inf", infs)) if c)
-                return self._make_stop(NAN, f"{what} in {kind} '{name}'", event)
+                return self._make_stop(NAN, bad, event)
         if self.breakpoints.items:
             hit = self.breakpoints.check(lookup.bind(event))
             if hit is not None:
@@ -380,7 +315,7 @@ class Session:
 
     def step(self) -> Stop:
         """To the next iteration of any loop (into a nested loop's iterations when one runs)."""
-        return self._advance(lambda e: True, "step")
+        return self.advance(lambda e: True, "step")
 
     def next(self) -> Stop:
         """To the next iteration of the current loop, running nested loops to their end."""
@@ -388,7 +323,7 @@ class Session:
         if cur is None:
             return self.step()
         depth = len(cur.outer)
-        return self._advance(lambda e: len(e.outer) <= depth, "next")
+        return self.advance(lambda e: len(e.outer) <= depth, "next")
 
     def finish(self) -> Stop:
         """To the last iteration of the current loop."""
@@ -398,13 +333,13 @@ class Session:
         if not cur.continues:
             return self.next()
         path, outer, depth = cur.path, cur.outer, len(cur.outer)
-        return self._advance(
+        return self.advance(
             lambda e: (e.path == path and e.outer == outer and not e.continues)
             or len(e.outer) < depth, "finish")
 
     def continue_(self) -> Stop:
         """To the next breakpoint (or NaN with on_nan), else to the end of the run."""
-        return self._advance(None, "continue")
+        return self.advance(None, "continue")
 
     def run_to(self, iteration: int, loop: str | None = None) -> Stop:
         """To iteration ``iteration`` of ``loop`` (default: the current loop, else any)."""
@@ -414,7 +349,7 @@ class Session:
         def want(e):
             return e.iteration == iteration and (
                 target is None or matches_loop(e.path, target))
-        return self._advance(want, f"run to iteration {iteration}")
+        return self.advance(want, f"run to iteration {iteration}")
 
     def step_node(self) -> Stop:
         """Execute the next body node of the coming iteration (of the current loop)."""
@@ -427,22 +362,13 @@ class Session:
                 return self._stop_at_end()
             if cur is not None and cur.continues and (target.path, target.outer) != (cur.path, cur.outer):
                 return self.step()       # a nested loop comes first: step into it
-            self._node = (target, node_steps(target), None)
-        target, steps, last = self._node
-        try:
-            layer, outs = next(steps)
-        except StopIteration:
+            self._node = NodeWalk(target)
+        node = self._node.next()
+        if node is None:
             self._node = None
             return self.step()
-        values = dict(last.values) if last else dict(zip(target.spec.param_names, target.body_in))
-        for j, value in enumerate(outs):
-            values[layer.name if j == 0 else f"{layer.name}:{j}"] = value
-        total = len(target.spec.body.steps)
-        index = last.index + 1 if last else 0
-        node = NodeStep(event=target, index=index, total=total, layer=layer, values=values)
-        self._node = (target, steps, node)
-        return self._make_stop(NODE, f"node {index + 1} of {total}: {layer.describe()}",
-                               self.current, node=node)
+        return self._make_stop(NODE, f"node {node.index + 1} of {node.total}: "
+                               f"{node.layer.describe()}", self.current, node=node)
 
     # -- moving back and jumping -------------------------------------------------------------
     def back(self) -> Stop:
@@ -480,64 +406,26 @@ class Session:
 
     def first(self) -> Stop:
         """To the oldest iteration still in the history."""
-        return self._jump(self.oldest, "first recorded iteration")
+        return self.show(self.oldest, "first recorded iteration")
 
     def last(self) -> Stop:
         """To the newest iteration run so far."""
-        return self._jump(self.newest, "last recorded iteration")
+        return self.show(self.newest, "last recorded iteration")
 
     def jump(self, text: "str | Target") -> Stop:
         """Go to the iteration ``text`` names (``loopdbg.debug.jump``: "17", "-1",
         "outer/inner 3 5", or a Target): through the history when it holds it, else forward by
         running; an iteration behind the history's window is a one-sentence LoopdbgError."""
-        target = text if isinstance(text, Target) else \
-            parse_target(text, list(self.engine.loops), self.current)
-        path, outer, k = target.path, target.outer, target.iteration
-        timeline = self.timeline
-        if k < 0:                             # from the end of that execution
-            held = timeline.iterations(path, outer)
-            last = timeline.at(held[-1]) if held else None
-            if last is None or last.continues:
-                stop = self._advance(lambda e: e.path == path and e.outer == outer
-                                     and not e.continues, f"go to {target}")
-                if k == -1 or stop.event is None or stop.event.path != path or \
-                        stop.event.continues:
-                    return stop
-                last = stop.event
-            k = last.iteration + 1 + k
-            if k < 0:
-                raise LoopdbgError(f"loop '{path}' ran {last.iteration + 1} iterations there; "
-                                   f"{target} does not exist.")
-        n = timeline.find(path, k, outer)
-        if n is not None:
-            return self._jump(n, f"go to {target}")
-        held = timeline.iterations(path, outer)
-        now = current_outer(path, len(outer), self.current)
-        if (held and timeline.at(held[0]).iteration > k) or \
-                (len(now) == len(outer) and outer < now):
-            raise LoopdbgError(timeline.missing(path, k, outer).rstrip(".") +
-                               " any more: the history keeps the newest iterations (record "
-                               "the run with --trace to reach every one).")
-        if held and not timeline.at(held[-1]).continues:
-            raise LoopdbgError(f"loop '{path}' stopped after {timeline.at(held[-1]).iteration + 1}"
-                               f" iterations there; it has no iteration {k}.")
-        stop = self._advance(lambda e: e.path == path and e.outer == outer and
-                             (e.iteration == k or not e.continues),
-                             f"go to iteration {k} of loop '{path}'")
-        e = stop.event
-        if e is not None and e.path == path and e.outer == outer and e.iteration < k:
-            # the loop ended first: stay at its last iteration and say why
-            return replace(stop, reason=f"there is no iteration {k}: loop '{path}' ran "
-                                        f"{e.iteration + 1} iterations (this is its last)")
-        return stop
+        return go(self, text)
 
     def goto(self, path: str, iteration: int, outer: tuple = ()) -> Stop:
         """Straight to ``iteration`` of loop ``path`` at ``outer``, if the timeline holds it
         (O(1); on a replay, any recorded iteration). Raises a one-sentence LoopdbgError if not."""
-        return self._jump(self.timeline.index(path, iteration, tuple(outer)),
+        return self.show(self.timeline.index(path, iteration, tuple(outer)),
                           f"iteration {iteration} of loop {path}")
 
-    def _jump(self, pos: int, reason: str) -> Stop:
+    def show(self, pos: int, reason: str) -> Stop:
+        """Stand at the iteration at ordinal ``pos`` of the timeline (one it holds)."""
         if self.newest < self.oldest:
             return self.stop
         self._pos = pos
@@ -565,9 +453,10 @@ class Session:
                    node: NodeStep | None = None) -> Stop:
         loop_end = None
         if event is not None and not event.continues:
-            if self._pos >= self.newest and event.path not in self.loop_ends and self._gen:
-                self._peek_loop_end(event)
-            loop_end = self._loop_end_of(event)
+            if self._pos >= self.newest and event.path not in self.loop_ends and \
+                    self.run.events is not None:
+                self.run.peek_loop_end()
+            loop_end = self.run.loop_end_of(event)
         stop = Stop(kind=kind, reason=reason, event=event, hit=hit, loop_end=loop_end, node=node,
                     watches=self._watches(event), position=self._pos)
         if kind in (BREAKPOINT, NAN):
@@ -575,36 +464,10 @@ class Session:
         self.stop = stop
         return stop
 
-    def _loop_end_of(self, event) -> ev.LoopFinished | None:
-        end = self.loop_ends.get(event.path)
-        return end if end is not None and end.outer == event.outer else None
-
     def _watches(self, event) -> tuple:
         if self.breakpoints.watches and event is not None:
             return tuple(self.breakpoints.evaluate_watches(self._lookup.bind(event)))
         return ()
-
-    def _peek_loop_end(self, event) -> None:
-        """Read ahead to the loop's LoopFinished (it follows its last iteration directly)."""
-        gen = self._gen
-        try:
-            while True:
-                nxt = next(gen)
-                kind = type(nxt)
-                if kind is ev.Notice:
-                    self.notices.append(nxt)
-                    continue
-                if kind is ev.LoopFinished:
-                    self.loop_ends[nxt.path] = nxt
-                    return
-                # Anything else belongs to later: push it back by chaining.
-                self._gen = _prepend(nxt, gen)
-                return
-        except StopIteration:
-            self._gen = None
-        except LoopdbgError as exc:
-            self.error = exc
-            self._gen = None
 
     def _stop_at_end(self) -> Stop:
         self._pos = max(self._pos, self.newest)
@@ -615,13 +478,9 @@ class Session:
             kind, reason = END, "the run finished"
         stop = Stop(kind=kind, reason=reason, event=event, error=self.error,
                     finished=self.finished if self.error is None else None,
-                    loop_end=self._loop_end_of(event) if event is not None else None,
+                    loop_end=self.run.loop_end_of(event) if event is not None else None,
                     watches=self._watches(event),       # shown at every stop, this one too
                     position=self._pos)
         self.stop = stop
         return stop
 
-
-def _prepend(first, gen):
-    yield first
-    yield from gen

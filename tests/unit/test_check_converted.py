@@ -271,7 +271,8 @@ def test_names_from_files_reach_the_terminal_escaped(tmp_path, capsys):
 def test_an_onnx_body_is_copied_with_loopdbgs_parameters_as_inputs(tmp_path):
     import onnx
 
-    from loopdbg.check.extract_onnx import body_key, index_bodies, standalone_onnx_body
+    from loopdbg.check.extract_onnx import body_key, standalone_onnx_body
+    from loopdbg.ir.onnx_bodies import index_bodies
 
     _, model, inputs = files("nested_loops")
     engine = Engine(model)

@@ -519,8 +519,8 @@ def test_utf16_doctype_is_refused(tmp_path):
 def test_doctype_is_refused_after_parsing_too(tmp_path, monkeypatch):
     # Second line of defence: even if the byte scan missed it, the parsed docinfo is checked,
     # and the parser itself never expands entities or loads DTDs.
-    from loopdbg.ir import xml_reader
-    monkeypatch.setattr(xml_reader, "_refuse_doctype", lambda raw, file: None)
+    from loopdbg.ir import safe_xml
+    monkeypatch.setattr(safe_xml, "refuse_doctype", lambda raw, file: None)
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-CONTENT")
     xml = (f'<?xml version="1.0"?>\n<!DOCTYPE net [<!ENTITY xxe SYSTEM "file://{secret}">]>\n'

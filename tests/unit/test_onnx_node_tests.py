@@ -8,16 +8,17 @@ README's, say how many pass: held here to what this run finds, for the onnx vers
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
 
-from _onnx_cases import (KNOWN_FAILURES_FILE, all_cases, known_failures, run_case,  # noqa: E402
+from _onnx_cases import (KNOWN_FAILURES_FILE, all_cases, known_failures, outcome,  # noqa: E402
                          tensor_only)
+
+# the runs are shared with test_onnx_ops.py's per-operator tests: one worker does both
+pytestmark = pytest.mark.xdist_group("onnx_node_cases")
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURE = re.compile(r"onnx (\S+): tensor-only (\d+) of (\d+) pass; all (\d+) of (\d+) pass")
@@ -37,14 +38,7 @@ def _outcomes() -> dict[str, str | None]:
     for name, case in sorted(all_cases().items()):
         if name.startswith("test_image_decoder") and not _pillow():
             continue  # ImageDecoder runs through onnx.reference, which needs Pillow (the dev extra has it)
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                run_case(case)
-            out[name] = None
-        except Exception as exc:  # collect all, so one run names every case that changed
-            text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-            out[name] = f"{type(exc).__name__}: {text}"
+        out[name] = outcome(name)   # collect all, so one run names every case that changed
     return out
 
 

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from _onnx_cases import all_cases, case_ops, run_case, skip_reason  # noqa: E402
+from _onnx_cases import all_cases, case_ops, outcome, skip_reason  # noqa: E402
 from loopdbg.engine import Engine  # noqa: E402
 from loopdbg.errors import UnsupportedOperation  # noqa: E402
 from loopdbg.ir.onnx_reader import from_proto  # noqa: E402
@@ -32,6 +32,9 @@ def _supported_ops() -> set[str]:
                                                                        "If"}
 
 
+# the runs of the cases are shared with test_onnx_node_tests.py (_onnx_cases.outcome): one worker
+# does both
+@pytest.mark.xdist_group("onnx_node_cases")
 @pytest.mark.parametrize("op", REQUIRED + MORE)
 def test_backend_node_tests_of_op_pass(op):
     """Every backend node test whose graph uses ``op`` and only operators loopdbg has."""
@@ -45,10 +48,9 @@ def test_backend_node_tests_of_op_pass(op):
         if reason is not None:
             skipped.append((name, reason))
             continue
-        try:
-            run_case(case)
-        except Exception as exc:  # collect all, so one run names every failing case
-            failed.append(f"{name}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        failure = outcome(name)   # collect all, so one run names every failing case
+        if failure is not None:
+            failed.append(f"{name}: {failure[:300]}")
         ran.append(name)
     assert not failed, "\n".join(failed)
     assert ran, f"no backend node test of {op} could run (skipped: {skipped})"
