@@ -27,10 +27,16 @@ from pathlib import Path
 
 NEUTRAL = os.path.abspath(os.sep)        # the working directory of every child
 
-# Run as ``python -I -c BOOT N PATH1 ... PATHN MODULE ARGS...``: the child's module path becomes
-# PATH1 ... PATHN (the parent's, less its working directory), then MODULE runs as ``python -m
-# MODULE ARGS...`` would, its sys.argv[1:] being ARGS.
+# Run as ``python -I -c BOOT DATA N PATH1 ... PATHN MODULE ARGS...``: the child's data-size limit
+# (RLIMIT_DATA's soft one) becomes DATA unless it is ``-``; its module path becomes PATH1 ... PATHN
+# (the parent's, less its working directory), then MODULE runs as ``python -m MODULE ARGS...``
+# would, its sys.argv[1:] being ARGS.
 BOOT = ("import runpy, sys\n"
+        "data = sys.argv.pop(1)\n"
+        "if data != '-':\n"
+        "    import resource\n"
+        "    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]\n"
+        "    resource.setrlimit(resource.RLIMIT_DATA, (int(data), hard))\n"
         "n = int(sys.argv.pop(1))\n"
         "sys.path[:] = sys.argv[1:1 + n]\n"
         "del sys.argv[1:1 + n]\n"
@@ -95,10 +101,22 @@ def child_path() -> list[str]:
     return kept
 
 
+# The data-size limit a Python child starts with while loopdbg caps its own for --max-memory
+# (``ops.budget.backstop``): the one loopdbg had before, so that a runtime child is not held to
+# the cap of loopdbg's run (the oracle watches a runtime's memory on its own). None: no cap.
+_CHILD_DATA: list[int | None] = [None]
+
+
+def set_child_data_limit(limit: int | None) -> None:
+    _CHILD_DATA[0] = limit
+
+
 def python_argv(module: str, *args: str) -> list[str]:
     """The command line that runs ``python -m module args...`` isolated (see the module doc)."""
     path = child_path()
-    return [sys.executable, "-I", "-c", BOOT, str(len(path)), *path, module, *map(str, args)]
+    data = "-" if _CHILD_DATA[0] is None else str(_CHILD_DATA[0])
+    return [sys.executable, "-I", "-c", BOOT, data, str(len(path)), *path, module,
+            *map(str, args)]
 
 
 def absolute(path: str | os.PathLike) -> str:

@@ -93,15 +93,37 @@ def _opens_a_model(argv: list[str]) -> bool:
         not argv[0].startswith("-") or any(a.endswith((".xml", ".onnx", ".ltrace")) for a in words))
 
 
+# The commands that run the model non-interactively: with --max-memory given, the process's data
+# size is capped at each run's budget (ops.budget.backstop), so no kernel can outgrow it.
+BACKSTOPPED = ("run", "explain", "check", "plot")
+
+
+def _backstop(args):
+    import contextlib
+
+    if getattr(args, "command", None) not in BACKSTOPPED or not getattr(args, "max_memory", None):
+        return contextlib.nullcontext()
+    from loopdbg.ops.budget import backstop
+    return backstop()
+
+
 def _call(args) -> int:
     from loopdbg.errors import LoopdbgError
     from loopdbg.text import safe, short
 
     try:
-        return int(args.handler(args) or 0)
+        with _backstop(args):
+            return int(args.handler(args) or 0)
     except LoopdbgError as exc:       # one short line, whatever names from a file it holds
         print(f"loopdbg: {short(safe(exc))}", file=sys.stderr)
         return exc.exit_code
+    except MemoryError as exc:        # past the backstop's cap, outside any kernel
+        from loopdbg.errors import ResourceLimitError
+        from loopdbg.ops.budget import out_of_memory
+
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "MemoryError"
+        print(f"loopdbg: {short(safe(out_of_memory(reason)))}.", file=sys.stderr)
+        return ResourceLimitError.exit_code
     except KeyboardInterrupt:
         print("loopdbg: interrupted.", file=sys.stderr)
         return 130

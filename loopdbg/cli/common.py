@@ -134,12 +134,12 @@ def load_model_and_inputs(args, *, say=None):
     limit = getattr(args, "max_memory", None)          # inputs count against the budget too
     if source:
         args.inputs_file = source
-        return model, load_npz(source, limit), source
+        return model, load_npz(source, limit, model), source
     beside = Path(model.path or args.model).with_name("inputs.npz")
     if beside.exists():
         say(f"inputs: {safe(beside)}")
         args.inputs_file = str(beside)
-        return model, load_npz(beside, limit), str(beside)
+        return model, load_npz(beside, limit, model), str(beside)
     say(f"inputs: none given and no inputs.npz beside the model; using random data "
         f"(seed {getattr(args, 'seed', 0)})")
     inputs = random_inputs(model, seed=getattr(args, "seed", 0), limit=limit)

@@ -92,7 +92,7 @@ class Session:
             inputs, source = random_inputs(model), "random inputs"
         elif isinstance(inputs, (str, bytes)) or hasattr(inputs, "__fspath__"):
             source = str(inputs)
-            inputs = load_npz(inputs)
+            inputs = load_npz(inputs, model=model)
         else:
             source = "inputs"
         return cls(Engine(model), inputs, source=options.pop("source", source), **options)

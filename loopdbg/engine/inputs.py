@@ -9,7 +9,7 @@ from typing import Mapping
 import numpy as np
 
 from loopdbg.errors import InputError
-from loopdbg.files.read import read_npz
+from loopdbg.files.read import npz_names, read_npz
 from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
 from loopdbg.ir.model import Model
 from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
@@ -88,10 +88,28 @@ def output_names(model: Model) -> list[str]:
     return names
 
 
-def load_npz(path: str | Path, limit: int | None = None) -> dict[str, np.ndarray]:
+def load_npz(path: str | Path, limit: int | None = None, model: Model | None = None
+             ) -> dict[str, np.ndarray]:
     """Read an .npz of named arrays without ever unpickling anything, within a byte budget
-    (default a quarter of physical memory): see ``loopdbg.files.read.read_npz``."""
-    return read_npz(path, InputError, limit)
+    (default a quarter of physical memory): see ``loopdbg.files.read.read_npz``. With ``model``,
+    the names of its arrays are matched against the model's inputs first, from the zip's
+    directory alone, and an array no input takes is not read: it is there as None, for
+    ``match_inputs`` to refuse by name (200,000 of them cost their names, not their reading)."""
+    unused: set[str] = set()
+    names = npz_names(path, InputError) if model is not None else None
+    if names is not None:
+        try:
+            specs = input_specs(model)
+        except InputError:          # said when the model runs, in its turn
+            specs = None
+        if specs is not None:
+            remaining = dict.fromkeys(names)
+            for k, spec in enumerate(specs):
+                key = _key_for(k, spec, remaining)
+                if key is not None:
+                    remaining.pop(key)
+            unused = set(remaining)
+    return read_npz(path, InputError, limit, skip=unused)
 
 
 def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "inputs"
@@ -107,11 +125,7 @@ def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "i
     remaining = dict(given)
     values = []
     for k, spec in enumerate(specs):
-        key = next((k for k in (spec.name, *spec.names) if k in remaining), None)
-        if key is None and spec.kind is not None and spec.kind.endswith(SEQUENCE):
-            key = _gather_sequence(spec.name, remaining)      # npz: name[0], name[1], ...
-        if key is None:
-            key = next((p for p in (str(k), f"arr_{k}") if p in remaining), None)
+        key = _key_for(k, spec, remaining)
         if key is None:
             raise InputError(f"{source} has no input '{spec.name}' (nor an array '{k}' or "
                              f"'arr_{k}' for input number {k}){expected}.")
@@ -121,6 +135,17 @@ def match_inputs(model: Model, given: Mapping[str, np.ndarray], source: str = "i
         extra = listing(sorted(remaining))
         raise InputError(f"{source} has input(s) the model does not take: {extra}{expected}.")
     return values
+
+
+def _key_for(k: int, spec: InputSpec, remaining: dict) -> str | None:
+    """The key of ``remaining`` that input number ``k`` takes (a sequence's items gathered under
+    its name first), None if there is none."""
+    key = next((n for n in (spec.name, *spec.names) if n in remaining), None)
+    if key is None and spec.kind is not None and spec.kind.endswith(SEQUENCE):
+        key = _gather_sequence(spec.name, remaining)      # npz: name[0], name[1], ...
+    if key is None:
+        key = next((p for p in (str(k), f"arr_{k}") if p in remaining), None)
+    return key
 
 
 def _gather_sequence(name: str, given: dict) -> str | None:

@@ -41,7 +41,7 @@ from loopdbg.engine.elide import MIN_BYTES, candidates
 from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of
 from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunError
 from loopdbg.ir.model import Graph, Layer
-from loopdbg.ops.budget import BudgetExceeded
+from loopdbg.ops.budget import BudgetExceeded, out_of_memory
 from loopdbg.ops.registry import make_kernel
 from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
@@ -341,7 +341,7 @@ class GraphPlan:
         reason = text.splitlines()[0].rstrip(".") if text else type(exc).__name__
         kind = ResourceLimitError if isinstance(exc, MemoryError) else RunError
         if isinstance(exc, MemoryError) and not isinstance(exc, BudgetExceeded):
-            reason = f"out of memory ({reason})"
+            reason = out_of_memory(reason)
         return kind(f"{prefix}{at} failed: {reason}.", layer=layer.name if layer else None,
                     **where)
 

@@ -4,7 +4,9 @@ A FIFO, a device (``/dev/zero``), a directory or a socket given where loopdbg re
 weights, its inputs or a trace would hang it or feed it without end; ``open_regular`` refuses them
 before reading a byte (the open itself does not block on a FIFO). ``map_regular`` maps a file
 read-only, so an 8 GiB ``.bin`` costs only the pages the model's constants touch. ``read_npz``
-reads numpy's ``.npz`` member by member with checked sizes and a byte budget, never unpickling.
+reads numpy's ``.npz`` member by member with checked sizes and a byte budget, never unpickling;
+``npz_names`` lists its arrays' names from the zip's central directory alone, so that a file of
+200,000 members is matched against a model's inputs before any of them is read.
 Every error is the caller's error class with one sentence naming the file.
 """
 
@@ -14,10 +16,11 @@ import io
 import mmap
 import os
 import stat
+import struct
 import zipfile
 import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Collection
 
 import ml_dtypes  # noqa: F401 - makes .npy headers naming bfloat16, float8, int4 ... readable
 import numpy as np
@@ -82,9 +85,10 @@ def map_regular(path: str | Path, error: type[Exception], what: str = "") -> mem
 
 
 # -- npz ---------------------------------------------------------------------------------------
-def read_npz(path: str | Path, error: type[Exception], limit: int | None = None
-             ) -> dict[str, np.ndarray]:
-    """The arrays of an ``.npz``, by name; ``error`` for anything else, in one sentence.
+def read_npz(path: str | Path, error: type[Exception], limit: int | None = None,
+             skip: Collection[str] = ()) -> dict[str, np.ndarray | None]:
+    """The arrays of an ``.npz``, by name; ``error`` for anything else, in one sentence. The
+    members named in ``skip`` are not read: they are there as None.
 
     Each member is checked before it is decompressed: a known compression, not encrypted, its
     declared size within what is left of ``limit`` (default: a quarter of physical memory) and
@@ -97,7 +101,7 @@ def read_npz(path: str | Path, error: type[Exception], limit: int | None = None
             archive = zipfile.ZipFile(fh)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError):
             raise error(f"{path} is not an .npz file (numpy's zip of arrays).") from None
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, np.ndarray | None] = {}
         with archive:
             for info in archive.infolist():
                 if info.is_dir():
@@ -105,10 +109,64 @@ def read_npz(path: str | Path, error: type[Exception], limit: int | None = None
                 name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
                 if name in out:
                     raise error(f"{path} holds the array '{name}' twice.")
+                if name in skip:
+                    out[name] = None
+                    continue
                 value = _member(archive, info, path, name, budget, error)
                 budget -= value.nbytes
                 out[name] = value
         return out
+
+
+_END = struct.Struct("<4s4H2LH")              # end of central directory
+_END64 = struct.Struct("<4sQ2H2L4Q")           # its zip64 record
+_LOCATOR64 = struct.Struct("<4sLQL")           # where the zip64 record is
+_ENTRY = struct.Struct("<4s6H3L5H2L")          # one central directory entry, before its name
+_ENTRY_FLAGS = struct.Struct("<H")             # ... its flags (at 8)
+_ENTRY_SIZES = struct.Struct("<3H")            # ... the lengths of its name, extra and comment (28)
+
+
+def npz_names(path: str | Path, error: type[Exception]) -> list[str] | None:
+    """The names of an ``.npz``'s arrays (``.npy`` left off, folders skipped), read from the zip's
+    central directory only (names are decoded as ``zipfile`` decodes them); None when that
+    directory is not one this reader follows, for ``read_npz`` to judge the file."""
+    with open_regular(path, error, "inputs") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        tail_at = max(size - (1 << 16) - _END.size, 0)
+        fh.seek(tail_at)
+        tail = fh.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < _END.size:
+            return None
+        _, _, _, _, count, cd_size, _, _ = _END.unpack_from(tail, at)
+        end = tail_at + at                              # the central directory ends here
+        if at >= _LOCATOR64.size and tail[at - _LOCATOR64.size:at - _LOCATOR64.size + 4] == \
+                b"PK\x06\x07":
+            end -= _LOCATOR64.size + _END64.size
+            fh.seek(max(end, 0))
+            record = fh.read(_END64.size)
+            if len(record) != _END64.size or record[:4] != b"PK\x06\x06":
+                return None
+            count, cd_size = _END64.unpack(record)[7:9]
+        if not 0 <= cd_size <= end:
+            return None
+        fh.seek(end - cd_size)
+        directory = fh.read(cd_size)
+    names, at, sizes, flags_of = [], 0, _ENTRY_SIZES.unpack_from, _ENTRY_FLAGS.unpack_from
+    head = _ENTRY.size
+    for _ in range(count):
+        if directory[at:at + 4] != b"PK\x01\x02" or at + head > len(directory):
+            return None
+        n, extra, comment = sizes(directory, at + 28)
+        raw = directory[at + head:at + head + n]
+        utf8 = flags_of(directory, at + 8)[0] & 0x800
+        at += head + n + extra + comment
+        name = raw.decode("utf-8" if utf8 else "cp437", "replace")
+        if "\x00" in name:
+            name = name.split("\x00")[0]
+        if not name.endswith("/"):
+            names.append(name[:-4] if name.endswith(".npy") else name)
+    return names if at == len(directory) else None
 
 
 def _member(archive, info, path, name, budget, error) -> np.ndarray:

@@ -21,6 +21,13 @@ The promises, checked each time:
 * nothing is written through a symbolic link: an output that is a link (to a file, a folder, or
   nothing) is refused, and files are created with ``O_NOFOLLOW`` (a temporary file also with
   ``O_EXCL``), so a link planted in a model folder cannot redirect a write;
+* nor through a linked folder where a stranger's files land: a folder on the way to an output
+  that is inside the working directory or inside the folder of a file the command reads (the
+  model's) may not be a link (``-o results/out.svg``, ``results`` shipped as a link to ``~``),
+  and the output's folder is opened component by component from there with ``O_NOFOLLOW``
+  (``openat``), the file created and renamed relative to that open folder, so a link planted
+  after the checks is refused, not followed. Links above those folders (``/tmp`` on macOS, a
+  home on another disk) are the system's and are followed;
 * only regular files are written: an existing folder, device (``/dev/full``), FIFO or socket is
   refused;
 * the path given is the path written: ``.npz`` is added only to a name without a suffix that does
@@ -30,9 +37,10 @@ The promises, checked each time:
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 import stat
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -111,7 +119,69 @@ def check_output(path, reads: Reads = (), *, what: str = "the output") -> Path:
     folder = target.parent
     if not folder.is_dir():
         raise OutputError(f"cannot write {given}: the folder {folder} does not exist.")
+    close(open_folder(target, reads, given, what))        # no linked folder on the way
     return target
+
+
+def _guarded(target: Path, reads: Reads) -> Path | None:
+    """The outermost folder whose linked sub-folders an output's path may not pass through:
+    the working directory, or a folder of a file the command reads, that holds ``target``
+    (lexically); None when none does."""
+    roots = []
+    try:
+        roots.append(Path.cwd())
+    except OSError:
+        pass
+    roots += [Path(p).absolute().parent for _, p in reads if p is not None]
+    inside = [r for r in roots if r in target.parents]
+    return min(inside, key=lambda r: len(r.parts)) if inside else None
+
+
+def _link_at(name: str, fd: int) -> str | None:
+    """What the entry ``name`` of the open folder ``fd`` links to, None if it is no link."""
+    try:
+        return os.readlink(name, dir_fd=fd)
+    except (OSError, TypeError, NotImplementedError):
+        return None
+
+
+def close(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
+
+
+def open_folder(target: Path, reads: Reads, given: str, what: str) -> int | None:
+    """A descriptor of ``target``'s folder, opened from the guarded folder (``_guarded``) one
+    component at a time with ``O_NOFOLLOW``: ``OutputError`` when one of them is a symbolic
+    link. None where the system has no ``openat`` (the path is used as it is)."""
+    if os.open not in os.supports_dir_fd or not hasattr(os, "O_DIRECTORY"):
+        return None
+    flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+    root = _guarded(target, reads)
+    start = root if root is not None else target.parent
+    try:
+        fd = os.open(start, flags)
+    except OSError as exc:
+        raise OutputError(f"cannot write {given}: {_strerror(exc)}.") from None
+    try:
+        for part in target.parent.relative_to(start).parts:
+            try:
+                nxt = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                to = _link_at(part, fd)
+                if to is not None:
+                    raise OutputError(
+                        f"refusing to write {given}: the folder {start / part} on its way is a "
+                        f"symbolic link (to {to}), and loopdbg never writes through a link in "
+                        f"the working directory or the model's folder; give {what} the "
+                        f"folder's real path.") from None
+                raise OutputError(f"cannot write {given}: {_strerror(exc)}.") from None
+            os.close(fd)
+            fd, start = nxt, start / part
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def distinct_outputs(*outputs: tuple[str, "str | os.PathLike | None"]) -> None:
@@ -149,29 +219,34 @@ class Output:
 
     def write(self, fill: Callable) -> None:
         """Write the file through ``fill(file)`` (a binary file object open on a temporary file
-        beside the target), then rename it over the target."""
+        beside the target), then rename it over the target, both in the output's folder as
+        ``open_folder`` opened it (never through a link planted since the checks)."""
         target = check_output(self.path, self.reads, what=self.what)
-        try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
-        except OSError:
-            mode = 0o666 & ~_umask()
+        folder = open_folder(target, self.reads, self.path, self.what)
+        name = target.name if folder is not None else str(target)
         tmp = None
-        try:        # mkstemp: O_CREAT | O_EXCL | O_NOFOLLOW, a name nobody else made
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".loopdbg-", suffix=".partial")
+        try:
+            try:
+                mode = stat.S_IMODE(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+            except OSError:
+                mode = 0o666 & ~_umask()
+            fd, tmp = _temporary(target, folder)
             with os.fdopen(fd, "wb") as f:
                 fill(f)
-            os.chmod(tmp, mode)
+                if hasattr(os, "fchmod"):
+                    os.fchmod(f.fileno(), mode)
             check_output(self.path, self.reads, what=self.what)     # still a regular file?
-            os.replace(tmp, target)         # (a link made meanwhile is replaced, not followed)
-            tmp = None
+            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)   # (a link made
+            tmp = None                                  # meanwhile is replaced, not followed)
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {_strerror(exc)}.") from None
         finally:
             if tmp is not None:
                 try:
-                    os.unlink(tmp)
+                    os.unlink(tmp, dir_fd=folder)
                 except OSError:
                     pass
+            close(folder)
 
     def write_bytes(self, data: bytes) -> None:
         self.write(lambda f: f.write(data))
@@ -201,6 +276,21 @@ class Output:
                         write_npy(member, a)
 
         self.write(fill)
+
+
+def _temporary(target: Path, folder: int | None) -> tuple[int, str]:
+    """A new file beside ``target`` (in the open ``folder`` when there is one): its descriptor
+    and its name there, made with O_CREAT | O_EXCL | O_NOFOLLOW under a name nobody else made."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    for _ in range(100):
+        name = f".loopdbg-{secrets.token_hex(6)}.partial"
+        path = name if folder is not None else str(target.parent / name)
+        try:
+            return os.open(path, flags, 0o600, dir_fd=folder), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name")
 
 
 def npy_descr(dtype) -> str:
@@ -245,12 +335,15 @@ def open_recording(path, reads: Reads = (), *, what: str = "the trace") -> int:
     target = check_output(path, reads, what=what)
     flags = (os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
              | getattr(os, "O_NOFOLLOW", 0))
+    folder = open_folder(target, reads, str(path), what)
     try:        # O_NONBLOCK: a FIFO made meanwhile cannot hang; O_NOFOLLOW: nor a link redirect
-        fd = os.open(target, flags, 0o666)
+        fd = os.open(target.name if folder is not None else target, flags, 0o666, dir_fd=folder)
     except OSError as exc:
         if os.path.islink(target):
             _refuse_link(str(path), what)
         raise OutputError(f"cannot create {what} {path}: {_strerror(exc)}.") from None
+    finally:
+        close(folder)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -12,18 +12,28 @@ mechanisms enforce it, each where it is cheap:
   read every few milliseconds of run time (every iteration when iterations are slow), catches
   what grows by sizes (a back edge that doubles, a history, scan pieces), with ``SLACK`` for
   what the interpreter itself moves by;
-* **when numpy itself runs out** (``MemoryError``): the run ends with the same one sentence.
+* **when numpy itself runs out** (``MemoryError``): the run ends with the same one sentence;
+* **at the process's edge** (``backstop``, Linux, where the command line has a ``--max-memory``
+  given): each run's start caps the process's data size (``RLIMIT_DATA``: the heap and every
+  private writable mapping, where numpy's arrays live; not the files mapped read-only, such as
+  ONNX external data) at what it is then plus the budget plus ``MARGIN``. An allocation past the
+  cap fails in the allocator, whatever kernel asks for it (an outer-product MatMul, a
+  ConvTranspose to a given ``output_shape``, MaxUnpool, Col2Im ...), so no list of kernels
+  has to be complete: the engine names the layer whose kernel got the ``MemoryError``.
 
 Outputs that are a small multiple of their inputs (elementwise ops of one shape, MatMul of what
-fits ...) are caught by the checkpoints. The budget is process-wide: one run is checked at a time.
+fits ...) are caught by the checkpoints, and by the backstop where one allocation is too big. The
+budget is process-wide: one run is checked at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
 
+from loopdbg import programs
 from loopdbg.text import byte_size as size
 
 # Allocations smaller than this are not checked one by one (the checkpoints see them).
@@ -32,6 +42,10 @@ SMALL = 1 << 20
 # on first use): the RSS checks allow this much over the budget, so a small budget does not fail
 # on the interpreter's own noise. Kernel outputs and scan pieces are counted without it.
 SLACK = 32 << 20
+# What the backstop's cap allows past the budget: the checks above allow SLACK over it, and the
+# data size counts address space a run reserves without touching all of it (thread stacks, the
+# allocator's arenas, an array numpy makes and a kernel fills in part).
+MARGIN = 96 << 20
 
 
 class BudgetExceeded(MemoryError):
@@ -41,6 +55,9 @@ class BudgetExceeded(MemoryError):
 class _Budget:
     limit: int | None = None         # bytes the run may add to the process; None: no budget
     baseline: int = 0                # RSS when the run started
+    hard: tuple | None = None        # under a ``backstop``: RLIMIT_DATA's (soft, hard) before it
+    capped: int | None = None        # the cap (bytes of data) set by the last run's start
+    warm: bool = False               # BLAS has made its buffers (``_warm_blas``)
 
 
 BUDGET = _Budget()
@@ -71,9 +88,95 @@ def rss() -> int:
 
 
 def start(limit: int | None) -> None:
-    """A run begins: ``limit`` bytes of growth from now on (None: no budget)."""
+    """A run begins: ``limit`` bytes of growth from now on (None: no budget); under a
+    ``backstop``, the process's data size is capped at its size now plus ``limit`` + MARGIN."""
     BUDGET.limit = limit
     BUDGET.baseline = rss() if limit is not None else 0
+    if BUDGET.hard is not None and limit is not None:
+        _cap(limit, *BUDGET.hard)
+
+
+def data_size() -> int | None:
+    """The process's data size in bytes (VmData: what RLIMIT_DATA counts), None if unknown."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _limits():
+    """(the resource module, RLIMIT_DATA's soft and hard limits), or None where the data size
+    cannot be capped or read (not Linux)."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
+    return (resource, soft, hard) if data_size() is not None else None
+
+
+@contextlib.contextmanager
+def backstop():
+    """While it lasts, every run's start also caps the data size (``RLIMIT_DATA``) at the run's
+    budget past what the process holds then (plus MARGIN): an allocation no check foresaw fails
+    with MemoryError instead of taking the machine's memory. The caps never raise a lower limit
+    the user set (``ulimit -d``), which is what it restores at its end and what a Python child
+    starts with (``programs.python_argv``: a runtime's own memory is watched on its own)."""
+    found = _limits()
+    if found is None:
+        yield
+        return
+    resource, soft, hard = found
+    BUDGET.hard = (soft, hard)
+    programs.set_child_data_limit(soft)
+    try:
+        yield
+    finally:
+        BUDGET.hard, BUDGET.capped = None, None
+        programs.set_child_data_limit(None)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+def _cap(limit: int, soft: int, hard: int) -> None:
+    """RLIMIT_DATA's soft limit: the data size now plus ``limit`` + MARGIN, never past ``soft``
+    and ``hard``, the limits the process had before the backstop."""
+    import resource
+
+    _warm_blas()
+    now = data_size()
+    if now is None:
+        return
+    cap = now + limit + MARGIN
+    for user in (soft, hard):
+        if user != resource.RLIM_INFINITY:
+            cap = min(cap, user)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+        BUDGET.capped = cap
+
+
+def _warm_blas() -> None:
+    """A first matrix product, before a cap is measured: OpenBLAS maps its work buffers (32 MiB
+    and more) at its first call, and ends the process when it cannot."""
+    if not BUDGET.warm:
+        a = np.ones((256, 256))
+        a @ a
+        np.ones((256, 256), np.float32) @ np.ones((256, 256), np.float32)
+        BUDGET.warm = True
+
+
+def out_of_memory(reason: str) -> str:
+    """What a MemoryError the budget's checks did not raise says: the allocator refused, under
+    the backstop's cap or the machine's own limits."""
+    if BUDGET.limit is not None and BUDGET.capped is not None:
+        return (f"out of memory ({reason}): the run's memory budget is {size(BUDGET.limit)} "
+                f"(--max-memory)")
+    return f"out of memory ({reason})"
 
 
 def used() -> int:

@@ -101,3 +101,35 @@ def test_external_data_that_is_not_a_regular_file(tmp_path, kind):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "w.bin" in lines[-1], proc.stderr
     assert "not a regular file" in lines[-1] or "outside the model's folder" in lines[-1]
+
+
+def test_check_per_iteration_copies_bodies_without_reading_the_weights(tmp_path):
+    """``check --per-iteration`` reads the .onnx again to copy each loop body out for the
+    runtime: without the external data (a sparse GiB of weights beside the model was read
+    whole, past --max-memory), the body's own external tensors filled in from loopdbg's map."""
+    pytest.importorskip("onnxruntime")
+    from test_memory_budget import run_measured
+
+    vi = helper.make_tensor_value_info
+    (tmp_path / "one.bin").write_bytes(np.ones(2, np.float32).tobytes())
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "one"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("acc_in", T.FLOAT, [2])],
+        [vi("cond_out", T.BOOL, []), vi("acc_out", T.FLOAT, [2])],
+        initializer=[external("one", [2], "one.bin")])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "acc0"], ["acc"], body=body),
+         helper.make_node("Shape", ["big"], ["big_shape"])], "g",
+        [vi("M", T.INT64, []), vi("acc0", T.FLOAT, [2])],
+        [vi("acc", T.FLOAT, [2]), vi("big_shape", T.INT64, [1])],
+        initializer=[external("big", [1 << 28], "weights.bin")])
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with open(tmp_path / "weights.bin", "wb") as f:
+        f.truncate(1 << 30)                                  # 1 GiB, sparse
+    np.savez(tmp_path / "in.npz", M=np.int64(3), acc0=np.zeros(2, np.float32))
+    code, err, peak = run_measured("check", path, tmp_path / "in.npz", "--per-iteration",
+                                   "--max-memory", "128M")
+    assert code == 0 and "Traceback" not in err, err
+    assert peak < (128 + 192) << 20, f"peak RSS {peak >> 20} MiB"

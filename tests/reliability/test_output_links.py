@@ -19,6 +19,7 @@ from relhelpers import accumulate_loop
 from relhelpers import assert_refused_but_inputs_line as assert_refused
 
 LINK = "it is a symbolic link"
+FOLDER_LINK = "on its way is a symbolic link"
 OUTPUTS = ["run -o", "run --trace", "graph -o", "plot -o", "inputs -o", "trace export -o"]
 LINKS = ["to a file", "to a folder", "dangling"]
 
@@ -119,3 +120,67 @@ def test_a_recording_opens_with_o_nofollow(tmp_path, monkeypatch):
     with pytest.raises(write.OutputError, match=LINK):
         write.open_recording(link)
     assert victim.read_text() == "keep"
+
+
+@pytest.mark.parametrize("command", OUTPUTS)
+def test_a_linked_folder_in_the_model_folder_is_refused(cli, folder, tmp_path, command):
+    """``-o results/out.npz`` where the model folder shipped ``results`` as a link to another
+    folder: refused in one sentence, nothing written where the link points."""
+    xml, given, trace = _ready(cli, folder, tmp_path, command)
+    home = tmp_path / "home"
+    home.mkdir()
+    shipped = xml.parent / "results"
+    shipped.symlink_to(home)
+    out = shipped / _name(command)
+    line = assert_refused(cli(*_argv(command, xml, given, trace, out)),
+                          f"refusing to write {out}", f"the folder {shipped} on its way is a symbolic link")
+    assert "real path" in line
+    assert list(home.iterdir()) == [], "something was written through the linked folder"
+
+
+def test_a_linked_folder_under_the_working_directory_is_refused(cli, folder, tmp_path,
+                                                                 monkeypatch):
+    xml, given = folder
+    home = tmp_path / "home"
+    (home / "deep").mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "results").symlink_to(home)
+    monkeypatch.chdir(work)
+    assert_refused(cli("run", xml, given, "-o", "results/deep/out.npz"),
+                   "refusing to write results/deep/out.npz", FOLDER_LINK)
+    assert list((home / "deep").iterdir()) == []
+
+
+def test_a_link_above_the_working_and_model_folders_is_followed(cli, folder, tmp_path,
+                                                                monkeypatch):
+    """Links outside the folders a stranger's files land in are the system's or the user's
+    (``/tmp`` on macOS, a home on another disk): written through as before."""
+    xml, given = folder
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "elsewhere").symlink_to(real)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    r = cli("run", xml, given, "-o", tmp_path / "elsewhere" / "out.npz", "-q")
+    assert r.code == 0, r.err
+    assert (real / "out.npz").is_file()
+
+
+def test_a_folder_swapped_for_a_link_after_the_check_is_not_followed(folder, tmp_path):
+    """The output's folder is opened from the model's folder with O_NOFOLLOW at each step when
+    the file is written: a folder replaced by a link during the run is refused, not followed."""
+    from loopdbg.files import Output, OutputError
+
+    xml, given = folder
+    home = tmp_path / "home"
+    home.mkdir()
+    sub = xml.parent / "sub"
+    sub.mkdir()
+    output = Output(sub / "out.dot", [("the model", str(xml))], what="the drawing")
+    sub.rename(xml.parent / "sub_was")
+    sub.symlink_to(home)
+    with pytest.raises(OutputError, match=FOLDER_LINK):
+        output.write_bytes(b"digraph {}")
+    assert list(home.iterdir()) == []

@@ -263,19 +263,19 @@ def test_a_full_disk_is_one_sentence_and_keeps_the_old_file(cli, files, tmp_path
 
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")
-    real_mkstemp = loopdbg.files.write.tempfile.mkstemp
+    real_temporary = loopdbg.files.write._temporary
 
     def on_full_disk(*args, **kwargs):
-        fd, name = real_mkstemp(*args, **kwargs)
+        fd, name = real_temporary(*args, **kwargs)
         os.close(fd)
         return os.open("/dev/full", os.O_WRONLY), name
 
-    monkeypatch.setattr(loopdbg.files.write.tempfile, "mkstemp", on_full_disk)
+    monkeypatch.setattr(loopdbg.files.write, "_temporary", on_full_disk)
     xml, *_ = files
     trace = tmp_path / "t.ltrace"
     monkeypatch.undo()
     assert cli("run", xml, "--trace", trace, "-q").code == 0
-    monkeypatch.setattr(loopdbg.files.write.tempfile, "mkstemp", on_full_disk)
+    monkeypatch.setattr(loopdbg.files.write, "_temporary", on_full_disk)
     out = tmp_path / "out.npz"
     for argv in (("run", xml, "-o", out), ("inputs", xml, "-o", out),
                  ("trace", "export", trace, "-o", out), ("graph", xml, "-o", tmp_path / "g.dot")):
