@@ -167,3 +167,4 @@ class Oracle:
     @staticmethod
     def output_names(compiled: Compiled) -> list[set[str]]:
         return [set(n) for n in compiled.outputs]
+

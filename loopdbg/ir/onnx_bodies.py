@@ -23,60 +23,15 @@ import numpy as np
 
 def read_bodies(path: str):
     """The file's ModelProto and its Loop/Scan nodes by (op type, output names), which ONNX
-    makes unique in a model; ValueError (one sentence) when it cannot be read. The file is read
-    without its external data, as the reader reads it (``onnx.load`` would read every weight
-    file whole, a sparse GiB included): the subgraphs' external tensors are filled in from
-    loopdbg's map of their files (``_inline_bodies``); the top graph's weights are never read."""
+    makes unique in a model; ValueError (one sentence) when it cannot be read."""
     import onnx
 
     try:
-        proto = onnx.load(path, load_external_data=False)
+        proto = onnx.load(path, load_external_data=False)   # the weights stay in their files
     except Exception as exc:     # noqa: BLE001 - it was read once already
         raise ValueError(f"{path} cannot be read again ({type(exc).__name__})") from None
-    _inline_bodies(proto, path)
+    inline_body_tensors(proto, path)
     return proto, index_bodies(proto.graph)
-
-
-def _inline_bodies(proto, path: str) -> None:
-    """The tensors of the subgraphs (bodies, branches) whose data is in an external file, filled
-    in from ``onnx_external``'s map (inside the model's folder, regular files, each region
-    once): a body copied out runs from another folder. A body takes the outer values it reads
-    as inputs, so the top graph's initializers are left in their files."""
-    from loopdbg.errors import ModelError
-    from loopdbg.ir import elements
-    from loopdbg.ir.onnx_external import ExternalData
-    from loopdbg.ir.onnx_names import ONNX_TYPES
-
-    external = ExternalData(Path(path).parent, f"{path}: ")
-    for t in _subgraph_tensors(proto.graph):
-        if t.data_location != t.EXTERNAL:
-            continue
-        try:
-            value = external.array(t, f"tensor '{t.name}'")
-        except ModelError as exc:
-            raise ValueError(str(exc).rstrip(".")) from None
-        et = ONNX_TYPES.get(t.data_type)
-        if elements.bit_width(et) != value.dtype.itemsize * 8:      # packed: int4, uint2 ...
-            raise ValueError(f"tensor '{t.name}' holds packed {et} values in an external "
-                             f"file, which loopdbg does not copy into a body")
-        t.raw_data = value.tobytes()            # a little-endian view of the file's bytes
-        del t.external_data[:]
-        t.data_location = t.DEFAULT
-
-
-def _subgraph_tensors(graph, depth: int = 0):
-    """The TensorProtos of the graphs nested in ``graph`` (initializers and node attributes)."""
-    if depth:
-        yield from graph.initializer
-    for node in graph.node:
-        for a in node.attribute:
-            if depth and a.type == a.TENSOR:
-                yield a.t
-            elif depth and a.type == a.TENSORS:
-                yield from a.tensors
-            for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs) if a.type == a.GRAPHS
-                        else []):
-                yield from _subgraph_tensors(sub, depth + 1)
 
 
 def index_bodies(graph, found: dict | None = None) -> dict:
@@ -181,3 +136,46 @@ def _fresh(base: str, taken: set[str]) -> str:
         name = f"{base}_{k}"
     taken.add(name)
     return name
+
+
+def inline_body_tensors(proto, path: str) -> None:
+    """The tensors of the subgraphs (bodies, branches) whose data is in an external file, filled
+    in from loopdbg's mapping of it (``ir.onnx_external``: inside the model's folder, regular
+    files, each region once): a body copied out runs from another folder. The top graph's
+    initializers, the weights, are never read: a copied body takes the outer values it reads
+    as inputs."""
+    from loopdbg.errors import ModelError
+    from loopdbg.ir import elements
+    from loopdbg.ir.onnx_external import ExternalData
+    from loopdbg.ir.onnx_names import ONNX_TYPES
+
+    external = ExternalData(Path(path).parent, f"{path}: ")
+    for t in _subgraph_tensors(proto.graph):
+        if t.data_location != t.EXTERNAL:
+            continue
+        try:
+            value = external.array(t, f"tensor '{t.name}'")
+        except ModelError as exc:
+            raise ValueError(str(exc).rstrip(".")) from None
+        et = ONNX_TYPES.get(t.data_type)
+        if elements.bit_width(et) != value.dtype.itemsize * 8:      # packed: int4, uint2 ...
+            raise ValueError(f"tensor '{t.name}' holds packed {et} values in an external file, "
+                         f"which loopdbg does not copy into a body")
+        t.raw_data = value.tobytes()            # a little-endian view of the file's bytes
+        del t.external_data[:]
+        t.data_location = t.DEFAULT
+
+
+def _subgraph_tensors(graph, depth: int = 0):
+    """The TensorProtos of the graphs nested in ``graph`` (initializers and node attributes)."""
+    if depth:
+        yield from graph.initializer
+    for node in graph.node:
+        for a in node.attribute:
+            if depth and a.type == a.TENSOR:
+                yield a.t
+            elif depth and a.type == a.TENSORS:
+                yield from a.tensors
+            for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs) if a.type == a.GRAPHS
+                        else []):
+                yield from _subgraph_tensors(sub, depth + 1)
