@@ -75,7 +75,7 @@ def run(args) -> int:
             err(f"inputs: {safe(beside)}")
             source = beside
     budget = args.max_memory or default_memory_budget()
-    inputs = load_npz(source, args.max_memory) if source else None
+    inputs = load_npz(source, args.max_memory, model) if source else None
     facts = explain(engine, inputs, loop=args.loop, max_memory=budget)
     if args.format == "json":        # json escapes every control character itself
         json.dump(to_json_ready(facts), sys.stdout, indent=2)
