@@ -340,6 +340,8 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     x = np.asarray(x)
     if dtype == np.bool_:
         return x != 0
+    if x.dtype == dtype or (x.dtype.kind in "iub" and dtype.kind in "iu"):
+        return x.astype(dtype)          # nothing to round or to warn of: no error state
     with np.errstate(all="ignore"):
         if x.dtype.kind == "f" and dtype.kind in "iu":
             x = np.trunc(x)

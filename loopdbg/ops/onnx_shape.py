@@ -107,6 +107,9 @@ def squeeze(x: np.ndarray, axes) -> np.ndarray:
 
 def unsqueeze(x: np.ndarray, axes) -> np.ndarray:
     rank = x.ndim + len(axes)
+    if len(axes) == 1 and -rank <= axes[0] < rank:      # one axis (the usual case), directly
+        k = int(axes[0]) % rank
+        return x.reshape(x.shape[:k] + (1,) + x.shape[k:])
     norm = sorted(axis_of(int(k), rank) for k in axes)
     if len(set(norm)) != len(norm):
         raise ValueError(f"axes {list(axes)} repeat an axis")
@@ -211,6 +214,12 @@ def _gather(layer: Layer):
     axis = int(a(layer, "axis", 0))
 
     def gather(x, indices):
+        if axis == 0 and type(x) is np.ndarray and x.ndim and (
+                type(indices) is np.int64 or type(indices) is np.ndarray and not indices.ndim
+                and indices.dtype == np.int64):         # one index on axis 0: a shape's entry
+            i, n = int(indices), x.shape[0]
+            if -n <= i < n:
+                return x[i] if x.ndim == 1 else x[i].copy()     # as np.take: a scalar, a copy
         ax = axis_of(axis, x.ndim)
         idx = np.asarray(indices).astype(np.int64)
         n = x.shape[ax]
