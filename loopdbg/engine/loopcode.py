@@ -158,7 +158,7 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
         once = hoist.invariant_steps(body.steps, body.consts,
                                      {f"p{p}" for p, _ in spec.invariant})
         for line, k in body.step_lines(ind, elide=True, guard=checked, once=once,
-                                       first="_L_i == 0" if checked else None):
+                                       once_if="_L_i == 0" if checked else None):
             line_map[len(src) + 1] = k
             src.append(line)
     else:                                   # the body's own steps interpreted (interp), in place

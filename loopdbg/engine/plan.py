@@ -246,7 +246,7 @@ class GraphPlan:
         return "\n".join(lines) + "\n", line_to_step
 
     def step_lines(self, indent: str, elide: bool = False, guard: bool = True,
-                   once: frozenset[int] = frozenset(), first: str | None = None
+                   once: frozenset[int] = frozenset(), once_if: str | None = None
                    ) -> list[tuple[str, int]]:
         """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
         body's lines into the code of its loop; the names are this plan's). With ``elide``, a
@@ -257,15 +257,15 @@ class GraphPlan:
         (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
-        ``first`` holds, and are left out when it is None; nothing writes into their values."""
+        ``once_if`` holds, and are left out when it is None; nothing writes into their values."""
         into = candidates(self.steps, self.result_locals, once) if elide else {}
         out = []
         for k, step in enumerate(self.steps):
             when = ""
             if k in once:
-                if first is None:
+                if once_if is None:
                     continue
-                when = f"{first} and "
+                when = f"{once_if} and "
             args = ", ".join(a if a is not None else "None" for a in step.ins)
             # a constant of one element never makes a broadcast bigger than its other inputs
             grow = [a for a in dict.fromkeys(step.ins)
@@ -287,7 +287,7 @@ class GraphPlan:
                     others = "".join(f", {a}" for a in step.ins if a != t)
                     call = (f"k{k}({args}, out={t}) if {t}.nbytes >= {MIN_BYTES} and "
                             f"_E_fits(k{k}, {t}{others}) else {call}")
-            run = f"if {first}: " if k in once else ""
+            run = f"if {once_if}: " if k in once else ""
             out.append((f"{indent}{run}{target} = {call}{layer_comment(step.layer)}", k))
         return out
 

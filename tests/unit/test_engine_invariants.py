@@ -87,9 +87,11 @@ def _outer_weight_loop(trip=3, size=2):
     loop = b.loop("outer", trip=trip, cond=True)
     x = loop.merged_input(x0, "x")
     w = loop.invariant_input(w0, "w")
+    xx = loop.body.op("Add", [x, np.ones((1, size), np.float32)], name="x_plus")   # checked
     wf = loop.body.op("Convert", [w], name="decompress", destination_type="f32")
-    wt = loop.body.op("Transpose", [wf, np.array([1, 0], np.int64)], name="w_t")
-    y = loop.body.op("MatMul", [x, wt], name="mm")
+    w2 = loop.body.op("Add", [wf, np.ones((size, size), np.float32)], name="w_plus")
+    wt = loop.body.op("Transpose", [w2, np.array([1, 0], np.int64)], name="w_t")
+    y = loop.body.op("MatMul", [xx, wt], name="mm")
     inner = loop.body.loop("inner", trip=2, cond=True)
     acc = inner.merged_input(y, "acc")
     xo = inner.invariant_input(x, "x_outer")
@@ -112,13 +114,15 @@ def test_an_outer_weight_is_decompressed_once_per_execution(monkeypatch):
     engine, events, error = _compare(model, inputs, monkeypatch)
     assert error is None
     moved = _moved(engine)
-    assert moved["outer"] == {"decompress", "w_t"}
+    assert moved["outer"] == {"decompress", "w_plus", "w_t"}
     assert moved["outer/inner"] == {"twice"}         # recomputed at each inner execution
     source = "".join(s for _, f, s in engine.generated_code() if s and "loop code" in f)
-    assert "if _L_i == 0: v0_0 = k0(p1)  # Convert 'decompress'" in source, source
+    assert "if _L_i == 0: v1_0 = k1(p1)  # Convert 'decompress'" in source, source
+    assert "    if _L_i == 0 and (c1.shape != v1_0.shape) and v1_0.size * c1.size > " \
+        "_S_CHECKED: _S_broadcast_check(v1_0, c1)" in source, source
     w_t = events[-1].outputs["w_t_all"]
     assert w_t.shape == (6, 2)
-    np.testing.assert_array_equal(w_t, np.tile(inputs["w0"].astype(np.float32).T, (3, 1)))
+    np.testing.assert_array_equal(w_t, np.tile(inputs["w0"].astype(np.float32).T + 1, (3, 1)))
 
 
 def test_a_moved_temporary_is_never_written_into(monkeypatch):
