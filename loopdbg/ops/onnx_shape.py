@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import a, axis_of, declared_outputs, ints_of, opset
+from loopdbg.ops.args import a, axis_of, const_input, declared_outputs, ints_of, opset
 from loopdbg.ops.registry import op
 
 
@@ -127,11 +127,22 @@ def _squeeze(layer: Layer):
     return lambda x, axes=None: squeeze(x, None if axes is None else ints_of(axes))
 
 
-@op("onnx.Unsqueeze", versions=(1, 13))
-def _unsqueeze(layer: Layer):
+@op("onnx.Unsqueeze", versions=(1, 13), constants=True)
+def _unsqueeze(layer: Layer, consts=None):
     if opset(layer) < 13:
         axes = list(a(layer, "axes", []))
         return lambda x: unsqueeze(x, axes)
+    known = const_input(consts, 1)
+    if known is not None and np.size(known) == 1 and int(np.reshape(known, -1)[0]) >= 0:
+        k = int(np.reshape(known, -1)[0])       # one constant axis (what exporters write)
+
+        def unsqueeze_at(x, axes):
+            shape = x.shape
+            if k <= len(shape):
+                return x.reshape(shape[:k] + (1,) + shape[k:])
+            return unsqueeze(x, ints_of(axes))      # says what is out of range
+
+        return unsqueeze_at
     return lambda x, axes: unsqueeze(x, ints_of(axes))
 
 
