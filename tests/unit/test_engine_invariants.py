@@ -16,45 +16,16 @@ import pytest
 
 from loopdbg.builder import GraphBuilder
 from loopdbg.engine import Engine, hoist
-from loopdbg.errors import LoopdbgError
 from loopdbg.ir.load import read_model
-from test_engine_hoist import MODELS, _inputs
-from test_engine_loopcode import _same
+from test_engine_hoist import MODELS, _compare as compare, _inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 CONVERTED = sorted((ROOT / "tests" / "data" / "converted").glob("*/model.onnx"))
 
 
-def _events(model, inputs, moved: bool, monkeypatch, **options):
-    with monkeypatch.context() as m:
-        m.setattr(hoist, "INVARIANTS", moved)
-        engine = Engine(model)
-    events, error = [], None
-    try:
-        for e in engine.run(inputs, **options):
-            events.append(e)
-    except LoopdbgError as exc:
-        error = str(exc)
-    return engine, events, error
-
-
 def _compare(model, inputs, monkeypatch, **options):
-    engine, moved, moved_error = _events(model, inputs, True, monkeypatch, **options)
-    _, plain, plain_error = _events(model, inputs, False, monkeypatch, **options)
-    assert moved_error == plain_error
-    assert [type(e).__name__ for e in moved] == [type(e).__name__ for e in plain]
-    for a, b in zip(moved, plain):
-        name = type(a).__name__
-        if name == "IterationDone":
-            assert (a.path, a.iteration, bool(a.cond), a.continues, a.stop_reason) == \
-                (b.path, b.iteration, bool(b.cond), b.continues, b.stop_reason)
-            _same(a.body_in, b.body_in)
-            _same(a.body_out, b.body_out)
-        elif name in ("LoopFinished", "RunFinished"):
-            _same(a.outputs, b.outputs)
-        elif name not in ("LoopStarted", "LoopRun"):
-            assert a == b
-    return engine, moved, moved_error
+    """Compiled runs with the invariant steps moved and not agree event by event."""
+    return compare(model, inputs, monkeypatch, flag="INVARIANTS", record=False, **options)
 
 
 def _moved(engine) -> dict[str, set[str]]:
