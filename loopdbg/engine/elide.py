@@ -25,8 +25,9 @@ _ndarray = np.ndarray
 _same_type: dict = {}           # (ufunc, dtype) -> does its loop for that dtype give that dtype?
 
 
-def candidates(steps, results) -> dict[int, int]:
-    """{step index: input position} of the steps that may write into that input."""
+def candidates(steps, results, keep=frozenset()) -> dict[int, int]:
+    """{step index: input position} of the steps that may write into that input; never into
+    the outputs of the steps ``keep`` names (values kept from one iteration to the next)."""
     uses: dict[str, int] = {}
     for s in steps:
         for a in s.ins:
@@ -34,7 +35,7 @@ def candidates(steps, results) -> dict[int, int]:
                 uses[a] = uses.get(a, 0) + 1
     for r in results:
         uses[r] = uses.get(r, 0) + 1
-    fresh = {s.outs[0] for s in steps if _plain_ufunc(s)}
+    fresh = {s.outs[0] for k, s in enumerate(steps) if _plain_ufunc(s) and k not in keep}
     found = {}
     for k, s in enumerate(steps):
         fn = s.fn

@@ -1,4 +1,5 @@
-"""Constant folding of loop bodies at plan time: what depends on constants alone is computed once.
+"""Loop-invariant code: what depends on constants alone is computed once per plan, what depends on
+constants and the loop's invariant inputs once per loop execution.
 
 Models saved with f16 weights decompress every weight with a Convert inside the loop body;
 converters transpose weights, reshape by constant shapes, take ShapeOf of constants. All of that
@@ -20,6 +21,17 @@ keeps at most ``FOLD_BYTES`` of folded values (or a quarter of the run's memory 
 is set, if that is less). The top graph is not folded: it runs once per run anyway.
 
 ``ENABLED`` turns folding off (the tests compare folded and unfolded runs event by event).
+
+Per loop execution (``invariant_steps``): a body step whose inputs are all constants, invariant
+inputs of the loop (an outer value an ONNX body reads, a TensorIterator's invariant port: the same
+object at every iteration of one execution) or outputs of such steps gives the same value at
+every iteration of that execution. ``loopcode`` runs it in the first iteration only, in its place
+among the body's steps (so an error, a budget refusal or an event comes where and when it came
+before), and the later iterations keep its value: the debugger sees the same value for that layer
+at every iteration. The steps not to move are those ``fold`` leaves (control flow, run state,
+kernels with a notice), and a value moved is never a temporary a later step writes into
+(``elide``). Runs that record every node take the general code, unmoved. ``INVARIANTS`` turns it
+off (the tests compare both runs event by event).
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ import numpy as np
 from loopdbg.ops import budget
 
 ENABLED = True
+INVARIANTS = True               # per loop execution: invariant steps run in the first iteration
 FOLD_BYTES = 256 << 20          # folded values one plan may keep
 
 
@@ -74,3 +87,25 @@ def fold(fn: Callable, args: tuple[Any, ...], n_out: int, room: int) -> tuple | 
     for v in outs:
         v.flags.writeable = False
     return outs
+
+
+def invariant_steps(steps, consts, invariant: set[str]) -> frozenset[int]:
+    """The indices of the ``steps`` (a loop body's, ``plan.Step``) that give the same value at
+    every iteration of one loop execution: every input a constant (a name in ``consts``), one of
+    the ``invariant`` Parameter locals or an output of such a step, at least one input not a
+    constant (those are ``fold``'s), and a kernel that computes from its inputs alone."""
+    if not INVARIANTS or not invariant:
+        return frozenset()
+    known = set(invariant)
+    found = []
+    for k, step in enumerate(steps):
+        fn = step.fn
+        if step.nested or step.with_ctx or type(fn) is Folded or \
+                getattr(fn, "needs_context", False) or getattr(fn, "notice", None):
+            continue
+        ins = [a for a in step.ins if a is not None]
+        if ins and all(a in known or a in consts for a in ins) and \
+                any(a in known for a in ins):
+            found.append(k)
+            known.update(step.outs)
+    return frozenset(found)

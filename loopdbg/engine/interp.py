@@ -2,8 +2,11 @@
 
 Compiling a plan's generated source costs about 30 µs per step in CPython's compiler, more than
 running the step does once: a 50,000-layer graph would take seconds to plan. A graph of more than
-``COMPILE_LIMIT`` steps is therefore run by a loop over its steps, with the values in a list
-(``run``, ``run_all`` and ``run_events`` behave as the generated ones do). When a kernel raises,
+``COMPILE_LIMIT`` steps is therefore run by one loop over its steps (``_execute``, a generator
+whether or not the graph holds loops), with the values in a list (``run``, ``run_all`` and
+``run_events`` behave as the generated ones do). The limit is set past the bodies of real decoders
+(1,000-3,000 layers), which are compiled as small ones are: CPython compiles a function of 50,000
+lines (and as many locals) in one piece, so only the time to compile bounds it. When a kernel raises,
 ``step_of`` finds the step from the interpreter's frame, as ``GraphPlan.locate`` finds it from a
 line of generated code.
 """
@@ -18,7 +21,7 @@ import numpy as np
 from loopdbg.errors import LoopdbgError
 from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
-COMPILE_LIMIT = 2000        # steps: bigger graphs are interpreted
+COMPILE_LIMIT = 5000        # steps: bigger graphs are interpreted
 
 
 def _tables(plan):
@@ -62,40 +65,31 @@ def _broadcast_checked(ufunc) -> Callable:
 
 
 def _execute(owner, template, steps, ctx, params):
-    """Run the steps of ``owner`` (a plan, read by ``step_of``) on ``params``; the values."""
-    env = template.copy()
-    env[:len(params)] = params
-    for k, (fn, ins, outs, _, with_ctx) in enumerate(steps):   # k: read by step_of
-        r = fn(ctx, *[env[i] for i in ins]) if with_ctx else fn(*[env[i] for i in ins])
-        if len(outs) == 1:
-            env[outs[0]] = r
-        else:
-            for o, v in zip(outs, r):
-                env[o] = v
-    return env
-
-
-def _execute_nested(owner, template, steps, ctx, params):
-    """``_execute`` as a generator: the events of nested loops pass."""
+    """Run the steps of ``owner`` (a plan, read by ``step_of``) on ``params``, as a generator
+    (the events of nested loops pass; a plan without any yields none, ``drain`` runs it);
+    returns the values."""
     env = template.copy()
     env[:len(params)] = params
     for k, (fn, ins, outs, nested, with_ctx) in enumerate(steps):   # k: read by step_of
-        args = [env[i] for i in ins]
         if nested:
-            r = yield from fn(ctx, *args)
-            for o, v in zip(outs, r):
-                env[o] = v
-            continue
-        r = fn(ctx, *args) if with_ctx else fn(*args)
-        if len(outs) == 1:
-            env[outs[0]] = r
+            r = yield from fn(ctx, *[env[i] for i in ins])
         else:
-            for o, v in zip(outs, r):
-                env[o] = v
+            r = fn(ctx, *[env[i] for i in ins]) if with_ctx else fn(*[env[i] for i in ins])
+            if len(outs) == 1:
+                env[outs[0]] = r
+                continue
+        for o, v in zip(outs, r):
+            env[o] = v
     return env
 
 
-_CODES = (_execute.__code__, _execute_nested.__code__)
+def _drain(gen):
+    """The value of a generator of ``_execute`` that yields nothing (a plan without loops)."""
+    try:
+        next(gen)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("an interpreted plan without nested loops yielded an event")
 
 
 def interpreted(plan, kind: str) -> Callable:
@@ -105,38 +99,32 @@ def interpreted(plan, kind: str) -> Callable:
     def execute(ctx, params):
         return _execute(plan, template, steps, ctx, params)
 
-    def execute_nested(ctx, params):
-        return _execute_nested(plan, template, steps, ctx, params)
-
     def pick(env):
         return tuple(env[i] for i in results)
 
     if not plan.is_generator:
         if kind == "run":
-            return lambda ctx, *params: pick(execute(ctx, params))
+            return lambda ctx, *params: pick(_drain(execute(ctx, params)))
         if kind == "run_all":
             def run_all(ctx, *params):
-                env = execute(ctx, params)
+                env = _drain(execute(ctx, params))
                 return pick(env), tuple(env[i] for i in values)
             return run_all
     else:
         if kind == "run":
             def run(ctx, *params):
-                return pick((yield from execute_nested(ctx, params)))
+                return pick((yield from execute(ctx, params)))
             return run
         if kind == "run_all":
             def run_all_nested(ctx, *params):
-                env = yield from execute_nested(ctx, params)
+                env = yield from execute(ctx, params)
                 return pick(env), tuple(env[i] for i in values)
             return run_all_nested
 
     def run_events(ctx, finish, fail, *params):
         yield from ctx.notices
         try:
-            if plan.is_generator:
-                env = yield from execute_nested(ctx, params)
-            else:
-                env = execute(ctx, params)
+            env = yield from execute(ctx, params)
         except LoopdbgError:
             raise
         except Exception as exc:
@@ -148,6 +136,6 @@ def interpreted(plan, kind: str) -> Callable:
 
 def step_of(plan, frame) -> int | None:
     """The step an interpreter ``frame`` of ``plan`` was running, or None."""
-    if frame.f_code in _CODES and frame.f_locals.get("owner") is plan:
+    if frame.f_code is _execute.__code__ and frame.f_locals.get("owner") is plan:
         return frame.f_locals.get("k")
     return None

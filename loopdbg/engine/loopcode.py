@@ -25,7 +25,9 @@ A body of numpy ufuncs only gets a second copy of the iteration without the per-
 checks of the scan pieces' shapes and the back edges' dtypes, entered once ``iteration_checks.steady``
 proves that every later iteration repeats them (``steady_kind``); the loop execution's
 ``LoopRun.steady_from`` tells consumers. Big elementwise temporaries are reused in place
-(``engine.elide``).
+(``engine.elide``). A body step that gives the same value at every iteration of an execution (it
+reads constants and the loop's invariant inputs only: ``hoist.invariant_steps``) runs in the
+first iteration only, ``if _L_i == 0:``, and the later iterations keep its value.
 A failing kernel is found by line as in any plan (``GraphPlan.compile_with``). Every loop runs
 this code, whatever the size of its body: one of more than ``interp.COMPILE_LIMIT`` steps is
 called (interpreted) from it rather than inlined (``inlined``). Runs that record every node
@@ -39,7 +41,7 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.engine import events as ev
-from loopdbg.engine import execution, iteration_checks as checks
+from loopdbg.engine import execution, hoist, iteration_checks as checks
 from loopdbg.engine.loop import run_loop
 from loopdbg.engine.elide import fits
 from loopdbg.engine.interp import COMPILE_LIMIT
@@ -152,8 +154,11 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
     src.append(f"{ind}_L_body_in = (" + "".join(f"p{k}, " for k in range(n_params)) + ")")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.append(_L_i)")
-    if inline:
-        for line, k in body.step_lines(ind, elide=True, guard=checked):
+    if inline:                              # invariant steps: the first iteration only
+        once = hoist.invariant_steps(body.steps, body.consts,
+                                     {f"p{p}" for p, _ in spec.invariant})
+        for line, k in body.step_lines(ind, elide=True, guard=checked, once=once,
+                                       once_if="_L_i == 0" if checked else None):
             line_map[len(src) + 1] = k
             src.append(line)
     else:                                   # the body's own steps interpreted (interp), in place

@@ -245,7 +245,8 @@ class GraphPlan:
         lines += [line.format(**fill) for line in after]
         return "\n".join(lines) + "\n", line_to_step
 
-    def step_lines(self, indent: str, elide: bool = False, guard: bool = True
+    def step_lines(self, indent: str, elide: bool = False, guard: bool = True,
+                   once: frozenset[int] = frozenset(), once_if: str | None = None
                    ) -> list[tuple[str, int]]:
         """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
         body's lines into the code of its loop; the names are this plan's). With ``elide``, a
@@ -254,10 +255,17 @@ class GraphPlan:
         inputs is preceded by the budget's check of its broadcast output when their shapes
         differ and the product of their sizes could reach the budget's SMALL
         (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise); a
-        steady loop, whose shapes repeat, leaves it out of the iterations after the first."""
-        into = candidates(self.steps, self.result_locals) if elide else {}
+        steady loop, whose shapes repeat, leaves it out of the iterations after the first.
+        The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
+        ``once_if`` holds, and are left out when it is None; nothing writes into their values."""
+        into = candidates(self.steps, self.result_locals, once) if elide else {}
         out = []
         for k, step in enumerate(self.steps):
+            when = ""
+            if k in once:
+                if once_if is None:
+                    continue
+                when = f"{once_if} and "
             args = ", ".join(a if a is not None else "None" for a in step.ins)
             # a constant of one element never makes a broadcast bigger than its other inputs
             grow = [a for a in dict.fromkeys(step.ins)
@@ -267,7 +275,7 @@ class GraphPlan:
                 first, *others = grow           # (the output has at most the product of the
                 differ = " or ".join(f"{a}.shape != {first}.shape" for a in others)   # sizes)
                 product = " * ".join(f"{a}.size" for a in grow)
-                out.append((f"{indent}if ({differ}) and {product} > _S_CHECKED: "
+                out.append((f"{indent}if {when}({differ}) and {product} > _S_CHECKED: "
                             f"_S_broadcast_check({args})", k))
             if step.nested:
                 target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
@@ -279,7 +287,8 @@ class GraphPlan:
                     others = "".join(f", {a}" for a in step.ins if a != t)
                     call = (f"k{k}({args}, out={t}) if {t}.nbytes >= {MIN_BYTES} and "
                             f"_E_fits(k{k}, {t}{others}) else {call}")
-            out.append((f"{indent}{target} = {call}{layer_comment(step.layer)}", k))
+            run = f"if {once_if}: " if k in once else ""
+            out.append((f"{indent}{run}{target} = {call}{layer_comment(step.layer)}", k))
         return out
 
     def compile_with(self, source: str, line_map: dict[int, int], names: dict,

@@ -115,6 +115,8 @@ def ints(values) -> list[int]:
 
 def ints_of(value) -> list[int]:
     """Any integer-valued input or attribute, flattened, as Python ints (ONNX axes, pads)."""
+    if type(value) is np.ndarray and value.dtype == np.int64:     # the usual case, directly
+        return value.reshape(-1).tolist()
     return np.asarray(value).reshape(-1).astype(np.int64).tolist()
 
 

@@ -27,11 +27,29 @@ from loopdbg.ops.shape_rules import TensorInfo, broadcast, same
 
 
 def _softmax_last(w: np.ndarray) -> np.ndarray:
-    top = np.max(w, axis=-1, keepdims=True)
+    """The softmax over the last axis of ``w``, a float64 temporary of the caller's that it
+    overwrites (the same operations as out of place, without their temporaries)."""
+    top = np.maximum.reduce(w, axis=-1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
-    e = np.exp(w - top)
+    np.subtract(w, top, out=w)
+    np.exp(w, out=w)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return e / np.sum(e, axis=-1, keepdims=True)
+        return np.divide(w, np.add.reduce(w, axis=-1, keepdims=True), out=w)
+
+
+_CAUSAL: dict[tuple[int, int], np.ndarray] = {}     # (L, S) -> the causal bias, read-only
+
+
+def _causal_bias(n_l: int, n_s: int) -> np.ndarray:
+    """The upper-triangular -inf (``k=1``) over [L, S], made once per shape (a few kept)."""
+    bias = _CAUSAL.get((n_l, n_s))
+    if bias is None:
+        bias = np.triu(np.full((n_l, n_s), -np.inf), k=1)
+        bias.flags.writeable = False
+        if len(_CAUSAL) >= 256:
+            _CAUSAL.clear()
+        _CAUSAL[(n_l, n_s)] = bias
+    return bias
 
 
 def _sdpa_shape(layer: Layer, ins, consts):
@@ -56,10 +74,11 @@ def _sdpa(layer: Layer):
             if flat.size != 1:
                 raise ValueError(f"scale must be a scalar, got shape {np.shape(scale)}")
             s = float(flat[0])
-        w = np.matmul(qf, np.swapaxes(k.astype(np.float64), -1, -2)) * s
+        w = np.matmul(qf, np.swapaxes(k.astype(np.float64), -1, -2))
+        w *= s
         n_l, n_s = w.shape[-2], w.shape[-1]
         if causal:
-            w = w + np.triu(np.full((n_l, n_s), -np.inf), k=1)
+            w += _causal_bias(n_l, n_s)
         elif mask is not None:
             m = np.asarray(mask)
             if m.dtype == np.bool_:

@@ -20,6 +20,8 @@ specification, checked against OpenVINO's reference implementation:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from loopdbg.ir.model import Layer
@@ -40,10 +42,25 @@ def _float(x) -> np.ndarray:
 def _mvn(x: np.ndarray, axes: tuple[int, ...], variance: bool, eps: float,
          inside: bool) -> np.ndarray:
     xf = _float(x)
-    centred = xf - xf.mean(axis=axes, keepdims=True) if axes else xf - xf
+    if not axes:
+        centred = xf - xf
+        if variance:
+            var = centred * centred
+            centred = centred / (np.sqrt(var + eps) if inside else np.sqrt(var) + eps)
+        return centred.astype(x.dtype, copy=False)
+    # numpy's mean, without its Python layers: the sum divided by the count (the same values)
+    count = math.prod(xf.shape[a] for a in axes)
+    centred = xf - np.add.reduce(xf, axis=axes, keepdims=True) / count
     if variance:
-        var = np.mean(centred * centred, axis=axes, keepdims=True) if axes else centred * centred
-        centred = centred / (np.sqrt(var + eps) if inside else np.sqrt(var) + eps)
+        square = centred * centred
+        var = np.add.reduce(square, axis=axes, keepdims=True) / count
+        if inside:
+            var += eps
+            np.sqrt(var, out=var)
+        else:
+            np.sqrt(var, out=var)
+            var += eps
+        np.divide(centred, var, out=centred)
     return centred.astype(x.dtype, copy=False)
 
 

@@ -50,7 +50,18 @@ def _check_int_divisor(y) -> None:
         raise ValueError("integer division by zero")
 
 
+_I64 = np.dtype(np.int64)
+_I64_RANGE = range(-(1 << 63), 1 << 63)
+
+
 def _div(x, y):
+    if x.dtype is _I64 and not x.ndim and getattr(y, "dtype", None) is _I64 and not y.ndim:
+        a, b = int(x), int(y)               # one int64 by another (shape arithmetic): exactly
+        if b:                               # the same truncated quotient, in Python's ints
+            q = abs(a) // abs(b)
+            q = q if (a < 0) == (b < 0) else -q
+            if q in _I64_RANGE:
+                return np.int64(q)
     if x.dtype.kind in "iu":
         _check_int_divisor(y)
         if x.dtype.kind == "u":
@@ -340,6 +351,8 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     x = np.asarray(x)
     if dtype == np.bool_:
         return x != 0
+    if x.dtype == dtype or (x.dtype.kind in "iub" and dtype.kind in "iu"):
+        return x.astype(dtype)          # nothing to round or to warn of: no error state
     with np.errstate(all="ignore"):
         if x.dtype.kind == "f" and dtype.kind in "iu":
             x = np.trunc(x)

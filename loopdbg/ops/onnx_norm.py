@@ -37,13 +37,18 @@ def _layer_normalization(layer: Layer):
         work = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
         rows, cols = math.prod(x.shape[:ax]), math.prod(x.shape[ax:])
         mat = x.astype(work, copy=False).reshape(rows, cols)
-        mean = np.sum(mat, axis=1, keepdims=True) / cols
+        # np.sum is add.reduce behind Python layers; the rest works in place (the same values)
+        mean = np.add.reduce(mat, axis=1, keepdims=True) / cols
         diff = mat - mean
-        variance = np.sum(diff * diff, axis=1, keepdims=True) / cols
-        inv_std = np.reciprocal(np.sqrt(variance + epsilon))
-        y = (diff * inv_std).reshape(x.shape) * scale.astype(work, copy=False)
+        square = diff * diff
+        variance = np.add.reduce(square, axis=1, keepdims=True) / cols
+        inv_std = variance + epsilon
+        np.sqrt(inv_std, out=inv_std)
+        np.reciprocal(inv_std, out=inv_std)
+        np.multiply(diff, inv_std, out=square)
+        y = _combine(square.reshape(x.shape), scale.astype(work, copy=False), np.multiply)
         if b is not None:
-            y = y + b.astype(work, copy=False)
+            y = _combine(y, b.astype(work, copy=False), np.add)
         y = y.astype(x.dtype, copy=False)
         if count == 1:
             return y
@@ -53,3 +58,10 @@ def _layer_normalization(layer: Layer):
                 inv_std.reshape(reduced).astype(stats_type, copy=False))[:count]
 
     return layer_normalization
+
+
+def _combine(y: np.ndarray, other: np.ndarray, ufunc) -> np.ndarray:
+    """``ufunc(y, other)``, into ``y`` (a temporary) when ``other`` is of y's trailing shape."""
+    if other.ndim <= y.ndim and other.shape == y.shape[y.ndim - other.ndim:]:
+        return ufunc(y, other, out=y)
+    return ufunc(y, other)

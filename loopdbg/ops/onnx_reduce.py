@@ -123,8 +123,13 @@ for _name, _fn, _since in _REDUCTIONS:
 
 
 def _softmax(x, axis):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
+    if x.dtype.kind != "f":
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / np.sum(e, axis=axis, keepdims=True)
+    # np.max and np.sum are these reductions behind Python layers; one temporary, in place
+    e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+    np.exp(e, out=e)
+    return np.divide(e, np.add.reduce(e, axis=axis, keepdims=True), out=e)
 
 
 def _log_softmax(x, axis):

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import a, axis_of, declared_outputs, ints_of, opset
+from loopdbg.ops.args import a, axis_of, const_input, declared_outputs, ints_of, opset
 from loopdbg.ops.registry import op
 
 
@@ -107,6 +107,9 @@ def squeeze(x: np.ndarray, axes) -> np.ndarray:
 
 def unsqueeze(x: np.ndarray, axes) -> np.ndarray:
     rank = x.ndim + len(axes)
+    if len(axes) == 1 and -rank <= axes[0] < rank:      # one axis (the usual case), directly
+        k = int(axes[0]) % rank
+        return x.reshape(x.shape[:k] + (1,) + x.shape[k:])
     norm = sorted(axis_of(int(k), rank) for k in axes)
     if len(set(norm)) != len(norm):
         raise ValueError(f"axes {list(axes)} repeat an axis")
@@ -124,11 +127,22 @@ def _squeeze(layer: Layer):
     return lambda x, axes=None: squeeze(x, None if axes is None else ints_of(axes))
 
 
-@op("onnx.Unsqueeze", versions=(1, 13))
-def _unsqueeze(layer: Layer):
+@op("onnx.Unsqueeze", versions=(1, 13), constants=True)
+def _unsqueeze(layer: Layer, consts=None):
     if opset(layer) < 13:
         axes = list(a(layer, "axes", []))
         return lambda x: unsqueeze(x, axes)
+    known = const_input(consts, 1)
+    if known is not None and np.size(known) == 1 and int(np.reshape(known, -1)[0]) >= 0:
+        k = int(np.reshape(known, -1)[0])       # one constant axis (what exporters write)
+
+        def unsqueeze_at(x, axes):
+            shape = x.shape
+            if k <= len(shape):
+                return x.reshape(shape[:k] + (1,) + shape[k:])
+            return unsqueeze(x, ints_of(axes))      # says what is out of range
+
+        return unsqueeze_at
     return lambda x, axes: unsqueeze(x, ints_of(axes))
 
 
@@ -211,6 +225,12 @@ def _gather(layer: Layer):
     axis = int(a(layer, "axis", 0))
 
     def gather(x, indices):
+        if axis == 0 and type(x) is np.ndarray and x.ndim and (
+                type(indices) is np.int64 or type(indices) is np.ndarray and not indices.ndim
+                and indices.dtype == np.int64):         # one index on axis 0: a shape's entry
+            i, n = int(indices), x.shape[0]
+            if -n <= i < n:
+                return x[i] if x.ndim == 1 else x[i].copy()     # as np.take: a scalar, a copy
         ax = axis_of(axis, x.ndim)
         idx = np.asarray(indices).astype(np.int64)
         n = x.shape[ax]

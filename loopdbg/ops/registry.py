@@ -116,6 +116,7 @@ _REFUSED: dict[tuple[str, int], str] = {}  # (type, version) -> why loopdbg does
 _LOADED = False
 _MODULES: dict[str, set[str]] = {}      # type -> the family modules registering or refusing it
 _OPSETS: dict[str, int] = {}             # opset_number's answers (a model asks once per layer)
+_FOUND: dict[tuple[str, str], KernelSpec] = {}   # lookup's answers (a registration forgets them)
 
 # Versions that are not "opsetN": where OpenVINO takes such ops from (DESER create_node).
 _SPECIAL_VERSIONS = {"experimental": 6, "extension": 6, "ie_internal_opset": 1000}
@@ -147,6 +148,7 @@ def op(type_: str, *, versions: Sequence[int] = (1,), outputs: int | Callable[[L
         raise TypeError(f"{type_}: no versions given")
 
     def deco(factory: KernelFactory) -> KernelFactory:
+        _FOUND.clear()                      # a newer version may serve what an older did
         table = _REGISTRY.setdefault(type_, {})
         for v in versions:
             if v in table:
@@ -235,11 +237,16 @@ def _load_for(type_: str) -> None:
 
 def lookup(type_: str, version: str) -> KernelSpec | None:
     """The kernel serving ``type_`` in ``version``, or None."""
+    found = _FOUND.get((type_, version))     # a model asks once per layer: answers are kept
+    if found is not None and _REGISTRY.get(type_, {}).get(found.version) is found:
+        return found
     _load_for(type_)
     spec = _lookup_loaded(type_, version)
     if not _LOADED and (spec is None or spec.version != _listed(type_, version)):
         _load_all()          # a family _families.py does not name may hold it (a stale list)
         spec = _lookup_loaded(type_, version)
+    if spec is not None and len(_FOUND) < 4096:
+        _FOUND[(type_, version)] = spec
     return spec
 
 

@@ -31,6 +31,13 @@ CHECKED_ELEMENTS = SMALL // 16
 
 def broadcast_check(*ins) -> None:
     """Before a broadcasting step whose inputs differ in shape: its output's bytes must fit."""
+    if len(ins) == 2:                       # one fits into the other (a bias, a scale): the
+        big, small = np.shape(ins[0]), np.shape(ins[1])        # output is the bigger, no
+        if len(big) < len(small):                              # bigger than an input
+            big, small = small, big
+        tail = big[len(big) - len(small):]
+        if all(d == 1 or d == e for d, e in zip(small, tail)):
+            return
     try:
         shape = np.broadcast_shapes(*(np.shape(x) for x in ins))
     except ValueError:

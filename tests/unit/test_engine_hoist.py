@@ -30,13 +30,15 @@ def _inputs(path: Path):
     return load_npz(path.parent / "inputs.npz")
 
 
-def _events(model, inputs, folding: bool, monkeypatch, **options):
+def _events(model, inputs, on: bool, monkeypatch, flag="ENABLED", record=True, **options):
+    """The events of a run with ``hoist.<flag>`` set to ``on``, every node recorded when
+    ``record`` (the general loop code) or not (the compiled one); (engine, events, error)."""
     with monkeypatch.context() as m:
-        m.setattr(hoist, "ENABLED", folding)
+        m.setattr(hoist, flag, on)
         engine = Engine(model)
     events, error = [], None
     try:
-        for e in engine.run(inputs, record_nodes=True, **options):
+        for e in engine.run(inputs, record_nodes=record, **options):
             events.append(e)
     except LoopdbgError as exc:
         error = str(exc)
@@ -44,6 +46,7 @@ def _events(model, inputs, folding: bool, monkeypatch, **options):
 
 
 def _compare(model, inputs, monkeypatch, **options):
+    """Runs with ``hoist.<flag>`` on and off agree event by event; (engine, events, error)."""
     engine, folded, folded_error = _events(model, inputs, True, monkeypatch, **options)
     _, plain, plain_error = _events(model, inputs, False, monkeypatch, **options)
     assert folded_error == plain_error
@@ -60,13 +63,13 @@ def _compare(model, inputs, monkeypatch, **options):
             _same(a.outputs, b.outputs)
         elif name not in ("LoopStarted", "LoopRun"):
             assert a == b
-    return engine, folded
+    return engine, folded, folded_error
 
 
 @pytest.mark.parametrize("case", MODELS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_folded_runs_match_unfolded_ones_node_by_node(case, monkeypatch):
     options = {"max_iterations": 200} if case.parent.name == "endless_loop" else {}
-    _, events = _compare(read_model(case), _inputs(case), monkeypatch, **options)
+    _, events, _ = _compare(read_model(case), _inputs(case), monkeypatch, **options)
     assert events
 
 
@@ -88,7 +91,7 @@ def _decompressing_loop(n_iter=3):
 
 def test_a_decompressed_weight_is_folded_and_shown_at_every_iteration(monkeypatch):
     model, w16 = _decompressing_loop()
-    engine, events = _compare(model, {"x0": np.ones((1, 4), np.float32)}, monkeypatch)
+    engine, events, _ = _compare(model, {"x0": np.ones((1, 4), np.float32)}, monkeypatch)
     body = next(p for p in engine.plans if p.path)
     kinds = {s.layer.name: type(s.fn).__name__ for s in body.steps}
     assert kinds["decompress"] == "Folded" and kinds["w_t"] == "Folded"

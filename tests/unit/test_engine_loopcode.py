@@ -221,3 +221,39 @@ def test_without_a_scan_a_loop_is_steady_after_its_first_iteration(monkeypatch):
     model = _ufunc_loop(np.zeros(4, np.float32), np.float32(1), trip=5, scan=False)
     _, error = compare(model, {"x0": np.zeros(4, np.float32)}, monkeypatch)
     assert error is None and said == [True]
+
+
+def test_a_body_of_three_thousand_layers_is_compiled_as_a_small_one():
+    """Real decoder bodies have 1,000-3,000 layers: their steps are inlined into the loop's code
+    (registered with linecache, shown by explain --code), not interpreted, and a failing layer
+    is still named."""
+    import linecache
+
+    from loopdbg.builder import GraphBuilder
+    from loopdbg.engine import loopcode
+
+    def build(bad: bool):
+        b = GraphBuilder("deep")
+        x = b.parameter("x0", "f32", [2])
+        loop = b.loop("deep", trip=3, cond=True)
+        h = xb = loop.merged_input(x, "x")
+        for k in range(3000):
+            h = loop.body.op("Add", [h, np.float32(1)], name=f"add{k}")
+        if bad:                             # a Reshape that cannot be: fails at iteration 0
+            h = loop.body.op("Reshape", [h, np.array([3], np.int64)], name="bad_reshape",
+                             special_zero="false")
+        loop.back_edge(h, xb)
+        loop.condition(loop.body.const("true", np.array(True)))
+        b.result(loop.output_last(h, name="x_last"))
+        return b.build()
+
+    engine = Engine(build(False))
+    spec = next(iter(engine.loops.values()))
+    assert len(spec.body.steps) >= 3000 and loopcode.inlined(spec.body)
+    out = engine.run_to_end({"x0": np.zeros(2, np.float32)}).outputs
+    assert out["x_last"].tolist() == [9000, 9000]
+    (what, filename, source), = [c for c in engine.generated_code() if c[0] == "loop 'deep'"]
+    assert "interpreted" not in source and "= k2999(" in source and "# Add 'add2999'" in source
+    assert "".join(linecache.getlines(filename)) == source
+    with pytest.raises(LoopdbgError, match="'bad_reshape'"):
+        Engine(build(True)).run_to_end({"x0": np.zeros(2, np.float32)})
