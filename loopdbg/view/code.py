@@ -13,6 +13,7 @@ toolkit.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from loopdbg.layout.graph import fit_middle, shared_prefix
@@ -21,6 +22,7 @@ from loopdbg.teach.pseudocode import pseudocode
 Scope = tuple[str, ...]
 NAME_WIDTH = 40          # a name longer than this is cut in its middle in the pseudo-code
 _INDENT = "    "
+_TOKEN = re.compile(r"[^\s,;()]+")     # a name in a line of code
 
 
 @dataclass(frozen=True)
@@ -38,17 +40,48 @@ class Row:
 
 class Names:
     """Names as the pseudo-code and tables show them: without the prefix the loop's own name
-    already says or every body name shares (``while/body/``), cut in the middle when long."""
+    already says (``functional_1/lstm_1/while/add`` in loop ``functional_1/lstm_1/while``: ``add``,
+    as often as it is repeated) or every body name shares, cut in the middle when long."""
 
     def __init__(self, spec):
-        names = [step.layer.name for step in spec.body.steps] + list(spec.param_names)
-        loop_name = spec.path.rsplit("/", 1)[-1]
-        self.prefix = shared_prefix(names, loop_name)
+        # the loop's path, its own name, and the scope it sits in (its outer values' names)
+        path = spec.path
+        self.loop = tuple(p + "/" for p in dict.fromkeys(
+            (path, path.rsplit("/", 1)[-1], path.rsplit("/", 1)[0] if "/" in path else ""))
+            if p)
+        names = [self._unlooped(step.layer.name) for step in spec.body.steps] + \
+            [self._unlooped(n) for n in spec.param_names]
+        self.prefix = shared_prefix(names)
+
+    def _unlooped(self, name: str) -> str:
+        cut = True
+        while cut:
+            cut = False
+            for p in self.loop:
+                if name.startswith(p) and len(name) > len(p):
+                    name, cut = name[len(p):], True
+        return name
+
+    def in_text(self, text: str) -> str:
+        """``text`` (a line about the loop) with the names in it shortened."""
+        return _TOKEN.sub(lambda m: self.short(m.group(0)), text)
 
     def short(self, name: str, width: int = NAME_WIDTH) -> str:
+        name = self._unlooped(name)
         if self.prefix and name.startswith(self.prefix) and len(name) > len(self.prefix):
             name = name[len(self.prefix):]
         return fit_middle(name, width)
+
+
+_NAMES: dict[int, tuple[object, Names]] = {}
+
+
+def names_of(spec) -> Names:
+    """The Names of ``spec``'s body (made once per loop)."""
+    hit = _NAMES.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        hit = _NAMES[id(spec)] = (spec, Names(spec))
+    return hit[1]
 
 
 class CodeView:
@@ -57,7 +90,7 @@ class CodeView:
     def __init__(self, spec, started=None, groups=None):
         self.spec = spec
         self.groups = groups
-        self.names = Names(spec)
+        self.names = names_of(spec)
         self.lines = pseudocode(spec, started=started, detail=True, by_mode=True,
                                 rename=self.names.short)
         self.opened: frozenset[Scope] = frozenset()
@@ -78,7 +111,7 @@ class CodeView:
         step = -1
         for line in self.lines:
             if line.phase != "body":
-                out.append(Row(line.render(), line.phase))
+                out.append(Row(self.names.in_text(line.render()), line.phase))
                 continue
             step += 1
             self._add_body_row(out, line, step)
