@@ -89,25 +89,30 @@ class CodeView:
 
     def __init__(self, spec, started=None, groups=None):
         self.spec = spec
-        self.groups = groups
         self.names = names_of(spec)
         self.lines = pseudocode(spec, started=started, detail=True, by_mode=True,
                                 rename=self.names.short)
         self.opened: frozenset[Scope] = frozenset()
-        self._rows: tuple[frozenset, list[Row]] | None = None
+        self.note: str | None = None     # a first row saying why the code shows no values
+        self._rows: tuple[tuple, list[Row]] | None = None
+        self.set_groups(groups)
+
+    def set_groups(self, groups) -> None:
+        """Fold by ``groups`` (a GroupedBody found later, or None)."""
+        self.groups, self._rows, self._leaving_steps = groups, None, None
         # body step → the group box it sits in (a folded weight Convert: its reader's)
         self._scope: dict[int, Scope] = {}
         if groups is not None:
-            for k, step in enumerate(spec.body.steps):
+            for k, step in enumerate(self.spec.body.steps):
                 lid = groups.folded.get(step.layer.id, step.layer.id)
                 self._scope[k] = groups.group_of(lid)
 
     # -- rows ------------------------------------------------------------------------------------
     def rows(self) -> list[Row]:
         """The rows shown with ``opened`` open (made once per set of open groups)."""
-        if self._rows is not None and self._rows[0] == self.opened:
+        if self._rows is not None and self._rows[0] == (self.opened, self.note):
             return self._rows[1]
-        out: list[Row] = []
+        out: list[Row] = [Row(self.note, "note")] if self.note else []
         step = -1
         for line in self.lines:
             if line.phase != "body":
@@ -116,7 +121,7 @@ class CodeView:
             step += 1
             self._add_body_row(out, line, step)
         out = [r if r.fold is None else _sized(r) for r in out]
-        self._rows = (self.opened, out)
+        self._rows = ((self.opened, self.note), out)
         return out
 
     def _add_body_row(self, out: list[Row], line, step: int) -> None:

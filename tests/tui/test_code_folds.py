@@ -114,4 +114,25 @@ async def test_a_small_body_s_code_has_no_folds_and_enter_shows_a_line_s_value()
         name = code.row_name()
         assert name is not None
         await press(pilot, "enter")
-        assert name in str(app.query_one("#inspect-view").content)
+        assert name in app.query_one("#inspect-input").value
+
+
+async def test_names_drop_the_loop_s_prefix_and_the_full_name_is_one_key_away():
+    xml, npz = model_files("crnn_text")       # Keras: every body name repeats the loop's path
+    app = LoopdbgApp(Session.open(xml, npz), title="m")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await press(pilot, "n")
+        loop = app.view.event.spec.path
+        assert loop.endswith("/while")
+        back = app.query_one("#back")
+        rows = [strip.text for _, strip in rows_of(app, back)]
+        assert any("Placeholder_2:0 ← lstm_cell_1/mul_2" in r for r in rows), rows
+        assert not any(loop in r for r in rows)
+        code = app.query_one(PseudoCode).content.plain
+        assert "add_1 = Add(loop_counter:0, 1);" in code and f"{loop}/add" not in code
+        back.focus()
+        await press(pilot, "enter")                   # the first back edge, in full
+        shown = app.query_one("#inspect-input").value           # the expression inspected
+        full = next(n for n in app.view.event.spec.param_names if n.endswith("loop_counter:0"))
+        assert full.startswith(loop) and full in shown, shown

@@ -14,7 +14,7 @@ from textual.widget import Widget
 
 from loopdbg.debug.expr import name_expression
 from loopdbg.debug.report import if_lines
-from loopdbg.teach.pseudocode import pseudocode
+from loopdbg.teach.modes import loop_mode
 from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
@@ -140,7 +140,7 @@ class PseudoCode(Lines):
             return self._lines[y]
         row = self._rows[y]
         lit = y in self._lit
-        style = "reverse bold" if lit else ("on grey27" if y == self.cursor and
+        style = "dim" if row.phase == "note" else "reverse bold" if lit else ("on grey27" if y == self.cursor and
                                             self.parent is not None and
                                             self.parent.has_focus else "")
         line = Text(safe(row.text), style=style)
@@ -167,7 +167,7 @@ class PseudoCode(Lines):
     def show(self, view: View) -> None:
         stop, e = view.stop, view.event
         if e is None:
-            self._shown, self._rows = None, None
+            self._shown = None
             self._show_without_iteration(view)
             return
         phase = phase_of(stop)
@@ -176,7 +176,8 @@ class PseudoCode(Lines):
         if key == self._shown and not self._waiting:
             return                # the same iteration, the same lines lit: nothing to redraw
         self._shown = key
-        code = self._code_for(e.spec, view)
+        code = self._code_for(e.spec, view.started, view.mode)
+        code.note = None
         try:
             # node by node: the values computed so far in this iteration
             self._values = view.values(e) if stop.node is None else stop.node.values
@@ -203,36 +204,40 @@ class PseudoCode(Lines):
         self._strips.clear()
         self.refresh(layout=len(rows) != count)
 
-    def _code_for(self, spec, view: View) -> CodeView:
+    def _code_for(self, spec, started, mode: str) -> CodeView:
         """The pseudo-code of ``spec`` (made once per loop and mode; its open groups kept)."""
-        key = (id(spec), spec.path, view.mode)
+        key = (id(spec), spec.path, mode)
         body = BodyView(spec)
         ready = body.ready
         if not ready and self._waits >= 4:     # the graph is not finding them (no dot): here
             body.groups  # noqa: B018 - the property finds them
             ready = True
-        if key != self._code_key or (ready and self._waiting):
-            opened = self._code.opened if self._code is not None and key == self._code_key \
-                else frozenset()
-            self._code = CodeView(spec, view.started, body.groups if ready else None)
-            self._code.opened = opened
+        if key != self._code_key:
+            self._code = CodeView(spec, started, body.groups if ready else None)
             self._code_key = key
             self._step_names = [step.layer.name for step in spec.body.steps]
             self.cursor = None
+        elif ready and self._waiting:           # the groups are found: the body folds
+            self._code.set_groups(body.groups)
         self._waiting = not ready
         self._waits = self._waits + 1 if self._waiting else 0
-        if self._waiting:           # the graph finds a big body's groups off this thread
+        if self._waiting and not self._polling:   # the graph finds them off this thread
+            self._polling = True
             self.set_timer(0.25, self._again)
         return self._code
 
+    _polling = False
+
     def _again(self) -> None:
+        self._polling = False
         view = getattr(self.app, "view", None)
-        if self._waiting and view is not None and view.event is not None:
+        if self._waiting and view is not None:
             self.show(view)
 
     def _show_without_iteration(self, view: View) -> None:
         spec, phase = _loop_without_iteration(view)
         if spec is None:
+            self._rows = None
             if not view.session.engine.loops:
                 self.set_lines([Text("(no loop in this model: no pseudo-code to step "
                                      "through)", style="dim")]
@@ -240,19 +245,12 @@ class PseudoCode(Lines):
                 return
             self.set_lines([Text("(no loop has started)", style="dim")])
             return
-        text = Text()
-        if phase == "init":
-            text.append(f"(no loop has started; loop {safe(spec.path)} will run:)\n",
-                        style="dim")
-        else:
-            text.append(f"(0 iterations of loop {safe(spec.path)}: only the lines after "
-                        f"the loop ran)\n", style="dim")
-        for line in pseudocode(spec, started=view.session.loop_started.get(spec.path),
-                               detail=True, by_mode=True):
-            text.append(safe(line.render()) + "\n",
-                        style="reverse bold" if line.phase == phase == "output" else "")
-        self._strips.clear()
-        self.set_lines(text.split("\n"))
+        started = view.session.loop_started.get(spec.path)
+        code = self._code_for(spec, started, loop_mode(spec, started).mode)
+        code.note = (f"(no loop has started; loop {spec.path} will run:)" if phase == "init" else
+                     f"(0 iterations of loop {spec.path}: only the lines after the loop ran)")
+        self._values, self._phase, self._node = {}, phase if phase == "output" else "", None
+        self._set_rows(code.rows())
 
     def _reveal(self, first: int, last: int) -> None:
         """Scroll the pane to the lit lines when they are out of view (a short terminal gives
