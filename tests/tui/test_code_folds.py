@@ -75,6 +75,24 @@ async def test_a_big_body_s_code_shows_its_blocks_and_one_opens_and_closes_in_pl
         assert any(r.strip() == "▾ blocks.1" for r in lines)
 
 
+async def test_a_click_on_a_block_s_line_opens_it_and_on_its_head_closes_it(decoder):
+    app = LoopdbgApp(Session.open(*decoder), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await press(pilot, "n")
+        panel, code = app.query_one(CodePanel), app.query_one(PseudoCode)
+        top = int(panel.scroll_offset.y)
+        y = next(k for k in range(top, code.line_count()) if "▸ blocks." in code.line(k).plain)
+        name = code.line(y).plain.split("▸ ")[1].split(" {")[0]
+        await pilot.click(PseudoCode, offset=(6, y))
+        await settle(pilot)
+        assert code.line(y).plain.strip() == f"▾ {name}"
+        assert any(f"▾ {name}" == r.strip() for r in code_rows(app))
+        await pilot.click(PseudoCode, offset=(6, y))
+        await settle(pilot)
+        assert f"▸ {name} {{" in code.line(y).plain
+
+
 async def test_a_stop_writes_the_values_of_the_lines_in_view_only(decoder, monkeypatch):
     import loopdbg.tui.widgets.code as code_module
 

@@ -308,6 +308,18 @@ class PseudoCode(Lines):
         self._set_cursor(to)
         return True
 
+    def on_click(self, event) -> None:
+        """A click puts the cursor on a line, and opens (or closes) the group of a ▸ (▾) line."""
+        offset = event.get_content_offset(self)
+        if offset is None or self._rows is None or not 0 <= offset.y < len(self._rows):
+            return
+        self._set_cursor(offset.y)
+        row = self._rows[offset.y]
+        if row.fold is not None:
+            self.open_row()
+        elif row.head is not None:
+            self.close_row()
+
     def row_name(self) -> str | None:
         """The body value the row under the cursor shows (a statement's, a group's leaving)."""
         row = self.row
