@@ -100,6 +100,7 @@ class CodeView:
     def set_groups(self, groups) -> None:
         """Fold by ``groups`` (a GroupedBody found later, or None)."""
         self.groups, self._rows, self._leaving_steps = groups, None, None
+        self._chains: dict[Scope, list[Scope]] = {}
         # body step → the group box it sits in (a folded weight Convert: its reader's)
         self._scope: dict[int, Scope] = {}
         if groups is not None:
@@ -150,14 +151,19 @@ class CodeView:
                        scope=scope))
 
     def _chain(self, step: int) -> list[Scope]:
-        gb = self.groups
-        return gb.chain(self._scope.get(step, ())) if gb is not None else []
+        return self._chain_of(self._scope.get(step, ()))
 
     def _indent(self, line, scope: Scope) -> str:
         return _INDENT * line.indent + "  " * len(self._chain_of(scope))
 
     def _chain_of(self, scope: Scope) -> list[Scope]:
-        return self.groups.chain(scope) if self.groups is not None and scope else []
+        """The groups holding ``scope``, outermost first (kept per scope)."""
+        if self.groups is None or not scope:
+            return []
+        hit = self._chains.get(scope)
+        if hit is None:
+            hit = self._chains[scope] = self.groups.chain(scope)
+        return hit
 
     def _label(self, path: Scope, within: Scope) -> str:
         """A group's name, without that of the open group it is shown in (``fc1`` inside
