@@ -14,6 +14,7 @@ from textual.widget import Widget
 
 from loopdbg.debug.expr import name_expression
 from loopdbg.debug.report import if_lines
+from loopdbg.layout import dot_available
 from loopdbg.teach.modes import loop_mode
 from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
@@ -209,7 +210,8 @@ class PseudoCode(Lines):
         key = (id(spec), spec.path, mode)
         body = BodyView(spec)
         ready = body.ready
-        if not ready and self._waits >= 4:     # the graph is not finding them (no dot): here
+        if not ready and self._waits >= (20 if dot_available() else 1):
+            # the graph's layout thread finds them; without dot (or after 5 s) they are found here
             body.groups  # noqa: B018 - the property finds them
             ready = True
         if key != self._code_key:
