@@ -154,3 +154,16 @@ async def test_names_drop_the_loop_s_prefix_and_the_full_name_is_one_key_away():
         shown = app.query_one("#inspect-input").value           # the expression inspected
         full = next(n for n in app.view.event.spec.param_names if n.endswith("loop_counter:0"))
         assert full.startswith(loop) and full in shown, shown
+
+
+async def test_the_state_panel_names_the_node_run_as_the_code_does():
+    xml, npz = model_files("crnn_text")
+    app = LoopdbgApp(Session.open(xml, npz), title="m")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await press(pilot, "s")
+        node = app.session.stop.node
+        assert node is not None and node.layer.name.startswith(node.event.spec.path + "/")
+        short = node.layer.name[len(node.event.spec.path) + 1:]
+        text = " ".join(s.text.strip() for _, s in rows_of(app, app.query_one("#state")))
+        assert f"'{short}'" in text and node.layer.name not in text, text
