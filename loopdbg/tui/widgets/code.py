@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 
 from loopdbg.debug.expr import name_expression
 from loopdbg.debug.report import if_lines
@@ -53,6 +54,8 @@ class PseudoCode(Lines):
         self._code_key = None
         self._rows: list[Row] | None = None     # None: plain lines (no iteration shown)
         self._lit: set[int] = set()
+        self._texts: dict[int, Text] = {}       # row → the Text its strip was made from
+        self._fresh: dict[int, Text] = {}       # rows made at a stop, to draw
         self._values: dict = {}
         self._waiting = False                   # for a big body's groups to be found
         self._waits = 0
@@ -64,6 +67,9 @@ class PseudoCode(Lines):
     def line(self, y: int) -> Text:
         if self._rows is None:
             return self._lines[y]
+        fresh = self._fresh.pop(y, None)      # made by the stop that asked for its repaint
+        if fresh is not None:
+            return fresh
         row = self._rows[y]
         lit = y in self._lit
         style = "dim" if row.phase == "note" else "reverse bold" if lit else ("on grey27" if y == self.cursor and
@@ -75,6 +81,7 @@ class PseudoCode(Lines):
             if value is not _NONE and value is not None:   # what it gave this iteration
                 leaves = "out " if row.fold is not None else ""   # what leaves the group
                 line.append(f"  // {leaves}{safe(value_text(value, 28))}", style="dim cyan")
+        self._texts[y] = line           # what row y's strip was made from
         return line
 
     def get_content_width(self, container, viewport) -> int:
@@ -116,8 +123,10 @@ class PseudoCode(Lines):
             self.call_after_refresh(self._reveal, lit[0], lit[-1])
 
     def _set_rows(self, rows: list[Row]) -> None:
-        """Show ``rows`` (every line drawn again when next in view)."""
+        """Show ``rows``: the same rows at a new stop repaint only the lines in view that
+        changed (their values, the lit line); other rows are drawn when next in view."""
         count = self.line_count()
+        same = rows is self._rows
         self._rows, self._lines = rows, []
         node, phase = self._node, self._phase
         if node is not None:
@@ -127,8 +136,33 @@ class PseudoCode(Lines):
             self._lit = {y for y, row in enumerate(rows) if row.phase == phase != "body"}
         if self.cursor is not None:
             self.cursor = min(self.cursor, len(rows) - 1)
-        self._strips.clear()
-        self.refresh(layout=len(rows) != count)
+        pane = self.parent
+        if not same or pane is None or not pane.size.height:
+            self._strips.clear()
+            self._texts, self._fresh = {}, {}
+            self.refresh(layout=len(rows) != count)
+            return
+        top = int(pane.scroll_offset.y)
+        shown = range(max(top, 0), min(top + pane.size.height, len(rows)))
+        old, strips = self._texts, self._strips
+        self._texts, self._strips, self._fresh = {}, {}, {}
+        changed = []
+        for y in shown:
+            text, before = self.line(y), old.get(y)
+            if before is not None and y in strips and text.plain == before.plain and \
+                    text.spans == before.spans and text.style == before.style:
+                self._strips[y] = strips[y]
+            else:
+                changed.append(y)
+                self._fresh[y] = text
+        # the rows out of view are drawn anew when scrolled to (Textual keeps what it drew)
+        width, dirty = self.size.width, [Region(0, y, self.size.width, 1) for y in changed]
+        if shown.start > 0:
+            dirty.append(Region(0, 0, width, shown.start))
+        if shown.stop < len(rows):
+            dirty.append(Region(0, shown.stop, width, len(rows) - shown.stop))
+        if dirty:
+            self.refresh(*dirty)
 
     def _code_for(self, spec, started, mode: str) -> CodeView:
         """The pseudo-code of ``spec`` (made once per loop and mode; its open groups kept)."""
@@ -211,9 +245,16 @@ class PseudoCode(Lines):
         for k in (old, y):
             if k is not None:
                 self._strips.pop(k, None)
+                self._fresh.pop(k, None)
         self.refresh()
         if y is not None:
             self.call_after_refresh(self._reveal, y, y)
+
+    def focus_changed(self) -> None:
+        """The panel gained or lost the focus: the cursor's row shows only with it."""
+        if self.cursor is not None:
+            self._strips.pop(self.cursor, None)
+            self.refresh()
 
     def open_row(self) -> bool:
         """Open the closed group under the cursor; whether there was one."""
@@ -326,7 +367,7 @@ class CodePanel(Panel, VerticalScroll):
             self.post_message(InspectValue(name_expression(name)))
 
     def on_focus(self, event) -> None:
-        self.code.refresh()          # the cursor's row shows while the panel has the focus
+        self.code.focus_changed()    # the cursor's row shows while the panel has the focus
 
     def on_blur(self, event) -> None:
-        self.code.refresh()
+        self.code.focus_changed()
