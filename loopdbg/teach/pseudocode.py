@@ -147,8 +147,10 @@ def _counter_layer(spec: LoopSpec):
     return spec.body.param_ids[ci]
 
 
-def body_statements(spec: LoopSpec) -> list[str]:
-    """One C-like statement per body layer, in execution order."""
+def body_statements(spec: LoopSpec, rename=None) -> list[str]:
+    """One C-like statement per body layer, in execution order (``rename``: how a body name is
+    written, e.g. shortened; as it is by default)."""
+    rename = rename or (lambda name: name)
     g = spec.body.graph
     counter, i = _counter_layer(spec), counter_name(spec)
     lines = []
@@ -159,9 +161,10 @@ def body_statements(spec: LoopSpec) -> list[str]:
             src = g.producer(layer.id, k) if counter is not None else None
             name = i if src is not None and src[0] == counter else source_name(g, layer.id, k)
             if name is not None:
-                args.append(name)
+                args.append(name if name == i else rename(name))
         n_out = max(len(step.outs), 1)
-        outs = [layer.name] + [f"{layer.name}:{k}" for k in range(1, n_out)]
+        short = rename(layer.name)
+        outs = [short] + [f"{short}:{k}" for k in range(1, n_out)]
         lhs = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
         op = layer.ir_type if layer.type.startswith("onnx.") and layer.ir_type else layer.type
         text = f"{lhs} = {op}({', '.join(args)});"
@@ -172,12 +175,14 @@ def body_statements(spec: LoopSpec) -> list[str]:
 
 
 def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | None = None,
-               *, started=None, detail: bool = False, by_mode: bool = False) -> list[Line]:
+               *, started=None, detail: bool = False, by_mode: bool = False,
+               rename=None) -> list[Line]:
     """The pseudo-code of one Loop/TensorIterator (see the module docstring for the phases).
 
     ``started`` (a LoopStarted event) decides an input-dependent mode; ``detail`` writes the body
     layer by layer instead of one ``(results) = body(parameters)`` line; ``by_mode`` shapes a Loop
-    after its mode (``while``, ``do { } while``) instead of always as a ``for``.
+    after its mode (``while``, ``do { } while``) instead of always as a ``for``; ``rename``
+    writes the body's names in the detailed body (shortened, for a face).
     """
     from loopdbg.teach import modes
 
@@ -235,7 +240,7 @@ def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | No
     for f in spec.sliced:
         lines.append(Line("feed", f"{slice_text(spec, f, i)}  // {slice_comment(f)}", 1))
     if detail:
-        for text in body_statements(spec):
+        for text in body_statements(spec, rename):
             lines.append(Line("body", text, 1))
     else:
         outs = ", ".join(result_source(spec, r) for r in range(len(spec.result_names)))

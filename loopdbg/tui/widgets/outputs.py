@@ -11,8 +11,11 @@ from textual.widgets import DataTable, Static
 from loopdbg.debug.outputs import loop_outputs, model_outputs
 from loopdbg.debug.values import shape_text, type_text
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import plain, update_text
+from loopdbg.tui.plain import cut_middle, plain, update_text
 from loopdbg.tui.widgets.inspector import describe
+
+
+NAME = 32               # a longer name is cut in its middle (the whole one shows beside)
 
 
 class OutputTable(DataTable):
@@ -44,7 +47,7 @@ class OutputsPanel(Panel, Horizontal):
         table.clear()
         for k, o in enumerate(self._rows):
             have = o.value is not None
-            table.add_row(plain(o.name), plain(o.owner),
+            table.add_row(plain(cut_middle(o.name, NAME)), plain(cut_middle(o.owner, NAME)),
                           shape_text(o.value) if have else "", type_text(o.value) if have else "",
                           o.state, key=str(k))
         if self._rows:

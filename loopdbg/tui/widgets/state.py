@@ -16,6 +16,7 @@ from loopdbg.debug.report import ends_because, headline, if_lines, no_loop_text,
 from loopdbg.tui.panel import Panel, View
 from loopdbg.text import safe
 from loopdbg.tui.plain import cut_middle, plain, update_text
+from loopdbg.view.code import names_of
 
 LABEL = 18                 # the label column ("current_iteration" and a blank)
 NARROW = 48                # below this width: short labels in a narrower column
@@ -156,6 +157,11 @@ def _headline(stop, width: int) -> str:
     """The stop's headline; a narrow panel leaves out where (the rows below say it) and cuts a
     name too long for a line in its middle instead of breaking it."""
     text = headline(stop)
+    if stop.node is not None:          # the node's name as the pseudo-code writes it
+        name = stop.node.layer.name
+        short = names_of(stop.node.event.spec).short(name)
+        if short != name:
+            text = text.replace(f"'{name}'", f"'{short}'", 1)
     if width >= NARROW:
         return text
     e = stop.node.event if stop.node is not None else stop.event

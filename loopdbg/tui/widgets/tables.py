@@ -8,15 +8,19 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
+from loopdbg.debug.expr import name_expression
 from loopdbg.debug.report import fmt_value
 from loopdbg.debug.values import is_sequence, mean_of, numbers, shape_text, type_text
 from loopdbg.teach.pseudocode import result_source
 from loopdbg.text import safe
+from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import plain, update_text
+from loopdbg.tui.plain import cut_middle, plain, update_text
 from loopdbg.tui.widgets.heatmap import heatmap
+from loopdbg.view.code import names_of
 
 BARS = "▁▂▃▄▅▆▇█"
+NAME = 28               # a name longer than this is cut in its middle
 
 
 def sparkline(values: list[float], width: int = 24) -> str:
@@ -43,7 +47,9 @@ def stats(value) -> tuple[str, str, str]:
 
 
 class BackEdgeTable(Panel, DataTable):
-    """Result → Parameter with shape, dtype, min/max/mean and a sparkline of the mean."""
+    """Result → Parameter with shape, dtype, min/max/mean and a sparkline of the mean. Names are
+    shortened (loopdbg.view.code.Names); Enter on a row shows its state, full name and all, in
+    the Inspector."""
 
     TAB, TAB_ID, ID = "Back edges", "tab-back", "back"
 
@@ -58,13 +64,19 @@ class BackEdgeTable(Panel, DataTable):
             return
         history = view.history
         spec = e.spec
+        names = names_of(spec)
         for p, r in spec.back_edge_view:
             value = e.body_out[r]
             past = [mean_of(h.body_out[r]) for h in history]
             lo, hi, mean = stats(value)
-            arrow = f"{p} ← {result_source(spec, r)}"
+            arrow = f"{names.short(p, NAME)} ← {names.short(result_source(spec, r), NAME)}"
             self.add_row(*(Text(cell) for cell in (safe(arrow), shape_text(value),
                            type_text(value), lo, hi, mean, sparkline(past))), key=p)
+
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.post_message(InspectValue(name_expression(event.row_key.value)))
 
 
 class ScanTable(DataTable):
@@ -83,7 +95,7 @@ class ScanTable(DataTable):
             so_far = e.partial(o.name)
             direction = " (reversed)" if o.stride < 0 else ""
             how = f"new axis {o.axis} (stacked)" if e.spec.onnx else f"{o.axis}"
-            self.add_row(plain(o.name), Text(f"{how}{direction}"), Text(shape_text(so_far)),
+            self.add_row(plain(cut_middle(o.name, NAME)), Text(f"{how}{direction}"), Text(shape_text(so_far)),
                          plain(fmt_value(e.scan_slices[o.name], width=50)), key=o.name)
 
 
