@@ -280,7 +280,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     'onnx.GlobalMaxPool': ('onnx_reference',),
     'onnx.Greater': ('onnx_elementwise',),
     'onnx.GreaterOrEqual': ('onnx_elementwise',),
-    'onnx.GridSample': ('onnx_reference',),
+    'onnx.GridSample': ('onnx_grid',),
     'onnx.GroupNormalization': ('onnx_reference',),
     'onnx.HammingWindow': ('onnx_reference',),
     'onnx.HannWindow': ('onnx_reference',),
