@@ -57,7 +57,7 @@ NOT_HERE = {
 
 # Printed by tools/onnx_reference_ops.py.
 REFERENCE_OPS = {
-    "AffineGrid": (20,), "Attention": (23, 24, 25), "AveragePool": (1, 7, 10, 11, 19, 22),
+    "AffineGrid": (20,), "Attention": (23, 24, 25), 
     "BatchNormalization": (1, 6, 7, 9, 14, 15), "BitCast": (26,), "BlackmanWindow": (17,),
     "CausalConvWithState": (27,), "CenterCropPad": (18,), "Col2Im": (18,), "Compress": (9, 11, 28),
     "ConvInteger": (10,), "CumProd": (26,), "DFT": (17, 20), "DeformConv": (19, 22),
@@ -66,8 +66,7 @@ REFERENCE_OPS = {
     "GatherND": (11, 12, 13), "GlobalAveragePool": (1, 22), "GlobalMaxPool": (1, 22),
     "GroupNormalization": (18, 21), "HammingWindow": (17,),
     "HannWindow": (17,), "ImageDecoder": (20,), "InstanceNormalization": (1, 6, 22),
-    "LRN": (1, 13), "LinearAttention": (27,), "LpNormalization": (1, 22),
-    "LpPool": (1, 2, 11, 18, 22), "MatMulInteger": (10,), "MaxPool": (1, 8, 10, 11, 12, 22),
+    "LRN": (1, 13), "LinearAttention": (27,), "LpNormalization": (1, 22), "MatMulInteger": (10,), 
     "MaxUnpool": (9, 11, 22), "MeanVarianceNormalization": (9, 13), "MelWeightMatrix": (17,),
     "NegativeLogLikelihoodLoss": (12, 13, 22), "NonMaxSuppression": (10, 11),
     "OneHot": (9, 11, 28), "QLinearConv": (10,),

@@ -118,3 +118,64 @@ def test_quantize_linear_rounds_half_to_even_and_saturates(tmp_path, opset):
     agree(tmp_path, "QuantizeLinear", [("x", x), ("c_s", np.float32(1)), ("c_z", np.int8(0))],
           opset=opset)
     agree(tmp_path, "QuantizeLinear", [("x", x * 40), ("c_s", np.float32(0.7))], opset=opset)
+
+
+# -- MaxPool, AveragePool, LpPool: own window arithmetic (onnx.reference: SAME_LOWER a row short,
+#    indices wrong and storage_order ignored, int8 and padded 1-D windows failing, LpPool's
+#    ceil_mode windows off, and seconds per feature map) --------------------------------------
+
+MAPS = RNG.standard_normal((2, 3, 7, 8)).astype(np.float32)
+WINDOWS = [
+    dict(kernel_shape=[3, 3]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+    dict(kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),  # a window dropped
+    dict(kernel_shape=[3, 2], strides=[2, 3], pads=[1, 0, 1, 1], ceil_mode=1),
+    dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_LOWER"),
+    dict(kernel_shape=[3, 3], strides=[2, 3], auto_pad="VALID"),
+]
+DILATED = [dict(kernel_shape=[2, 3], dilations=[2, 1]),
+           dict(kernel_shape=[2, 2], dilations=[2, 2], strides=[2, 2], pads=[0, 1, 1, 0],
+                ceil_mode=1)]
+
+
+def _name(attrs: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in attrs.items())
+
+
+@pytest.mark.parametrize("attrs", WINDOWS + DILATED, ids=_name)
+def test_max_pool_values_and_indices(tmp_path, attrs):
+    assert own_kernel("MaxPool", 12)
+    for order in (0, 1):
+        agree(tmp_path, "MaxPool", [("x", MAPS)], ("y", "i"), opset=12, storage_order=order,
+              **attrs)
+
+
+@pytest.mark.parametrize("attrs", WINDOWS + DILATED, ids=_name)
+@pytest.mark.parametrize("count_pad", [0, 1])
+def test_average_pool(tmp_path, attrs, count_pad):
+    agree(tmp_path, "AveragePool", [("x", MAPS)], opset=19, count_include_pad=count_pad, **attrs)
+
+
+@pytest.mark.parametrize("attrs", WINDOWS, ids=_name)
+def test_lp_pool(tmp_path, attrs):
+    agree(tmp_path, "LpPool", [("x", MAPS)], opset=18, p=3, **attrs)
+
+
+def test_pools_of_other_types_ranks_and_opsets(tmp_path):
+    q = RNG.integers(-128, 127, (1, 2, 6, 6)).astype(np.int8)
+    agree(tmp_path, "MaxPool", [("x", q)], opset=12, kernel_shape=[2, 2], pads=[1, 1, 1, 1])
+    ties = np.ones((1, 1, 4, 4), np.uint8)               # the first of equal values, no padding
+    agree(tmp_path, "MaxPool", [("x", ties)], ("y", "i"), opset=12, kernel_shape=[2, 2],
+          pads=[1, 1, 1, 1])
+    agree(tmp_path, "MaxPool", [("x", MAPS[0])], opset=12, kernel_shape=[3], pads=[1, 1])
+    volume = RNG.standard_normal((1, 2, 4, 5, 6)).astype(np.float32)
+    agree(tmp_path, "MaxPool", [("x", volume)], ("y", "i"), opset=12, kernel_shape=[2, 2, 3],
+          strides=[1, 2, 2])
+    agree(tmp_path, "MaxPool", [("x", MAPS.astype(np.float16))], opset=12, kernel_shape=[2, 2])
+    agree(tmp_path, "AveragePool", [("x", MAPS.astype(np.float16))], opset=19,
+          kernel_shape=[2, 2], tol=1e-2)
+    agree(tmp_path, "AveragePool", [("x", MAPS)], opset=7, kernel_shape=[2, 2],
+          pads=[1, 1, 1, 1], count_include_pad=1)
+    agree(tmp_path, "LpPool", [("x", MAPS)], opset=2, kernel_shape=[2, 2])
