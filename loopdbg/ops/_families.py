@@ -318,7 +318,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     'onnx.Multinomial': ('onnx_random',),
     'onnx.Neg': ('onnx_elementwise',),
     'onnx.NegativeLogLikelihoodLoss': ('onnx_reference',),
-    'onnx.NonMaxSuppression': ('onnx_reference',),
+    'onnx.NonMaxSuppression': ('onnx_nms',),
     'onnx.NonZero': ('onnx_shape',),
     'onnx.Not': ('onnx_elementwise',),
     'onnx.OneHot': ('onnx_index',),

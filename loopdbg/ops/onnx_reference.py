@@ -68,7 +68,7 @@ REFERENCE_OPS = {
     "ImageDecoder": (20,), "InstanceNormalization": (1, 6, 22), "LinearAttention": (27,),
     "MatMulInteger": (10,), "MaxUnpool": (9, 11, 22), "MeanVarianceNormalization": (9, 13),
     "MelWeightMatrix": (17,), "NegativeLogLikelihoodLoss": (12, 13, 22),
-    "NonMaxSuppression": (10, 11), "QLinearConv": (10,), "QLinearMatMul": (10, 21),
+    "QLinearConv": (10,), "QLinearMatMul": (10, 21),
     "QuantizeLinear": (10, 13, 19, 21, 23, 24, 25, 28), "RMSNormalization": (23,),
     "ReverseSequence": (10, 28), "RoiAlign": (10, 16, 22), "RotaryEmbedding": (23,), "STFT": (17,),
     "ScatterElements": (11, 13, 16, 18), "SequenceMap": (17,), "Shrink": (9,),

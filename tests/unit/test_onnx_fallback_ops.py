@@ -322,3 +322,37 @@ def test_unique_of_slices_in_three_dimensions_and_of_integers(tmp_path):
     agree(tmp_path, "Unique", [("x", np.array([5, 5, -1, 0], np.int64))], ("y", "i", "inv", "c"),
           opset=11, sorted=0)
     agree(tmp_path, "Unique", [("x", np.array([2, 1, 1], np.int8))], opset=11)
+
+
+# -- NonMaxSuppression: own (onnx.reference failed on a scalar or absent max_output_boxes) ------
+
+BOXES = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                   [0, 10.1, 1, 11.1], [0, 100, 1, 101], [1, 1, 0, 0], [5, 5, 5, 5]]], np.float32)
+SCORES = np.array([[[.9, .75, .6, .95, .5, .3, .9, .99], [.5] * 8]], np.float32)
+
+
+def test_non_max_suppression_inputs_as_the_specification_gives_them(tmp_path):
+    assert own_kernel("NonMaxSuppression", 11)
+    agree(tmp_path, "NonMaxSuppression", [("b", BOXES), ("s", SCORES), ("c_m", np.int64(3)),
+                                          ("c_i", np.float32(0.3))], opset=11)   # scalars
+    agree(tmp_path, "NonMaxSuppression", [("b", BOXES), ("s", SCORES)], opset=11)  # no max: 0
+    agree(tmp_path, "NonMaxSuppression", [("b", BOXES), ("s", SCORES),
+                                          ("c_m", np.array([-1], np.int64))], opset=10)
+
+
+@pytest.mark.parametrize("center", [0, 1])
+def test_non_max_suppression_at_equal_thresholds_and_ties(tmp_path, center):
+    # scores equal to score_threshold are dropped, IoU equal to iou_threshold is kept
+    agree(tmp_path, "NonMaxSuppression", [("b", BOXES), ("s", SCORES),
+                                          ("c_m", np.array([10], np.int64)),
+                                          ("c_i", np.array([0.0], np.float32)),
+                                          ("c_t", np.array([0.5], np.float32))],
+          opset=11, center_point_box=center)
+    thirds = np.array([[[0, 0, 1, 2], [0, 1, 1, 3], [0, 0, 1, 2]]], np.float32)
+    agree(tmp_path, "NonMaxSuppression", [("b", thirds), ("s", np.array([[[.9, .8, .7]]],
+                                                                         np.float32)),
+                                          ("c_m", np.array([10], np.int64)),
+                                          ("c_i", np.float32(1 / 3))], opset=11)
+    agree(tmp_path, "NonMaxSuppression", [("b", BOXES), ("s", np.full((1, 1, 8), 0.5, np.float32)),
+                                          ("c_m", np.array([8], np.int64)),
+                                          ("c_i", np.array([0.5], np.float32))], opset=10)
