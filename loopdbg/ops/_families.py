@@ -400,7 +400,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     'onnx.TfIdfVectorizer': ('onnx_reference',),
     'onnx.ThresholdedRelu': ('onnx_elementwise',),
     'onnx.Tile': ('onnx_shape',),
-    'onnx.TopK': ('onnx_reference',),
+    'onnx.TopK': ('onnx_topk',),
     'onnx.Transpose': ('onnx_shape',),
     'onnx.Trilu': ('onnx_trilu',),
     'onnx.Unique': ('onnx_index',),

@@ -74,7 +74,7 @@ REFERENCE_OPS = {
     "ScatterElements": (11, 13, 16, 18), "SequenceMap": (17,), "Shrink": (9,),
     "SoftmaxCrossEntropyLoss": (12, 13), "SpaceToDepth": (1, 13, 28), "StringConcat": (20,),
     "StringNormalizer": (10,), "StringSplit": (20,), "SwiGLU": (28,), "Swish": (24,),
-    "TensorScatter": (24,), "TfIdfVectorizer": (9,), "TopK": (1, 10, 11, 24),
+    "TensorScatter": (24,), "TfIdfVectorizer": (9,),
 }
 DOMAIN_OPS = {
     "ai.onnx.ml": {
