@@ -211,7 +211,13 @@ def reference_kernel(layer: Layer, node=None, version: int | None = None) -> Cal
 
     def kernel(*args):
         # no change to the locale, numpy's settings, ... outlives the call
-        res = kept(inst.run, *(_frozen(x) for x in args))
+        try:
+            res = kept(inst.run, *(_frozen(x) for x in args))
+        except TypeError as exc:      # onnx.reference's "Issues with types [...]" hides the why
+            if exc.__cause__ is None or not str(exc).startswith("Issues with types"):
+                raise
+            raise ValueError(f"onnx.reference's {layer.type.rsplit('.', 1)[-1]} failed on "
+                             f"these inputs: {exc.__cause__}") from exc.__cause__
         if len(res) < count:
             raise ValueError(f"onnx.reference gave {len(res)} outputs, the node declares {count}")
         res = [_value(v) for v in res[:count]]

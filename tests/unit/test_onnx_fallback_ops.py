@@ -391,3 +391,13 @@ def test_top_k_types_axes_and_opsets(tmp_path, dtype):
     extremes = np.array([[np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max, 5]], np.int64)
     agree(tmp_path, "TopK", [("x", extremes), ("c_k", np.array([2], np.int64))], ("y", "i"),
           opset=11)
+
+
+def test_a_failure_inside_onnx_reference_says_why_not_which_types_it_had():
+    model, feeds = single_node("DFT", [("x", np.zeros((2, 16, 1), np.float32)),
+                                       ("c_l", np.array([10], np.int64))], opset=17, axis=1)
+    with pytest.raises(Exception) as info:             # dft_length must be a scalar
+        Engine(from_proto(model)).run_to_end(feeds)
+    assert "layer 2 'y' (onnx.DFT) failed: onnx.reference's DFT failed on these inputs: " \
+           "only integer scalar arrays" in str(info.value)
+    assert "Issues with types" not in str(info.value)
