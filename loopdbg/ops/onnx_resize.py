@@ -29,6 +29,7 @@ import numpy as np
 
 from loopdbg.ir.model import Layer
 from loopdbg.ops.args import a, axis_of, ints_of, opset
+from loopdbg.ops.budget import elements, reserve
 from loopdbg.ops.registry import op
 
 F32 = np.float32
@@ -193,7 +194,12 @@ def _axis(r: Resize, y: np.ndarray, k: int, m: int, s, crop) -> np.ndarray:
 def resize(r: Resize, x: np.ndarray, roi=None, scales=None, sizes=None) -> np.ndarray:
     x = np.asarray(x)
     steps = r.plan(x, roi, scales, sizes)
-    y = x.astype(np.float64 if x.dtype == np.float64 else F32)
+    shape = list(x.shape)
+    for k, m, _, _ in steps:
+        shape[k] = m
+    work = np.float64 if x.dtype == np.float64 else F32
+    reserve(elements(shape) * np.dtype(work).itemsize)       # Upsample-7's scales: attributes
+    y = x.astype(work)
     for k, m, s, crop in steps:
         y = _axis(r, y, k, m, s, crop)
     if x.dtype.kind in "iu":
