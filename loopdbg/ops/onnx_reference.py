@@ -67,11 +67,10 @@ REFERENCE_OPS = {
     "GroupNormalization": (18, 21), "HammingWindow": (17,), "HannWindow": (17,),
     "ImageDecoder": (20,), "InstanceNormalization": (1, 6, 22), "LinearAttention": (27,),
     "MatMulInteger": (10,), "MaxUnpool": (9, 11, 22), "MeanVarianceNormalization": (9, 13),
-    "MelWeightMatrix": (17,), "NegativeLogLikelihoodLoss": (12, 13, 22),
-    "QLinearConv": (10,), "QLinearMatMul": (10, 21),
-    "QuantizeLinear": (10, 13, 19, 21, 23, 24, 25, 28), "RMSNormalization": (23,),
-    "ReverseSequence": (10, 28), "RoiAlign": (10, 16, 22), "RotaryEmbedding": (23,), "STFT": (17,),
-    "ScatterElements": (11, 13, 16, 18), "SequenceMap": (17,), "Shrink": (9,),
+    "MelWeightMatrix": (17,), "NegativeLogLikelihoodLoss": (12, 13, 22), "QLinearConv": (10,),
+    "QLinearMatMul": (10, 21), "QuantizeLinear": (10, 13, 19, 21, 23, 24, 25, 28),
+    "RMSNormalization": (23,), "ReverseSequence": (10, 28), "RoiAlign": (10, 16, 22),
+    "RotaryEmbedding": (23,), "STFT": (17,), "SequenceMap": (17,), "Shrink": (9,),
     "SoftmaxCrossEntropyLoss": (12, 13), "SpaceToDepth": (1, 13, 28), "StringConcat": (20,),
     "StringNormalizer": (10,), "StringSplit": (20,), "SwiGLU": (28,), "Swish": (24,),
     "TensorScatter": (24,), "TfIdfVectorizer": (9,),
@@ -237,11 +236,3 @@ for _domain, _table in DOMAIN_OPS.items():
     for _name, _versions in _table.items():
         op(layer_type(_domain, _name), versions=_versions,
            outputs=declared_outputs)(reference_kernel)
-
-
-@op("onnx.Scatter", versions=(9, 11))
-def _scatter(layer: Layer):
-    """Scatter (deprecated at opset 11) is ScatterElements-11 under its old name."""
-    node = node_proto(layer)
-    node.op_type = "ScatterElements"
-    return reference_kernel(layer, node, 11)

@@ -346,3 +346,32 @@ def test_top_k_types_axes_and_opsets(tmp_path, dtype):
     extremes = np.array([[np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max, 5]], np.int64)
     agree(tmp_path, "TopK", [("x", extremes), ("c_k", np.array([2], np.int64))], ("y", "i"),
           opset=11)
+
+
+# -- ScatterElements: own (onnx.reference's reductions loop in Python) -------------------------
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter_elements_negative_and_repeated_indices(tmp_path, reduction):
+    assert own_kernel("ScatterElements", 18)
+    attrs = {} if reduction == "none" else {"reduction": reduction}
+    agree(tmp_path, "ScatterElements", [("x", np.ones((3, 4), np.float32)),
+                                        ("c_i", np.array([[-1, 0], [2, -3]], np.int64)),
+                                        ("c_u", np.array([[1, 2], [3, 4]], np.float32))],
+          opset=18, axis=1, **attrs)
+    agree(tmp_path, "ScatterElements", [("x", np.full((3, 4), 2, np.float32)),
+                                        ("c_i", np.array([[1, 1, 1]], np.int64)),
+                                        ("c_u", np.array([[3, 5, 4]], np.float32))],
+          opset=18, axis=-1, **attrs)
+
+
+def test_scatter_elements_axes_types_and_its_old_name(tmp_path):
+    agree(tmp_path, "ScatterElements", [("x", np.zeros((3, 2, 2), np.float32)),
+                                        ("c_i", np.array([[[2, 0]], [[1, 1]]], np.int64)),
+                                        ("c_u", np.full((2, 1, 2), 7, np.float32))], opset=13)
+    agree(tmp_path, "ScatterElements", [("x", np.arange(12, dtype=np.int64).reshape(3, 4)),
+                                        ("c_i", np.array([[1, 3]], np.int32)),
+                                        ("c_u", np.array([[9, 8]], np.int64))],
+          opset=16, axis=1, reduction="mul")
+    agree(tmp_path, "Scatter", [("x", np.zeros((3, 4), np.float32)),
+                                ("c_i", np.array([[1, -2]], np.int64)),
+                                ("c_u", np.ones((1, 2), np.float32))], opset=9, axis=1)

@@ -45,13 +45,6 @@ GUARDS = {
         dict(opset=12, equation="...ij,...jk->...ik")),
     "Einsum trace implicit": ("Einsum", [("a", RNG.standard_normal((3, 3, 4)).astype(
         np.float32))], ("y",), dict(opset=12, equation="iij")),
-    "ScatterElements negative indices max": ("ScatterElements", [
-        ("x", np.ones((3, 4), np.float32)), ("c_i", np.array([[-1, 0], [2, -3]], np.int64)),
-        ("c_u", np.array([[1, 2], [3, 4]], np.float32))], ("y",),
-        dict(opset=18, axis=1, reduction="max")),
-    "ScatterElements duplicate add axis -2": ("ScatterElements", [
-        ("x", np.zeros((3, 4), np.float32)), ("c_i", np.array([[1, -1, 1]], np.int64)),
-        ("c_u", np.ones((1, 3), np.float32))], ("y",), dict(opset=16, axis=-2, reduction="add")),
     "GatherND batch_dims negative": ("GatherND", [
         ("x", np.arange(24, dtype=np.float32).reshape(2, 3, 4)),
         ("c_i", np.array([[[0, -1]], [[2, 3]]], np.int64))], ("y",), dict(opset=13, batch_dims=1)),
