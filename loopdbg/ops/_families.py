@@ -355,7 +355,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     'onnx.Reshape': ('onnx_shape',),
     'onnx.Resize': ('onnx_resize',),
     'onnx.ReverseSequence': ('onnx_reference',),
-    'onnx.RoiAlign': ('onnx_reference',),
+    'onnx.RoiAlign': ('onnx_roi_align',),
     'onnx.RotaryEmbedding': ('onnx_reference',),
     'onnx.Round': ('onnx_elementwise',),
     'onnx.STFT': ('onnx_reference',),

@@ -69,7 +69,7 @@ REFERENCE_OPS = {
     "MatMulInteger": (10,), "MaxUnpool": (9, 11, 22), "MeanVarianceNormalization": (9, 13),
     "MelWeightMatrix": (17,), "NegativeLogLikelihoodLoss": (12, 13, 22), "QLinearConv": (10,),
     "QLinearMatMul": (10, 21), "QuantizeLinear": (10, 13, 19, 21, 23, 24, 25, 28),
-    "RMSNormalization": (23,), "ReverseSequence": (10, 28), "RoiAlign": (10, 16, 22),
+    "RMSNormalization": (23,), "ReverseSequence": (10, 28),
     "RotaryEmbedding": (23,), "STFT": (17,), "SequenceMap": (17,), "Shrink": (9,),
     "SoftmaxCrossEntropyLoss": (12, 13), "SpaceToDepth": (1, 13, 28), "StringConcat": (20,),
     "StringNormalizer": (10,), "StringSplit": (20,), "SwiGLU": (28,), "Swish": (24,),

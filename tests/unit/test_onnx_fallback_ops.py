@@ -375,3 +375,28 @@ def test_scatter_elements_axes_types_and_its_old_name(tmp_path):
     agree(tmp_path, "Scatter", [("x", np.zeros((3, 4), np.float32)),
                                 ("c_i", np.array([[1, -2]], np.int64)),
                                 ("c_u", np.ones((1, 2), np.float32))], opset=9, axis=1)
+
+
+# -- RoiAlign: own for mode=avg (onnx.reference: Python loops over every bin of every box) -------
+
+MAPS2 = RNG.standard_normal((2, 3, 10, 12)).astype(np.float32)
+ROIS = np.array([[0, 0, 4, 4], [1, 1, 5.5, 3.2], [-1, -1, 2, 2], [3, 2, 3, 2], [8, 7, 20, 15],
+                 [5, 5, 2, 1]], np.float32)              # outside, empty and inverted boxes too
+BATCH = np.array([0, 1, 0, 1, 0, 1], np.int64)
+
+
+@pytest.mark.parametrize("transform", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("ratio", [0, 2])
+def test_roi_align_average(tmp_path, transform, ratio):
+    assert own_kernel("RoiAlign", 16)
+    agree(tmp_path, "RoiAlign", [("x", MAPS2), ("c_r", ROIS), ("c_b", BATCH)], opset=16,
+          coordinate_transformation_mode=transform, output_height=3, output_width=2,
+          sampling_ratio=ratio, spatial_scale=0.5)
+
+
+def test_roi_align_at_opset_10_by_default_and_in_max_mode(tmp_path):
+    agree(tmp_path, "RoiAlign", [("x", MAPS2), ("c_r", ROIS), ("c_b", BATCH)], opset=10,
+          output_height=2, output_width=2, sampling_ratio=2, spatial_scale=0.5)
+    agree(tmp_path, "RoiAlign", [("x", MAPS2), ("c_r", ROIS), ("c_b", BATCH)], opset=16)
+    agree(tmp_path, "RoiAlign", [("x", MAPS2), ("c_r", ROIS), ("c_b", BATCH)], opset=16,
+          mode="max", output_height=3, output_width=2, sampling_ratio=2)   # onnx.reference's

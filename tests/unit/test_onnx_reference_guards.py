@@ -29,7 +29,6 @@ def _i64(*values):
 
 
 GRID_DATA = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
-ROIS = np.array([[0, 0, 4, 4], [1, 1, 5.5, 3.2], [-1, -1, 2, 2]], np.float32)
 SIGNAL = RNG.standard_normal((2, 16, 1)).astype(np.float32)
 ROWS = RNG.standard_normal((4, 3)).astype(np.float32)
 U8 = RNG.integers(0, 255, (3, 4)).astype(np.uint8)
@@ -55,14 +54,6 @@ GUARDS = {
     "ReverseSequence batch first": ("ReverseSequence", [
         ("x", RNG.standard_normal((3, 4, 2)).astype(np.float32)), ("c_l", _i64(1, 4, 0))],
         ("y",), dict(opset=10, batch_axis=0, time_axis=1)),
-    "RoiAlign max output_half_pixel": ("RoiAlign", [("x", GRID_DATA), ("c_r", ROIS),
-                                                    ("c_b", _i64(0, 0, 0))], ("y",),
-                                       dict(opset=16, mode="max", output_height=3,
-                                            output_width=2, sampling_ratio=2, spatial_scale=0.5,
-                                            coordinate_transformation_mode="output_half_pixel")),
-    "RoiAlign adaptive sampling": ("RoiAlign", [("x", GRID_DATA), ("c_r", ROIS),
-                                                ("c_b", _i64(0, 0, 0))], ("y",),
-                                   dict(opset=16, output_height=3, output_width=2)),
     "CenterCropPad axes": ("CenterCropPad", [("x", RNG.standard_normal((5, 7, 3)).astype(
         np.float32)), ("c_s", _i64(8, 4))], ("y",), dict(opset=18, axes=[0, 1])),
     "Col2Im pads": ("Col2Im", [("x", RNG.standard_normal((1, 4, 20)).astype(np.float32)),
