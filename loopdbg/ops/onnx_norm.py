@@ -1,4 +1,4 @@
-"""ONNX LayerNormalization, in numpy without onnx.reference's per-call machinery.
+"""ONNX LayerNormalization, LRN and LpNormalization, in numpy without onnx.reference.
 
 Decoder models run a LayerNormalization per block per iteration; through onnx.reference each
 call cost more than its arithmetic. The arithmetic is the reference's, step for step, so the
@@ -8,6 +8,12 @@ sqrt(variance + epsilon)``; ``Y = differences * that * Scale (+ B)``. float16 an
 computed in float32 (``stash_type`` 1, the only one ONNX defines) and ``Y`` rounded back; the
 optional outputs ``Mean`` and ``InvStdDev`` keep the reduced axes as 1, in the computing type
 for float16/bfloat16 (the schema's ``U``) and in X's type otherwise.
+
+onnx.reference departs from the specification in the other two, where onnxruntime follows it:
+
+* LRN: ``Y = X / (bias + alpha / size * square_sum) ^ beta``, the sum of squares over the channels
+  ``c - floor((size - 1) / 2)`` to ``c + ceil((size - 1) / 2)`` that exist.
+* LpNormalization: ``X`` divided by its ``p``-norm (1 or 2) along ``axis``; a zero norm gives 0.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from loopdbg.ir.model import Layer
 from loopdbg.ops.args import a, declared_outputs
@@ -65,3 +72,44 @@ def _combine(y: np.ndarray, other: np.ndarray, ufunc) -> np.ndarray:
     if other.ndim <= y.ndim and other.shape == y.shape[y.ndim - other.ndim:]:
         return ufunc(y, other, out=y)
     return ufunc(y, other)
+
+
+def _computing(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+@op("onnx.LRN", versions=(1, 13))
+def _lrn(layer: Layer):
+    size = int(a(layer, "size"))
+    alpha, beta = float(a(layer, "alpha", 1e-4)), float(a(layer, "beta", 0.75))
+    bias = float(a(layer, "bias", 1.0))
+    if size < 1:
+        raise ValueError(f"LRN size={size} must be positive")
+    before, after = (size - 1) // 2, -(-(size - 1) // 2)
+
+    def lrn(x):
+        if x.ndim < 3:
+            raise ValueError(f"LRN takes [N, C, ...] data, got rank {x.ndim}")
+        w = _computing(x)
+        sq = np.pad(w * w, [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2))
+        total = sliding_window_view(sq, size, axis=1).sum(axis=-1)
+        return (w / (w.dtype.type(bias) + w.dtype.type(alpha / size) * total) ** beta
+                ).astype(x.dtype)
+
+    return lrn
+
+
+@op("onnx.LpNormalization", versions=(1, 22))
+def _lp_normalization(layer: Layer):
+    axis, p = int(a(layer, "axis", -1)), int(a(layer, "p", 2))
+    if p not in (1, 2):
+        raise ValueError(f"LpNormalization p={p}: ONNX defines 1 and 2")
+
+    def lp_normalization(x):
+        w = _computing(x)
+        norm = np.sum(np.abs(w), axis=axis, keepdims=True) if p == 1 else \
+            np.sqrt(np.sum(w * w, axis=axis, keepdims=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(norm == 0, 0, w / norm).astype(x.dtype)
+
+    return lp_normalization

@@ -71,7 +71,7 @@ def _along_axis(indices: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
     return tuple(grids)
 
 
-def _scatter_elements_kernel(reduction: str, use_init_val: bool):
+def scatter_elements_kernel(reduction: str, use_init_val: bool):
     def scatter_elements_update(data, indices, updates, axis):
         ax = axis_of(scalar(axis), data.ndim)
         idx = wrap_negative(np.asarray(indices), data.shape[ax])
@@ -118,10 +118,10 @@ def _identity(ufunc, dtype: np.dtype):
 
 @op("ScatterElementsUpdate", versions=(3,), shape=same)
 def _scatter_elements_update3(layer: Layer):
-    return _scatter_elements_kernel("none", True)
+    return scatter_elements_kernel("none", True)
 
 
 @op("ScatterElementsUpdate", versions=(12,), shape=same)
 def _scatter_elements_update12(layer: Layer):
     reduction = choice(layer, "reduction", ("none", "sum", "prod", "min", "max", "mean"), "none")
-    return _scatter_elements_kernel(reduction, flag(layer, "use_init_val", True))
+    return scatter_elements_kernel(reduction, flag(layer, "use_init_val", True))

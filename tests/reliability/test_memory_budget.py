@@ -127,6 +127,24 @@ def test_onnx_constant_of_shape_is_refused(tmp_path):
     assert_stopped(code, err, peak, "'y'", "ConstantOfShape", "would need", "--max-memory")
 
 
+
+def test_onnx_upsample_by_huge_attribute_scales_is_refused(tmp_path):
+    """Upsample-7's scales are an attribute, which no input-sized estimate sees: the kernel
+    reserves its output itself."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Upsample", ["x"], ["y"], name="grow", scales=[1.0, 1.0, 3e4, 3e4])
+    graph = helper.make_graph([node], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 7)])
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", x=np.ones((1, 1, 2, 2), np.float32))
+    code, err, peak = run_measured("run", tmp_path / "m.onnx", tmp_path / "in.npz",
+                                   "--max-memory", "64M", "-q")
+    assert_stopped(code, err, peak, "'y'", "Upsample", "would need", "--max-memory")
+
 def test_a_back_edge_that_doubles_every_iteration_stops_at_the_budget(tmp_path):
     b = GraphBuilder("doubling")
     x0 = b.parameter("x0", "f32", [1])
