@@ -114,23 +114,29 @@ def backstop_for(args):
                                             else 0))
 
 
+def _handled(args) -> int:
+    """The command's handler; a MemoryError (past the backstop's cap, outside any kernel) is
+    told while the cap it ran under is still known."""
+    try:
+        return int(args.handler(args) or 0)
+    except MemoryError as exc:
+        from loopdbg.errors import ResourceLimitError
+        from loopdbg.ops.budget import out_of_memory
+
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "MemoryError"
+        raise ResourceLimitError(f"{out_of_memory(reason)}.") from None
+
+
 def _call(args) -> int:
     from loopdbg.errors import LoopdbgError
     from loopdbg.text import safe, short
 
     try:
         with backstop_for(args):
-            return int(args.handler(args) or 0)
+            return _handled(args)
     except LoopdbgError as exc:       # one short line, whatever names from a file it holds
         print(f"loopdbg: {short(safe(exc))}", file=sys.stderr)
         return exc.exit_code
-    except MemoryError as exc:        # past the backstop's cap, outside any kernel
-        from loopdbg.errors import ResourceLimitError
-        from loopdbg.ops.budget import out_of_memory
-
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "MemoryError"
-        print(f"loopdbg: {short(safe(out_of_memory(reason)))}.", file=sys.stderr)
-        return ResourceLimitError.exit_code
     except KeyboardInterrupt:
         print("loopdbg: interrupted.", file=sys.stderr)
         return 130

@@ -134,3 +134,28 @@ def test_the_default_budget_is_held_by_the_backstop(tmp_path):
                    "64.0 MiB")
     assert peak < ALLOWED, f"peak RSS {peak >> 20} MiB"
     assert not (tmp_path / "out.npz").exists()
+
+
+def test_a_traces_replay_recomputes_under_the_budget(tmp_path):
+    """A trace of a body whose only recorded value is a sum (the (8000, 8000) product it sums is
+    not kept): graph's replay recomputes the product, past --max-memory, and says so."""
+    n = 8_000
+    b = GraphBuilder("summed_outer")
+    x0 = b.parameter("x0", "f32", [n, 2])
+    y0 = b.parameter("y0", "f32", [2, n])
+    loop = b.loop("grow", trip=2)
+    product = loop.body.op("MatMul", [loop.invariant_input(x0, "x"),
+                                      loop.invariant_input(y0, "y")], name="outer_mm")
+    total = loop.body.op("ReduceSum", [product, loop.body.const(None, np.array([0, 1]))],
+                         name="total")
+    b.result(loop.output_last(total, name="s"))
+    xml, inputs = save(b, tmp_path, x0=np.ones((n, 2), np.float32),
+                       y0=np.ones((2, n), np.float32))
+    trace = tmp_path / "run.ltrace"
+    code, err, _ = run_measured("run", xml, inputs, "-q", "--trace", trace)
+    assert code == 0, err
+    code, err, peak = run_measured("graph", trace, "--iteration", "0", "--max-memory", "16M",
+                                   "-o", tmp_path / "body.dot")
+    assert_stopped(code, err, peak, "replaying loop 'grow', iteration 0",
+                   "'outer_mm' (MatMul) failed: out of memory", "16.0 MiB (--max-memory)")
+    assert not (tmp_path / "body.dot").exists()
