@@ -93,18 +93,38 @@ def _opens_a_model(argv: list[str]) -> bool:
         not argv[0].startswith("-") or any(a.endswith((".xml", ".onnx", ".ltrace")) for a in words))
 
 
-# The commands that run the model non-interactively: with --max-memory given, the process's data
-# size is capped at each run's budget (ops.budget.backstop), so no kernel can outgrow it.
-BACKSTOPPED = ("run", "explain", "check", "plot")
+# The commands that run model code, each under its effective budget (--max-memory, else
+# common.default_memory_budget()): the process's data size is capped at each run's start to the
+# budget past what it holds then (ops.budget.backstop), so no kernel can outgrow it. The
+# debugger (open, demo; serve's tabs are each an `open`) takes it too, with room for its UI
+# (ops.budget.UI_MARGIN) past the cap's MARGIN. graph runs kernels only to draw values (--iteration); trace's
+# sub-commands read recorded values and run none.
+BACKSTOPPED = ("run", "explain", "check", "plot", "open", "demo", "graph")
 
 
-def _backstop(args):
+def backstop_for(args):
+    """The backstop (``ops.budget.backstop``) the command of ``args`` runs under, if any."""
     import contextlib
 
-    if getattr(args, "command", None) not in BACKSTOPPED or not getattr(args, "max_memory", None):
+    command = getattr(args, "command", None)
+    if command not in BACKSTOPPED or (command == "graph" and args.iteration is None):
         return contextlib.nullcontext()
-    from loopdbg.ops.budget import backstop
-    return backstop()
+    from loopdbg.ops import budget
+    return budget.backstop(budget.MARGIN + (budget.UI_MARGIN if command in ("open", "demo")
+                                            else 0))
+
+
+def _handled(args) -> int:
+    """The command's handler; a MemoryError (past the backstop's cap, outside any kernel) is
+    told while the cap it ran under is still known."""
+    try:
+        return int(args.handler(args) or 0)
+    except MemoryError as exc:
+        from loopdbg.errors import ResourceLimitError
+        from loopdbg.ops.budget import out_of_memory
+
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "MemoryError"
+        raise ResourceLimitError(f"{out_of_memory(reason)}.") from None
 
 
 def _call(args) -> int:
@@ -112,18 +132,11 @@ def _call(args) -> int:
     from loopdbg.text import safe, short
 
     try:
-        with _backstop(args):
-            return int(args.handler(args) or 0)
+        with backstop_for(args):
+            return _handled(args)
     except LoopdbgError as exc:       # one short line, whatever names from a file it holds
         print(f"loopdbg: {short(safe(exc))}", file=sys.stderr)
         return exc.exit_code
-    except MemoryError as exc:        # past the backstop's cap, outside any kernel
-        from loopdbg.errors import ResourceLimitError
-        from loopdbg.ops.budget import out_of_memory
-
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "MemoryError"
-        print(f"loopdbg: {short(safe(out_of_memory(reason)))}.", file=sys.stderr)
-        return ResourceLimitError.exit_code
     except KeyboardInterrupt:
         print("loopdbg: interrupted.", file=sys.stderr)
         return 130

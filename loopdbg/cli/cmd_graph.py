@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
     p.add_argument("--loop", metavar="PATH",
                    help="the loop to draw (its path, e.g. outer/inner, or its name; default: "
                         "the outermost)")
+    p.add_argument("--max-memory", type=common.memory_size, metavar="SIZE",
+                   help="with --iteration: what running the model may add to loopdbg's memory, "
+                        "e.g. 512M or 4G (default: a quarter of the machine's memory)")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.svg, FILE.png or FILE.dot")
     p.add_argument("--fold-consts", action="store_true",
@@ -59,6 +62,8 @@ def run(args) -> int:
                            f"or .dot.")
     if args.outer is not None and args.iteration is None:
         raise LoopdbgError("--outer says which execution --iteration draws; give --iteration K.")
+    if args.max_memory is not None and args.iteration is None:
+        raise LoopdbgError("--max-memory bounds the run --iteration makes; give --iteration K.")
     if str(args.model).endswith(".ltrace"):
         from loopdbg.trace.replay import open_trace
         timeline = open_trace(args.model)
@@ -66,7 +71,7 @@ def run(args) -> int:
         reads = [("the trace", args.model), *common.model_reads(engine.model)]
     else:
         timeline = None
-        model = read_model(args.model)
+        model = read_model(args.model, args.max_memory)
         reads = common.model_reads(model, getattr(args, "inputs", None))
         engine = Engine(model, require_kernels=args.iteration is not None)
     output = Output(args.output, reads, what="the drawing")
@@ -110,12 +115,13 @@ def node_values_at(args, engine, timeline, spec):
             raise LoopdbgError(f"--outer: loop '{spec.path}' is inside {depth} loop"
                                f"{'s' * (depth != 1)}; give {depth} iteration number"
                                f"{'s' * (depth != 1)} from 0.")
+    budget = args.max_memory or common.default_memory_budget()
     if timeline is not None:
+        common.replay_budget(budget)
         session = Session(engine, timeline.inputs, timeline=timeline, source=timeline.source)
     else:
         _, inputs, source = common.load_model_and_inputs(args)
-        session = Session(engine, inputs, source=source,
-                          max_memory=common.default_memory_budget())
+        session = Session(engine, inputs, source=source, max_memory=budget)
     stop = session.jump(Target(spec.path, args.iteration, outer))
     e = stop.event
     if e is None or e.path != spec.path or tuple(e.outer) != outer or \

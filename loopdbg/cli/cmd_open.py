@@ -54,6 +54,7 @@ def run(args) -> int:
     if str(args.model).endswith(".ltrace"):
         from loopdbg.trace.replay import open_trace
         timeline = open_trace(args.model)
+        common.replay_budget(args.max_memory or common.default_memory_budget())
         session = Session(timeline.engine, timeline.inputs, timeline=timeline,
                           source=timeline.source, on_nan=args.on_nan)
     else:

@@ -120,6 +120,14 @@ def default_memory_budget() -> int:
         return 4 * 2**30
 
 
+def replay_budget(limit: int) -> None:
+    """A trace's replay recomputes each iteration's body from its recorded inputs: it starts
+    as a run does, under ``limit`` (and under the backstop's cap, where one is held)."""
+    from loopdbg.ops import budget
+
+    budget.start(limit)
+
+
 def load_model_and_inputs(args, *, say=None):
     """Read the model and its inputs as the CLI promises: INPUTS, else inputs.npz beside, else random."""
     import numpy as np

@@ -13,8 +13,9 @@ mechanisms enforce it, each where it is cheap:
   what grows by sizes (a back edge that doubles, a history, scan pieces), with ``SLACK`` for
   what the interpreter itself moves by;
 * **when numpy itself runs out** (``MemoryError``): the run ends with the same one sentence;
-* **at the process's edge** (``backstop``, Linux, where the command line has a ``--max-memory``
-  given): each run's start caps the process's data size (``RLIMIT_DATA``: the heap and every
+* **at the process's edge** (``backstop``, Linux, every command that runs model code, under its
+  budget given or default; not a library caller's process, such as a notebook's kernel): each
+  run's start caps the process's data size (``RLIMIT_DATA``: the heap and every
   private writable mapping, where numpy's arrays live; not the files mapped read-only, such as
   ONNX external data) at what it is then plus the budget plus ``MARGIN``. An allocation past the
   cap fails in the allocator, whatever kernel asks for it (an outer-product MatMul, a
@@ -46,6 +47,10 @@ SLACK = 32 << 20
 # data size counts address space a run reserves without touching all of it (thread stacks, the
 # allocator's arenas, an array numpy makes and a kernel fills in part).
 MARGIN = 96 << 20
+# What the debugger's cap allows past MARGIN: its UI runs in the same process as the engine and
+# grows after a run's start (Textual's first frame: 24 MiB on a demo, 30 MiB on a 24-block GPT
+# body, measured; a MiB or so more over stepping), and must never be the one refused.
+UI_MARGIN = 64 << 20
 
 
 class BudgetExceeded(MemoryError):
@@ -58,6 +63,7 @@ class _Budget:
     hard: tuple | None = None        # under a ``backstop``: RLIMIT_DATA's (soft, hard) before it
     capped: int | None = None        # the cap (bytes of data) set by the last run's start
     warm: bool = False               # BLAS has made its buffers (``_warm_blas``)
+    margin: int = MARGIN             # what the backstop's cap allows past the budget
 
 
 BUDGET = _Budget()
@@ -120,9 +126,10 @@ def _limits():
 
 
 @contextlib.contextmanager
-def backstop():
+def backstop(margin: int = MARGIN):
     """While it lasts, every run's start also caps the data size (``RLIMIT_DATA``) at the run's
-    budget past what the process holds then (plus MARGIN): an allocation no check foresaw fails
+    budget past what the process holds then (plus ``margin``: MARGIN, and UI_MARGIN more where a
+    UI shares the process): an allocation no check foresaw fails
     with MemoryError instead of taking the machine's memory. The caps never raise a lower limit
     the user set (``ulimit -d``), which is what it restores at its end and what a Python child
     starts with (``programs.python_argv``: a runtime's own memory is watched on its own)."""
@@ -131,19 +138,20 @@ def backstop():
         yield
         return
     resource, soft, hard = found
-    BUDGET.hard = (soft, hard)
+    BUDGET.hard, BUDGET.margin = (soft, hard), margin
     programs.set_child_data_limit(soft)
     try:
         yield
     finally:
-        BUDGET.hard, BUDGET.capped = None, None
+        BUDGET.hard, BUDGET.capped, BUDGET.margin = None, None, MARGIN
         programs.set_child_data_limit(None)
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
 def _cap(limit: int, soft: int, hard: int) -> None:
-    """RLIMIT_DATA's soft limit: the data size now plus ``limit`` + MARGIN, never past ``soft``
+    """RLIMIT_DATA's soft limit: the data size now plus ``limit`` and the backstop's margin,
+    never past ``soft``
     and ``hard``, the limits the process had before the backstop."""
     import resource
 
@@ -151,7 +159,7 @@ def _cap(limit: int, soft: int, hard: int) -> None:
     now = data_size()
     if now is None:
         return
-    cap = now + limit + MARGIN
+    cap = now + limit + BUDGET.margin
     for user in (soft, hard):
         if user != resource.RLIM_INFINITY:
             cap = min(cap, user)

@@ -18,6 +18,7 @@ from loopdbg.engine import events as ev
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.runner import Engine
 from loopdbg.engine.timeline import Timeline
+from loopdbg.errors import LoopdbgError
 from loopdbg.text import listing
 from loopdbg.trace.format import TraceError
 from loopdbg.trace.reader import TraceReader
@@ -123,7 +124,14 @@ class TraceTimeline(Timeline):
         except KeyError as exc:
             raise TraceError(f"{reader.path}: iteration {k} of loop '{path}' lacks the body input "
                              f"{exc}; the trace cannot be replayed.") from None
-        body_out = _run_body(spec, body_in)
+        try:
+            body_out = _run_body(spec, body_in)
+        except LoopdbgError:
+            raise
+        except Exception as exc:         # a kernel's (MemoryError past the budget): one sentence
+            raise spec.body.failure(exc, f"{reader.path}: replaying loop '{path}', iteration "
+                                         f"{k}: ", "the body", loop_path=path,
+                                    iteration=k) from None
         count = self._counts[(path, outer)]
         collected = tuple(_Pieces(reader, path, outer, o.name, count) for o in spec.concats)
         end = self._reasons.get((path, outer)) if not frame.continues else None
