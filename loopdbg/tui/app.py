@@ -157,8 +157,8 @@ class LoopdbgApp(Guarded, PromptActions, App):
         self.refresh_all(self.session.stop)
         self.graph.focus()
         self._up = True
-        if self.autostart:
-            self.action_command("step")
+        if self.autostart:              # to the first iteration of the outermost loop
+            self.action_command("next")
 
     def on_resize(self, event) -> None:
         self.screen.set_class(event.size.width < NARROW_WIDTH, "narrow")

@@ -58,7 +58,8 @@ class PromptActions:
         """A value of the current loop to show in the prompts' hints (``h`` is not in every
         model): its first body Parameter as an expression spells it."""
         e = self.last_stop.event or (self.last_stop.node.event if self.last_stop.node else None)
-        spec = e.spec if e is not None else next(iter(self.session.engine.loops.values()), None)
+        first = self.view.first_loop
+        spec = e.spec if e is not None else (first[0] if first else None)
         names = list(spec.param_names) if spec is not None else []
         return name_word(names[0]).text if names else "x"
 

@@ -340,3 +340,63 @@ async def test_restart_tells_what_the_ifs_chose_in_the_new_run_only():
         state = rows_of(app, app.query_one("#state"))
         text = " ".join(" ".join(strip.text for _, strip in state).split())
         assert "If sign_gate: condition true, ran the then branch" in text
+
+
+def box_values(app) -> dict[str, str]:
+    """The value line of each box of the graph as drawn on screen: ``{box name: text}``."""
+    graph = app.query_one("#graph")
+    rows = screen_text(app)
+    region = graph.content_region
+    out = {}
+    for box in graph._layout.boxes:
+        y = region.y + box.y + 1 + len(box.lines) - int(graph.scroll_offset.y)
+        x = region.x + box.x + graph._dx - int(graph.scroll_offset.x)
+        if region.y <= y < region.bottom and x >= region.x and x + box.w <= region.right:
+            inner = rows[y][x + 1: x + box.w - 1].strip()
+            if inner.startswith("= "):
+                out[box.name] = inner[2:]
+    return out
+
+
+async def test_neighbouring_boxes_show_floats_at_one_precision():
+    """Every box of a picture gives its floats the same number of significant digits (no
+    ``[0.653846 1.49671 0.29]`` in one box next to ``-0.3813 … 0.09159`` in the next), as the
+    pseudo-code and the back-edge table do."""
+    app = app_for("ti_lstm")
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        app.query_one("#graph").focus()
+        await press(pilot, "n", "n", "v")                 # wide boxes
+        shown = box_values(app)
+        assert len(shown) >= 5, shown
+        # one box has room for three digits only: all of them show three (the old code: six
+        # in one, four in another)
+        digits = {d for text in shown.values() if "…" not in text.replace(" … ", "")
+                  for d in significant(text)}
+        assert max(digits) == 3, shown
+        code = "\n".join(strip.text for _, strip in rows_of(app, app.query_one(PseudoCode)))
+        assert max(significant(code)) == 4, code
+
+
+def significant(text: str) -> list[int]:
+    """The significant digits of each decimal number in ``text``."""
+    import re
+
+    return [len(num.split("e")[0].lstrip("-").replace(".", "").lstrip("0"))
+            for num in re.findall(r"-?\d+\.\d+(?:e[-+]\d+)?", text)]
+
+
+async def test_a_nested_loop_opens_on_the_outermost_loop_and_s_steps_into_the_inner_one():
+    app = app_for("nested_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        title = rows_of(app, app.query_one("#graph"))[0][1].text
+        state = rows_of(app, app.query_one("#state"))[0][1].text
+        assert "rows_loop" in title and "cols_loop" not in title, title
+        assert "in loop rows_loop at iteration 0" in state, state
+        assert "cols_loop" in "\n".join(strip.text for _, strip in
+                                        rows_of(app, app.query_one(PseudoCode)))
+        await press(pilot, "s")                          # into the inner loop of iteration 1
+        title = rows_of(app, app.query_one("#graph"))[0][1].text
+        assert "rows_loop › cols_loop" in title
+        assert app.session.current.outer == (1,) and app.session.current.iteration == 0

@@ -35,7 +35,7 @@ from loopdbg.tui.panel import Panel, View
 from loopdbg.view.body import BodyView
 from loopdbg.view.diff import Changes
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
-from loopdbg.tui.widgets.valuetext import value_text
+from loopdbg.tui.widgets.valuetext import side_by_side, value_text
 
 STYLES = {
     None: Style(),
@@ -184,16 +184,18 @@ class GraphView(Panel, ScrollView, can_focus=True):
         current_id = body.layer_id(self._current) if self._current is not None else None
         if current_id is not None:
             current_id = body.box_of(current_id)
-        texts, changed, current = {}, set(), None
+        shown, changed, current = {}, set(), None
         for box in layout.boxes:
             names = keys.get(box.id, ()) if box.id >= 0 else body.value_names(box.id)
             name = next((n for n in names if n in self._values), None)
             if name is not None:
-                texts[box.id] = "= " + value_text(self._values[name], box.inner_width - 2)
+                shown[box.id] = (self._values[name], box.inner_width - 2)
                 if name in self._changed:
                     changed.add(box.id)
             if box.id == current_id:
                 current = box.id
+        # the boxes side by side: their floats at one precision
+        texts = {box_id: "= " + text for box_id, text in side_by_side(shown).items()}
         first = None
         if self._show_first and layout.boxes:
             # a grouped body: the cursor on the group that runs first (Enter opens it), else
