@@ -174,8 +174,18 @@ class PromptActions:
             if result:
                 self._last_find = result
                 self.graph.focus()
-        self.ask("Find a node by name (or type) …", "cell   ·   Add   ·   h_next", check, done,
+        self.ask("Find a node by name (or type); Enter again: the next match (F3; shift+F3 "
+                 "the previous) …", "cell   ·   Add   ·   h_next", check, done,
                  value=getattr(self, "_last_find", ""), words=plain_words(self._scope_names()))
+
+    def action_find_again(self, step: int) -> None:
+        """F3 / shift+F3: the next (previous) box matching the last find; without one, `/`."""
+        text = getattr(self, "_last_find", "")
+        if not text:
+            self.action_find()
+        elif self.graph.find(text, step) is None:
+            self.notify(f"no node of this body is named like {text!r}", markup=False,
+                        timeout=3)
 
     def find_node(self, name: str) -> None:
         self.graph.find(name)

@@ -400,3 +400,35 @@ async def test_a_nested_loop_opens_on_the_outermost_loop_and_s_steps_into_the_in
         title = rows_of(app, app.query_one("#graph"))[0][1].text
         assert "rows_loop › cols_loop" in title
         assert app.session.current.outer == (1,) and app.session.current.iteration == 0
+
+
+async def test_find_counts_its_matches_centres_the_hit_and_goes_on_to_the_next():
+    app = app_for("tacotron_decoder")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        graph = app.query_one("#graph")
+
+        def seen() -> tuple[str, int]:
+            """(the graph's bottom border, the screen row of the selected box's name)."""
+            rows = rows_of(app, graph)
+            name = graph._layout.box(graph.selected).name
+            at = [y for y, strip in rows if name in strip.text]
+            return rows[-1][1].text, at[0] if at else -1
+
+        await press(pilot, "slash", *"matmul", "enter")
+        border, row = seen()
+        assert "find 'matmul': match 1 of 11" in border, border
+        middle = graph.content_region.y + graph.content_region.height // 2
+        assert abs(row - middle) <= 2, (row, middle)        # in the middle, not at an edge
+        first = graph.selected
+        await press(pilot, "slash", "enter")                # / Enter again: the next match
+        border, row = seen()
+        assert "match 2 of 11" in border and graph.selected != first
+        assert abs(row - middle) <= 2, (row, middle)
+        await press(pilot, "f3", "f3")
+        assert "match 4 of 11" in seen()[0]
+        await press(pilot, "shift+f3")
+        assert "match 3 of 11" in seen()[0]
+        assert app.session.current.iteration == 0           # n/N still step the debugger
+        footer = screen_text(app)[-1]
+        assert "n next" in footer

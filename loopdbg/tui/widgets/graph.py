@@ -34,6 +34,7 @@ from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.view.body import BodyView
 from loopdbg.view.diff import Changes
+from loopdbg.view.search import Search
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
 from loopdbg.tui.widgets.valuetext import side_by_side, value_text
 
@@ -97,6 +98,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._show_first = False
         self._bodies: dict[str, BodyView] = {}  # per loop path: its body as shown (open groups)
         self._pending: int | None = None        # a box to select once its layout is drawn
+        self._center_pending = False            # ... scrolled to the pane's middle (a find)
+        self._search: Search | None = None      # the last find's matches, and where it was
+        self._search_spec = None
+        self._search_at: int | None = None
 
     # -- what to show ---------------------------------------------------------------------------
     def show(self, view: View) -> None:
@@ -137,6 +142,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
         if spec is not self._spec:
             self.selected = None
             self._show_first = True               # a wide body: its first box in view
+            self.border_subtitle = ""             # a find's "match k of n" was in the other
         self._spec, self._values, self._changed, self._current = spec, values, changed, current
         self._redraw(follow=current)
 
@@ -178,7 +184,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
         ids = {b.id for b in layout.boxes}
         if self._pending is not None and self._pending in ids:
             self.selected, self._pending = self._pending, None
-            self._scroll_to_box(layout.box(self.selected))
+            self._scroll_to_box(layout.box(self.selected), center=self._center_pending)
+            self._center_pending = False
         if self.selected not in ids and not stale:
             self.selected = None
         current_id = body.layer_id(self._current) if self._current is not None else None
@@ -266,9 +273,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     self._layout_busy = False
                 return
 
-    def _scroll_to_box(self, box) -> None:
+    def _scroll_to_box(self, box, center: bool = False) -> None:
         self.call_after_refresh(self.scroll_to_region,
-                                Region(box.x + self._dx, box.y, box.w, box.h), animate=False)
+                                Region(box.x + self._dx, box.y, box.w, box.h), animate=False,
+                                center=center)
 
     def on_resize(self, event) -> None:
         if self._spec is not None and self.detail == "fit":
@@ -328,36 +336,38 @@ class GraphView(Panel, ScrollView, can_focus=True):
         return Region(int(self.scroll_offset.x) - self._dx, int(self.scroll_offset.y),
                       self.size.width, self.size.height)
 
-    def select(self, node_id: int) -> None:
+    def select(self, node_id: int, center: bool = False) -> None:
         self.selected = node_id
         self._redraw()
         if self._layout is not None:
-            self._scroll_to_box(self._layout.box(node_id))
+            self._scroll_to_box(self._layout.box(node_id), center=center)
 
-    def find(self, text: str) -> str | None:
-        """Move the cursor to the next box whose name (or type) contains ``text``; its name.
+    def find(self, text: str, step: int = 1) -> str | None:
+        """Move the cursor to the next box whose name (or type) contains ``text`` (``step`` -1:
+        the previous), centred in the pane; its name. The same text again goes on through one
+        list of matches, counted in the bottom border ("match 2 of 5").
 
         In a grouped body every node is searched, closed groups or not: the groups on the way
         to the one found are opened."""
         layout = self._layout
         needle = text.strip().lower()
-        if layout is None or not needle:
+        if layout is None or not needle or self._spec is None:
             return None
-        body = self._body(self._spec)
-        if body.grouped:
-            found = body.find(needle, self.selected)
-            if found is not None:
-                self.reveal(found[0])
-            return found[1] if found is not None else None
-        boxes = list(layout.boxes)
-        start = next((k for k, b in enumerate(boxes) if b.id == self.selected), -1)
-        order = boxes[start + 1:] + boxes[:start + 1]
-        for match in (lambda b: needle in b.name.lower(), lambda b: needle in b.type.lower()):
-            for b in order:
-                if match(b):
-                    self.select(b.id)
-                    return b.name
-        return None
+        search = self._search
+        if search is None or search.needle != needle or self._search_spec is not self._spec:
+            boxes = sorted(layout.boxes, key=lambda b: (b.y, b.x))      # in reading order
+            search = Search.of(self._body(self._spec).findable(boxes), needle)
+        at = search.id if search.id is not None and self.selected == self._search_at \
+            else self.selected
+        search = search.move(at, step)
+        self._search, self._search_spec = search, self._spec
+        if search.id is None:
+            return None
+        self.reveal(search.id, center=True)
+        self._search_at = self.selected
+        self.border_subtitle = Text(f"find {needle!r}: {search.status()} · F3 next, "
+                                    f"shift+F3 back")
+        return search.name
 
     def findable(self) -> list[tuple[str, str]]:
         """``(name, type)`` of every node ``find`` can reach: in a grouped body, all of them."""
@@ -366,8 +376,9 @@ class GraphView(Panel, ScrollView, can_focus=True):
         boxes = self._layout.boxes if self._layout is not None else ()
         return [(name, type_) for _, name, type_ in self._body(self._spec).findable(boxes)]
 
-    def reveal(self, box_id: int) -> None:
-        """Open the groups on the way to ``box_id`` (a node or a group) and select it."""
+    def reveal(self, box_id: int, center: bool = False) -> None:
+        """Open the groups on the way to ``box_id`` (a node or a group) and select it
+        (``center``: scrolled to the middle of the pane, not just into view)."""
         if self._spec is None:
             return
         body = self._body(self._spec)
@@ -375,9 +386,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
         if box_id >= 0:
             box_id = body.box_of(box_id)     # a folded weight Convert: the box reading it
         if not opened:
-            self.select(box_id)
+            self.select(box_id, center=center)
             return
         self.selected = self._pending = box_id
+        self._center_pending = center
         self._redraw()
 
     def action_open_group(self) -> None:
