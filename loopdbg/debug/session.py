@@ -387,7 +387,7 @@ class Session:
         (before any iteration: to the first iteration of an outermost loop)."""
         cur = self.current
         if cur is None:
-            return self._advance(lambda e: not e.outer, "next")
+            return self._advance(lambda e: not e.outer, "step")
         depth = len(cur.outer)
         return self._advance(lambda e: len(e.outer) <= depth, "next")
 

@@ -432,3 +432,31 @@ async def test_find_counts_its_matches_centres_the_hit_and_goes_on_to_the_next()
         assert app.session.current.iteration == 0           # n/N still step the debugger
         footer = screen_text(app)[-1]
         assert "n next" in footer
+
+
+async def test_enter_on_an_if_opens_the_branch_taken_o_the_other_escape_comes_back():
+    app = app_for("tacotron_decoder")
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        graph = app.query_one("#graph")
+        await press(pilot, "slash", *"If_1", "enter")
+        if_box = graph.selected
+        await press(pilot, "enter")
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "Loop › prim::If/If_1: then branch, taken (condition true)" in rows[0], rows[0]
+        assert "o: the else branch · Esc: back" in rows[-1]
+        shown = box_values(app)
+        assert shown["aten::__not__/LogicalNot_1"] == "true", shown     # its values at the stop
+        await press(pilot, "o")
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "If_1: else branch, not taken (condition true): what it would give" in rows[0]
+        assert "LogicalNot" not in "\n".join(rows) and box_values(app) == {"Result_35349": "false"}
+        await press(pilot, "escape")
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "If_1" not in rows[0] and graph.selected == if_box          # back on the If
+        await press(pilot, "enter", "n")            # the branch follows the stops
+        assert "If_1: then branch, taken" in rows_of(app, graph)[0][1].text
+        # recomputing values does not count as the model's Ifs choosing again
+        taken = [spec.taken for spec in app.session.engine.ifs.values()
+                 if spec.layer.name == "prim::If/If_1"][0]
+        assert sum(taken.values()) == app.session.current.iteration + 1, taken

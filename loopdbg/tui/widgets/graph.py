@@ -5,9 +5,11 @@ pan. Each box shows the node's current value in the room it has; values that cha
 previous stop stand out, and in node-stepping mode the node just executed is highlighted.
 
 Keys (with the graph focused): the arrows move the cursor from box to box, ``enter`` shows the
-selected node's full value in the Inspector (or opens a nested loop's body, as a click does),
-``escape`` comes back from a nested body, ``v`` switches the boxes between fitting the pane,
-wide and compact. Without graphviz the panel says how to install it and lists the nodes.
+selected node's full value in the Inspector (or opens a nested loop's body, or the branch of an
+If taken at this stop, as a click does; ``o`` there shows the If's other branch on the same
+inputs), ``escape`` comes back from a nested body or branch, ``v`` switches the boxes between
+fitting the pane, wide and compact. Without graphviz the panel says how to install it and lists
+the nodes.
 
 A big body (converter output: a decoder's blocks) is drawn by its groups (loopdbg.layout.grouped):
 a group is one box; ``enter`` or ``+`` opens it in place, ``-`` or ``escape`` closes the group the
@@ -33,6 +35,8 @@ from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.view.body import BodyView
+from loopdbg.view.branch import BranchBody
+from loopdbg.tui.widgets.graph_branches import IfBranches
 from loopdbg.view.diff import Changes
 from loopdbg.view.search import Search
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
@@ -56,7 +60,7 @@ STYLES = {
 NESTED = ("Loop", "TensorIterator")
 
 
-class GraphView(Panel, ScrollView, can_focus=True):
+class GraphView(IfBranches, Panel, ScrollView, can_focus=True):
     """Scrollable drawing of the current loop's body, with a cursor on one box."""
 
     AREA = "main"
@@ -73,11 +77,14 @@ class GraphView(Panel, ScrollView, can_focus=True):
         Binding("plus", "open_group", "open group", show=False),
         Binding("minus", "close_group", "close group", show=False),
         Binding("escape", "close_nested", "back to the running loop", show=False),
+        Binding("o", "other_branch", "the If's other branch", show=False),
     ]
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self.opened: str | None = None          # a nested loop's body opened from its box
+        self.branches: list[BranchBody] = []    # If branches opened from their boxes (IfBranches)
+        self._branch_base: dict = {}
         self.detail = DETAIL_MODES[0]
         self.selected: int | None = None        # the layer id of the box under the cursor
         self._layout = None
@@ -110,7 +117,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
         opened = session.engine.loops.get(self.opened) if self.opened else None
         if opened is not None and (event is None or event.spec is not opened):
             self._title = view.crumbs(opened.path) + "  (opened; Esc returns)"
-            self._set_spec(opened, nested_values(view, opened), set(), None)
+            self._show_body(opened, nested_values(view, opened), set(), None)
             return
         self.opened = None
         if event is None:
@@ -128,7 +135,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
             self._title += "  (ran no iteration: no values)" if ran_none else "  (not started)"
         changed = self._changes.update(key, values)
         current = stop.node.layer.name if stop.node is not None else None
-        self._set_spec(spec, values, changed, current)
+        self._show_body(spec, values, changed, current)
 
     def _event_values(self, event, view: View) -> dict:
         if view.stop.node is not None:
@@ -418,6 +425,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
             self.action_open_group()
             return
         if not self._open_nested(self.selected):
+            if self.branches:                # a branch's values are not the loop's: said here
+                name = self.selected_name
+                if name is not None and name in self._values:
+                    self.notify(f"{name} = {value_text(self._values[name], 100)}",
+                                markup=False, timeout=6)
+                return
             expression = self.selected_expression
             if expression is not None:
                 self.post_message(InspectValue(expression))
@@ -442,7 +455,9 @@ class GraphView(Panel, ScrollView, can_focus=True):
 
     def _open_nested(self, node_id: int) -> bool:
         layer = self._spec.body.graph.layers.get(node_id)
-        if layer is None or layer.type not in NESTED or self._view is None:
+        if layer is not None and layer.type == "If" and self._view is not None:
+            return self._open_branch(layer)
+        if layer is None or layer.type not in NESTED or self._view is None or self.branches:
             return False
         path = f"{self._spec.path}/{layer.name}"
         if path not in self._view.session.engine.loops:
@@ -453,6 +468,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
 
     def action_close_nested(self) -> None:
         if self.action_close_group():
+            return
+        if self.close_branch():
             return
         if self.opened is not None and self._view is not None:
             self.opened = None

@@ -1,0 +1,143 @@
+"""A branch of an If opened from its box in a body picture: which branch the stop took, the branch
+shaped as a loop body is (so it is laid out and drawn as one), and its values at the stop.
+
+    branch = open_branch(engine, parent, layer, values)   # the branch taken at this stop
+    branch.role, branch.taken, branch.condition           # "then_body", True, True
+    branch.values                                         # every value of the branch, by name
+    other = branch.other(values)                          # the branch not taken, on the same inputs
+
+The engine keeps no value of a branch; they are computed again from the If's inputs at the stop
+(kernels are pure functions of their inputs), as the debugger recomputes a body's values. The
+branch not taken is run on the same inputs to show what it would have given; when it fails on
+them (its shapes may not fit) it is drawn without values and says why.
+
+No UI toolkit: the terminal UI's graph asks this what to draw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopdbg.engine.context import RunContext
+from loopdbg.engine.if_op import choices_kept
+
+ROLES = ("then_body", "else_body")
+WORD = {"then_body": "then", "else_body": "else"}
+
+
+class BranchBody:
+    """One branch of an If, with the fields a body picture reads from a loop (``LoopSpec``):
+    its plan as ``body``, Parameter and Result names, no back edges and no port roles."""
+
+    back_edges: tuple = ()
+    sliced: tuple = ()
+    outputs: tuple = ()
+    cond_result = None
+    onnx = False
+    kind = "If"
+
+    def __init__(self, if_spec, role: str, parent):
+        self.if_spec = if_spec
+        self.layer = if_spec.layer
+        self.role = role
+        self.parent = parent                       # the loop or branch the If is drawn in
+        self.body = if_spec.branches[role][0]
+        self.path = f"{parent.path}/{if_spec.layer.name}:{WORD[role]}"
+        self.param_names = self.body.param_names
+        self.result_names = self.body.result_names
+        self.roles = {pos: f"input {ext}" for pos, ext in if_spec.branches[role][1]}
+        self.condition: bool | None = None         # the If's condition at the stop (None: unknown)
+        self.values: dict[str, Any] = {}
+        self.failure: str | None = None            # why the values could not be computed
+
+    @property
+    def taken(self) -> bool | None:
+        """Whether the stop ran this branch (None: the condition is not known)."""
+        if self.condition is None:
+            return None
+        return (self.role == "then_body") == self.condition
+
+    def title(self) -> str:
+        """``If_1: then branch, taken (condition true)``."""
+        name, word = self.layer.name, WORD[self.role]
+        if self.condition is None:
+            return f"{name}: {word} branch (not run at this stop)"
+        cond = "true" if self.condition else "false"
+        if self.taken:
+            return f"{name}: {word} branch, taken (condition {cond})"
+        return f"{name}: {word} branch, not taken (condition {cond}): what it would give"
+
+    def other(self, parent_values: dict) -> "BranchBody":
+        """The If's other branch, its values computed from the same inputs."""
+        other = BranchBody(self.if_spec, ROLES[1 - ROLES.index(self.role)], self.parent)
+        other.fill(parent_values)
+        return other
+
+    def fill(self, parent_values: dict) -> None:
+        """The condition and the branch's values from the values of the graph the If is in."""
+        graph = self.parent.body.graph
+        inputs = {}
+        for port in range(len(self.layer.inputs)):
+            value = _input_value(graph, self.layer.id, port, parent_values)
+            if value is not None:
+                inputs[port] = value
+        self.condition, self.values, self.failure = None, {}, None
+        cond = inputs.get(0)
+        if cond is None or np.asarray(cond).size != 1:
+            return
+        self.condition = bool(np.asarray(cond).reshape(()))
+        feeds = self.if_spec.branches[self.role][1]
+        if any(ext not in inputs for _, ext in feeds):
+            self.failure = "the If's inputs are not known at this stop"
+            return
+        params = [None] * len(self.body.param_ids)
+        for pos, ext in feeds:
+            params[pos] = inputs[ext]
+        self.values = dict(zip(self.param_names, params))
+        try:
+            with choices_kept(self.body):
+                for layer, outs in self.body.interpret(RunContext(), params):
+                    for k, value in enumerate(outs):
+                        self.values[layer.name if k == 0 else f"{layer.name}:{k}"] = value
+        except Exception as exc:  # noqa: BLE001 - the branch not taken may not fit its inputs
+            text = str(exc).strip()
+            self.failure = f"it fails on these inputs: {text.splitlines()[0] if text else type(exc).__name__}"
+        for pos, lid in enumerate(self.body.result_ids):
+            value = _input_value(self.body.graph, lid, 0, self.values)
+            if value is not None:
+                self.values[self.result_names[pos]] = value
+
+
+def find_if(engine, layer):
+    """The engine's IfSpec of If ``layer`` (the layer object itself: ids repeat across graphs)."""
+    return next((spec for spec in engine.ifs.values() if spec.layer is layer), None)
+
+
+def open_branch(engine, parent, layer, parent_values: dict) -> BranchBody | None:
+    """The branch of If ``layer`` (drawn in ``parent``, a loop or a branch) taken at the stop
+    whose values are ``parent_values`` (the then branch when the condition is not known)."""
+    spec = find_if(engine, layer)
+    if spec is None:
+        return None
+    branch = BranchBody(spec, "then_body", parent)
+    branch.fill(parent_values)
+    if branch.condition is False:
+        return branch.other(parent_values)
+    return branch
+
+
+def _value_name(graph, lid: int, port: int) -> str:
+    layer = graph.layers[lid]
+    return layer.name if port == 0 else f"{layer.name}:{port}"
+
+
+def _input_value(graph, lid: int, port: int, values: dict):
+    src = graph.producer(lid, port)
+    if src is None:
+        return None
+    layer = graph.layers[src[0]]
+    if layer.type == "Constant":
+        return layer.value
+    return values.get(_value_name(graph, *src))
