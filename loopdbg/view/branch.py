@@ -22,6 +22,7 @@ import numpy as np
 
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.if_op import choices_kept
+from loopdbg.text import safe
 
 ROLES = ("then_body", "else_body")
 WORD = {"then_body": "then", "else_body": "else"}
@@ -61,7 +62,7 @@ class BranchBody:
 
     def title(self) -> str:
         """``If_1: then branch, taken (condition true)``."""
-        name, word = self.layer.name, WORD[self.role]
+        name, word = safe(self.layer.name), WORD[self.role]
         if self.condition is None:
             return f"{name}: {word} branch (not run at this stop)"
         cond = "true" if self.condition else "false"
@@ -103,7 +104,8 @@ class BranchBody:
                         self.values[layer.name if k == 0 else f"{layer.name}:{k}"] = value
         except Exception as exc:  # noqa: BLE001 - the branch not taken may not fit its inputs
             text = str(exc).strip()
-            self.failure = f"it fails on these inputs: {text.splitlines()[0] if text else type(exc).__name__}"
+            why = text.splitlines()[0] if text else type(exc).__name__
+            self.failure = f"it fails on these inputs: {safe(why)}"
         for pos, lid in enumerate(self.body.result_ids):
             value = _input_value(self.body.graph, lid, 0, self.values)
             if value is not None:
@@ -121,10 +123,11 @@ def open_branch(engine, parent, layer, parent_values: dict) -> BranchBody | None
     spec = find_if(engine, layer)
     if spec is None:
         return None
-    branch = BranchBody(spec, "then_body", parent)
+    cond = _input_value(parent.body.graph, layer.id, 0, parent_values)
+    is_false = cond is not None and np.asarray(cond).size == 1 and \
+        not bool(np.asarray(cond).reshape(()))
+    branch = BranchBody(spec, ROLES[1] if is_false else ROLES[0], parent)
     branch.fill(parent_values)
-    if branch.condition is False:
-        return branch.other(parent_values)
     return branch
 
 

@@ -8,6 +8,7 @@ same way: the opened branches are a chain, the first opened in the loop body sho
 
 from __future__ import annotations
 
+from loopdbg.text import safe
 from loopdbg.view.branch import WORD, open_branch
 
 
@@ -28,7 +29,7 @@ class IfBranches:
             values = branch.values
         last = chain[-1]
         other = "else" if last.role == "then_body" else "then"
-        self._title += "".join(f" › {b.layer.name}:{WORD[b.role]}" for b in chain[:-1])
+        self._title += "".join(f" › {safe(b.layer.name)}:{WORD[b.role]}" for b in chain[:-1])
         self._title += f" › {last.title()}" + (f" — {last.failure}" if last.failure else "")
         self._set_spec(last, values, set(), None)
         self.border_subtitle = f"o: the {other} branch · Esc: back"
