@@ -174,8 +174,8 @@ class PromptActions:
             if result:
                 self._last_find = result
                 self.graph.focus()
-        self.ask("Find a node by name (or type); Enter again: the next match (F3; shift+F3 "
-                 "the previous) …", "cell   ·   Add   ·   h_next", check, done,
+        self.ask("Find a node by name or type (again: the next match; F3, shift+F3) …",
+                 "cell   ·   Add   ·   h_next", check, done,
                  value=getattr(self, "_last_find", ""), words=plain_words(self._scope_names()))
 
     def action_find_again(self, step: int) -> None:

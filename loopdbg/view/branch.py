@@ -2,7 +2,7 @@
 shaped as a loop body is (so it is laid out and drawn as one), and its values at the stop.
 
     branch = open_branch(engine, parent, layer, values)   # the branch taken at this stop
-    branch.role, branch.taken, branch.condition           # "then_body", True, True
+    branch.role, branch.taken, branch.status()            # "then_body", True, "taken (condition true)"
     branch.values                                         # every value of the branch, by name
     other = branch.other(values)                          # the branch not taken, on the same inputs
 
@@ -61,14 +61,18 @@ class BranchBody:
         return (self.role == "then_body") == self.condition
 
     def title(self) -> str:
-        """``If_1: then branch, taken (condition true)``."""
-        name, word = safe(self.layer.name), WORD[self.role]
+        """``If_1: then branch`` (a breadcrumb)."""
+        return f"{safe(self.layer.name)}: {WORD[self.role]} branch"
+
+    def status(self) -> str:
+        """Whether the stop ran it: ``taken (condition true)``, ``not taken (condition true):
+        what it would give``, ``not run at this stop``."""
         if self.condition is None:
-            return f"{name}: {word} branch (not run at this stop)"
+            return "not run at this stop"
         cond = "true" if self.condition else "false"
         if self.taken:
-            return f"{name}: {word} branch, taken (condition {cond})"
-        return f"{name}: {word} branch, not taken (condition {cond}): what it would give"
+            return f"taken (condition {cond})"
+        return f"not taken (condition {cond}): what it would give"
 
     def other(self, parent_values: dict) -> "BranchBody":
         """The If's other branch, its values computed from the same inputs."""

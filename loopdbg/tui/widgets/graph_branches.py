@@ -32,7 +32,7 @@ class IfBranches:
         self._title += "".join(f" › {safe(b.layer.name)}:{WORD[b.role]}" for b in chain[:-1])
         self._title += f" › {last.title()}" + (f" — {last.failure}" if last.failure else "")
         self._set_spec(last, values, set(), None)
-        self.border_subtitle = f"o: the {other} branch · Esc: back"
+        self.border_subtitle = f"{last.status()} · o: {other} · Esc: back"
 
     def _open_branch(self, layer) -> bool:
         """Enter on an If's box: open the branch taken at this stop (``o``: the other one)."""
