@@ -22,6 +22,7 @@ import numpy as np
 
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.if_op import choices_kept
+from loopdbg.engine.inputs import match_inputs
 from loopdbg.text import safe
 
 ROLES = ("then_body", "else_body")
@@ -148,3 +149,46 @@ def _input_value(graph, lid: int, port: int, values: dict):
     if layer.type == "Constant":
         return layer.value
     return values.get(_value_name(graph, *src))
+
+
+class ModelGraph:
+    """The model's own graph shaped as a body (``BranchBody``'s fields), with every value of the
+    run: what a model without loops whose control flow is If shows, its Ifs opened from their
+    boxes. The values are the run's again (the model run once more from its inputs)."""
+
+    back_edges: tuple = ()
+    sliced: tuple = ()
+    outputs: tuple = ()
+    cond_result = None
+    onnx = False
+    kind = "model"
+    roles: dict = {}
+
+    def __init__(self, engine, inputs):
+        self.body = engine.plan
+        self.layer = _Named("")
+        self.path = "model"
+        self.param_names = self.body.param_names
+        self.result_names = self.body.result_names
+        self.values: dict[str, Any] = {}
+        self.failure: str | None = None
+        try:
+            params = match_inputs(engine.model, inputs)
+            self.values = dict(zip(self.param_names, params))
+            with choices_kept(self.body):
+                for layer, outs in self.body.interpret(RunContext(), params):
+                    for k, value in enumerate(outs):
+                        self.values[layer.name if k == 0 else f"{layer.name}:{k}"] = value
+        except Exception as exc:  # noqa: BLE001 - values are decoration: the graph still draws
+            text = str(exc).strip()
+            self.failure = safe(text.splitlines()[0] if text else type(exc).__name__)
+        for pos, lid in enumerate(self.body.result_ids):
+            value = _input_value(self.body.graph, lid, 0, self.values)
+            if value is not None:
+                self.values[self.result_names[pos]] = value
+
+
+class _Named:
+    def __init__(self, name: str):
+        self.name = name
+

@@ -462,3 +462,24 @@ async def test_enter_on_an_if_opens_the_branch_taken_o_the_other_escape_comes_ba
         taken = [spec.taken for spec in app.session.engine.ifs.values()
                  if spec.layer.name == "prim::If/If_1"][0]
         assert sum(taken.values()) == app.session.current.iteration + 1, taken
+
+
+async def test_a_model_whose_control_flow_is_if_only_draws_its_graph_and_enter_opens_the_if():
+    xml, npz = model_files("if_only")
+    app = LoopdbgApp(Session.open(xml, npz), title="if_only/model.onnx")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        graph = app.query_one("#graph")
+        assert "model (no loop; Enter on an If opens its branch)" in rows_of(app, graph)[0][1].text
+        shown = box_values(app)
+        assert shown["s"] == "3." and shown["pos"] == "true", shown       # the run's values
+        graph.focus()
+        await press(pilot, "slash", *"sign_gate", "enter", "enter")
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "model › sign_gate: then branch" in rows[0], rows[0]
+        assert "taken (condition true)" in rows[-1]
+        assert "[-1. -2.]" in " ".join(box_values(app).values())       # y = -x, the then branch
+        await press(pilot, "o")
+        assert "not taken (condition true)" in rows_of(app, graph)[-1][1].text
+        await press(pilot, "escape")
+        assert "›" not in rows_of(app, graph)[0][1].text

@@ -122,7 +122,7 @@ class GraphView(IfBranches, Panel, ScrollView, can_focus=True):
         self.opened = None
         if event is None:
             if view.first_loop is None:
-                self._set_text(["this model has no Loop or TensorIterator"])
+                self._show_model_graph(view)
                 return
             spec, ran_none = view.first_loop
             values = {}

@@ -9,7 +9,7 @@ same way: the opened branches are a chain, the first opened in the loop body sho
 from __future__ import annotations
 
 from loopdbg.text import safe
-from loopdbg.view.branch import WORD, open_branch
+from loopdbg.view.branch import WORD, ModelGraph, open_branch
 
 
 class IfBranches:
@@ -33,6 +33,27 @@ class IfBranches:
         self._title += f" › {last.title()}" + (f" — {last.failure}" if last.failure else "")
         self._set_spec(last, values, set(), None)
         self.border_subtitle = f"{last.status()} · o: {other} · Esc: back"
+
+    _model_graph = None
+
+    def _show_model_graph(self, view) -> None:
+        """A model without loops: its own graph when its control flow is If (each If's box
+        opens its branches), else one sentence."""
+        session = view.session
+        if not session.engine.ifs:
+            self._title = "model"
+            self._set_text(["this model has no loop and no If: no control flow to step through "
+                            "(its outputs are in the Outputs tab)"])
+            return
+        graph = self._model_graph
+        if graph is None or graph[0] is not session.engine:
+            graph = self._model_graph = (session.engine, ModelGraph(session.engine,
+                                                                    session.inputs))
+        model = graph[1]
+        self._title = "model" if self.branches else \
+            "model (no loop; Enter on an If opens its branch)" + \
+            (f" — its values could not be computed: {model.failure}" if model.failure else "")
+        self._show_body(model, model.values, set(), None)
 
     def _open_branch(self, layer) -> bool:
         """Enter on an If's box: open the branch taken at this stop (``o``: the other one)."""
