@@ -29,30 +29,58 @@ ROLES = ("then_body", "else_body")
 WORD = {"then_body": "then", "else_body": "else"}
 
 
-class BranchBody:
-    """One branch of an If, with the fields a body picture reads from a loop (``LoopSpec``):
-    its plan as ``body``, Parameter and Result names, no back edges and no port roles."""
+class GraphBody:
+    """A graph that is not a loop's body, with the fields a body picture reads from a loop
+    (``LoopSpec``): its plan as ``body``, Parameter and Result names, no back edges, and every
+    value of one run of it (``run``)."""
 
     back_edges: tuple = ()
     sliced: tuple = ()
     outputs: tuple = ()
     cond_result = None
     onnx = False
+
+    def __init__(self, plan, path: str, layer):
+        self.body = plan
+        self.path = path
+        self.layer = layer
+        self.param_names = plan.param_names
+        self.result_names = plan.result_names
+        self.roles: dict = {}
+        self.values: dict[str, Any] = {}
+        self.failure: str | None = None            # why the values could not be computed
+
+    def run(self, params: list) -> None:
+        """Every value of the graph run on ``params`` (what its Ifs choose is not counted)."""
+        self.values = dict(zip(self.param_names, params))
+        try:
+            with choices_kept(self.body):
+                for layer, outs in self.body.interpret(RunContext(), params):
+                    for k, value in enumerate(outs):
+                        self.values[layer.name if k == 0 else f"{layer.name}:{k}"] = value
+        except Exception as exc:  # noqa: BLE001 - the branch not taken may not fit its inputs
+            text = str(exc).strip()
+            why = text.splitlines()[0] if text else type(exc).__name__
+            self.failure = f"it fails on these inputs: {safe(why)}"
+        for pos, lid in enumerate(self.body.result_ids):
+            value = _input_value(self.body.graph, lid, 0, self.values)
+            if value is not None:
+                self.values[self.result_names[pos]] = value
+
+
+class BranchBody(GraphBody):
+    """One branch of an If, drawn as a body; its Parameters say which If input feeds them."""
+
     kind = "If"
 
     def __init__(self, if_spec, role: str, parent):
+        super().__init__(if_spec.branches[role][0], f"{parent.path}/{if_spec.layer.name}:"
+                         f"{WORD[role]}", if_spec.layer)
         self.if_spec = if_spec
-        self.layer = if_spec.layer
         self.role = role
         self.parent = parent                       # the loop or branch the If is drawn in
-        self.body = if_spec.branches[role][0]
-        self.path = f"{parent.path}/{if_spec.layer.name}:{WORD[role]}"
-        self.param_names = self.body.param_names
-        self.result_names = self.body.result_names
         self.roles = {pos: f"input {ext}" for pos, ext in if_spec.branches[role][1]}
         self.condition: bool | None = None         # the If's condition at the stop (None: unknown)
-        self.values: dict[str, Any] = {}
-        self.failure: str | None = None            # why the values could not be computed
 
     @property
     def taken(self) -> bool | None:
@@ -101,20 +129,7 @@ class BranchBody:
         params = [None] * len(self.body.param_ids)
         for pos, ext in feeds:
             params[pos] = inputs[ext]
-        self.values = dict(zip(self.param_names, params))
-        try:
-            with choices_kept(self.body):
-                for layer, outs in self.body.interpret(RunContext(), params):
-                    for k, value in enumerate(outs):
-                        self.values[layer.name if k == 0 else f"{layer.name}:{k}"] = value
-        except Exception as exc:  # noqa: BLE001 - the branch not taken may not fit its inputs
-            text = str(exc).strip()
-            why = text.splitlines()[0] if text else type(exc).__name__
-            self.failure = f"it fails on these inputs: {safe(why)}"
-        for pos, lid in enumerate(self.body.result_ids):
-            value = _input_value(self.body.graph, lid, 0, self.values)
-            if value is not None:
-                self.values[self.result_names[pos]] = value
+        self.run(params)
 
 
 def find_if(engine, layer):
@@ -151,44 +166,26 @@ def _input_value(graph, lid: int, port: int, values: dict):
     return values.get(_value_name(graph, *src))
 
 
-class ModelGraph:
-    """The model's own graph shaped as a body (``BranchBody``'s fields), with every value of the
-    run: what a model without loops whose control flow is If shows, its Ifs opened from their
-    boxes. The values are the run's again (the model run once more from its inputs)."""
+class ModelGraph(GraphBody):
+    """The model's own graph drawn as a body, with every value of the run: what a model without
+    loops whose control flow is If shows, its Ifs opened from their boxes. The values are the
+    run's again (the model run once more from its inputs)."""
 
-    back_edges: tuple = ()
-    sliced: tuple = ()
-    outputs: tuple = ()
-    cond_result = None
-    onnx = False
     kind = "model"
-    roles: dict = {}
 
     def __init__(self, engine, inputs):
-        self.body = engine.plan
-        self.layer = _Named("")
-        self.path = "model"
-        self.param_names = self.body.param_names
-        self.result_names = self.body.result_names
-        self.values: dict[str, Any] = {}
-        self.failure: str | None = None
+        super().__init__(engine.plan, "model", _Named(""))
         try:
             params = match_inputs(engine.model, inputs)
-            self.values = dict(zip(self.param_names, params))
-            with choices_kept(self.body):
-                for layer, outs in self.body.interpret(RunContext(), params):
-                    for k, value in enumerate(outs):
-                        self.values[layer.name if k == 0 else f"{layer.name}:{k}"] = value
         except Exception as exc:  # noqa: BLE001 - values are decoration: the graph still draws
-            text = str(exc).strip()
-            self.failure = safe(text.splitlines()[0] if text else type(exc).__name__)
-        for pos, lid in enumerate(self.body.result_ids):
-            value = _input_value(self.body.graph, lid, 0, self.values)
-            if value is not None:
-                self.values[self.result_names[pos]] = value
+            self.failure = safe(str(exc).strip().splitlines()[0] if str(exc).strip() else
+                                type(exc).__name__)
+            return
+        self.run(params)
 
 
 class _Named:
+    """A layer's name and nothing else (a model's graph has no layer of its own)."""
+
     def __init__(self, name: str):
         self.name = name
-
