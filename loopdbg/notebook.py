@@ -21,6 +21,7 @@ import html
 from loopdbg import debug
 from loopdbg.debug.report import format_stop
 from loopdbg.errors import LoopdbgError
+from loopdbg.view.stop import outermost_first
 
 __all__ = ["Session", "replay"]
 
@@ -100,5 +101,5 @@ def replay(trace_path) -> Session:
 
 def _first_loop(session):
     """The outermost loop, shown before any iteration has run."""
-    loops = list(session.engine.loops.values())
+    loops = outermost_first(session.engine.loops)    # the engine finds inner loops first
     return loops[0] if loops else None

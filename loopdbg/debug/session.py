@@ -318,10 +318,11 @@ class Session:
         return self.advance(lambda e: True, "step")
 
     def next(self) -> Stop:
-        """To the next iteration of the current loop, running nested loops to their end."""
+        """To the next iteration of the current loop, running nested loops to their end
+        (before any iteration: to the first iteration of an outermost loop)."""
         cur = self.current
         if cur is None:
-            return self.step()
+            return self._advance(lambda e: not e.outer, "step")
         depth = len(cur.outer)
         return self.advance(lambda e: len(e.outer) <= depth, "next")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from loopdbg.engine.plan import GraphPlan
@@ -89,3 +91,28 @@ class IfSpec:
         except Exception as exc:
             raise plan.failure(exc, f"{self.where}{self.layer.describe()}: ", "the branch") from None
         return tuple(outs[p] for p in picks)
+
+
+def ifs_in(plan) -> list["IfSpec"]:
+    """The Ifs a run of ``plan`` runs: its own If steps, and those inside their branches."""
+    out = []
+    for step in plan.steps:
+        spec = getattr(step.fn, "__self__", None)
+        if isinstance(spec, IfSpec):
+            out.append(spec)
+            for branch, _, _ in spec.branches.values():
+                out += ifs_in(branch)
+    return out
+
+
+@contextmanager
+def choices_kept(plan):
+    """Run ``plan`` again (a debugger recomputing values) without counting what its Ifs choose
+    then: what the run chose is put back after."""
+    specs = ifs_in(plan)
+    saved = [(dict(s.taken), s.last_condition) for s in specs]
+    try:
+        yield
+    finally:
+        for spec, (taken, last) in zip(specs, saved):
+            spec.taken, spec.last_condition = taken, last

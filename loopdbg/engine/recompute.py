@@ -11,6 +11,7 @@ from typing import Iterator
 
 from loopdbg.engine.context import RunContext
 from loopdbg.engine.events import IterationDone
+from loopdbg.engine.if_op import choices_kept
 from loopdbg.engine.plan import drain
 from loopdbg.ir.model import Layer
 
@@ -20,7 +21,8 @@ def node_values(event: IterationDone) -> dict:
     if event.nodes is not None:
         return dict(event.nodes)
     body = event.spec.body
-    _, every = drain(body.run_all(RunContext(), *event.body_in))
+    with choices_kept(body):            # what the run's Ifs chose is not counted again
+        _, every = drain(body.run_all(RunContext(), *event.body_in))
     return body.result_values(every)
 
 

@@ -63,7 +63,7 @@ class LoopdbgApp(Guarded, PromptActions, App):
     """loopdbg's UI.
 
     n next · N back · s step (into / node by node) · f finish · c continue · space pause ·
-    b breakpoint · w watch · i inspect · / find · z maximise · [ ] tabs · R reverse-continue ·
+    b breakpoint · w watch · i inspect · / find (F3 next match) · z maximise · [ ] tabs · R reverse-continue ·
     g/G first/last · : go to iteration · t timeline · p plot · r restart · q quit
     """
 
@@ -92,6 +92,8 @@ class LoopdbgApp(Guarded, PromptActions, App):
         Binding("g", "command('first')", "first", show=False),
         Binding("G", "command('last')", "last", show=False),
         Binding("colon", "jump", "go to", show=False),
+        Binding("f3", "find_again(1)", "next match", show=False),
+        Binding("shift+f3", "find_again(-1)", "previous match", show=False),
         Binding("t", "timeline", "timeline", show=False),
         Binding("p", "plot", "plot", show=False),
         Binding("ctrl+c", "interrupt", "pause / quit", show=False, priority=True),
@@ -157,8 +159,8 @@ class LoopdbgApp(Guarded, PromptActions, App):
         self.refresh_all(self.session.stop)
         self.graph.focus()
         self._up = True
-        if self.autostart:
-            self.action_command("step")
+        if self.autostart:              # to the first iteration of the outermost loop
+            self.action_command("next")
 
     def on_resize(self, event) -> None:
         self.screen.set_class(event.size.width < NARROW_WIDTH, "narrow")

@@ -58,7 +58,8 @@ class PromptActions:
         """A value of the current loop to show in the prompts' hints (``h`` is not in every
         model): its first body Parameter as an expression spells it."""
         e = self.last_stop.event or (self.last_stop.node.event if self.last_stop.node else None)
-        spec = e.spec if e is not None else next(iter(self.session.engine.loops.values()), None)
+        first = self.view.first_loop
+        spec = e.spec if e is not None else (first[0] if first else None)
         names = list(spec.param_names) if spec is not None else []
         return name_word(names[0]).text if names else "x"
 
@@ -173,8 +174,18 @@ class PromptActions:
             if result:
                 self._last_find = result
                 self.graph.focus()
-        self.ask("Find a node by name (or type) …", "cell   ·   Add   ·   h_next", check, done,
+        self.ask("Find a node by name or type (again: the next match; F3, shift+F3) …",
+                 "cell   ·   Add   ·   h_next", check, done,
                  value=getattr(self, "_last_find", ""), words=plain_words(self._scope_names()))
+
+    def action_find_again(self, step: int) -> None:
+        """F3 / shift+F3: the next (previous) box matching the last find; without one, `/`."""
+        text = getattr(self, "_last_find", "")
+        if not text:
+            self.action_find()
+        elif self.graph.find(text, step) is None:
+            self.notify(f"no node of this body is named like {text!r}", markup=False,
+                        timeout=3)
 
     def find_node(self, name: str) -> None:
         self.graph.find(name)

@@ -105,9 +105,10 @@ class View:
     @cached_property
     def first_loop(self):
         """``(spec, ran_none)``: the loop to show before any iteration (the first that ran
-        none, else the model's first loop), and whether it ran none; None without loops."""
+        none, else the model's first outermost loop: the one a run enters first), and whether
+        it ran none; None without loops."""
         session = self.session
-        specs = list(session.engine.loops.values())
+        specs = outermost_first(session.engine.loops)
         if not specs:
             return None
         ended = {e.path for e in session.loop_ends.values() if e.iterations == 0}
@@ -125,3 +126,18 @@ class View:
             if kept in self.__dict__:
                 view.__dict__[kept] = self.__dict__[kept]
         return view
+
+
+def outermost_first(loops: dict) -> list:
+    """The specs of ``loops`` (by loop path), the outer loops before those nested in them.
+
+    The engine finds a nested loop while compiling its parent's body, so its dict holds the
+    inner loops first; a face showing "the model's first loop" means the one a run enters."""
+    specs = list(loops.values())
+    return sorted(specs, key=lambda s: _depth(s.path, loops))
+
+
+def _depth(path: str, loops: dict) -> int:
+    """How many loops enclose loop ``path`` (a loop's own name may hold a "/")."""
+    return sum(1 for k, ch in enumerate(path) if ch == "/" and path[:k] in loops)
+

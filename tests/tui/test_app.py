@@ -425,15 +425,18 @@ async def test_nested_loop_steps_into_the_inner_loop_and_next_skips_it():
     app = app_for(sess)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert sess.current.path == "outer/inner"
+        assert sess.current.path == "outer" and sess.current.iteration == 0   # the outermost
+        assert app.query_one(GraphView).border_title == "outer"
+        await press(pilot, "s")                      # into the inner loop of outer iteration 1
+        assert sess.current.path == "outer/inner" and sess.current.outer == (1,)
         assert "outer iterations" in state_text(app)
         assert app.query_one(GraphView).border_title == "outer › inner"
         await press(pilot, "f")                      # the inner loop's last iteration
         assert sess.current.path == "outer/inner" and not sess.current.continues
         await press(pilot, "n")                      # back in the outer loop
-        assert sess.current.path == "outer" and sess.current.iteration == 0
-        await press(pilot, "n")                      # next at the outer level runs the inner loop
         assert sess.current.path == "outer" and sess.current.iteration == 1
+        await press(pilot, "n")                      # next at the outer level runs the inner loop
+        assert sess.current.path == "outer" and sess.current.iteration == 2
 
 
 async def test_a_loop_that_never_runs_says_so():

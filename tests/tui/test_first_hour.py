@@ -340,3 +340,146 @@ async def test_restart_tells_what_the_ifs_chose_in_the_new_run_only():
         state = rows_of(app, app.query_one("#state"))
         text = " ".join(" ".join(strip.text for _, strip in state).split())
         assert "If sign_gate: condition true, ran the then branch" in text
+
+
+def box_values(app) -> dict[str, str]:
+    """The value line of each box of the graph as drawn on screen: ``{box name: text}``."""
+    graph = app.query_one("#graph")
+    rows = screen_text(app)
+    region = graph.content_region
+    out = {}
+    for box in graph._layout.boxes:
+        y = region.y + box.y + 1 + len(box.lines) - int(graph.scroll_offset.y)
+        x = region.x + box.x + graph._dx - int(graph.scroll_offset.x)
+        if region.y <= y < region.bottom and x >= region.x and x + box.w <= region.right:
+            inner = rows[y][x + 1: x + box.w - 1].strip()
+            if inner.startswith("= "):
+                out[box.name] = inner[2:]
+    return out
+
+
+async def test_neighbouring_boxes_show_floats_at_one_precision():
+    """Every box of a picture gives its floats the same number of significant digits (no
+    ``[0.653846 1.49671 0.29]`` in one box next to ``-0.3813 … 0.09159`` in the next), as the
+    pseudo-code and the back-edge table do."""
+    app = app_for("ti_lstm")
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        app.query_one("#graph").focus()
+        await press(pilot, "n", "n", "v")                 # wide boxes
+        shown = box_values(app)
+        assert len(shown) >= 5, shown
+        # one box has room for three digits only: all of them show three (the old code: six
+        # in one, four in another)
+        digits = {d for text in shown.values() if "…" not in text.replace(" … ", "")
+                  for d in significant(text)}
+        assert max(digits) == 3, shown
+        code = "\n".join(strip.text for _, strip in rows_of(app, app.query_one(PseudoCode)))
+        assert max(significant(code)) == 4, code
+
+
+def significant(text: str) -> list[int]:
+    """The significant digits of each decimal number in ``text``."""
+    import re
+
+    return [len(num.split("e")[0].lstrip("-").replace(".", "").lstrip("0"))
+            for num in re.findall(r"-?\d+\.\d+(?:e[-+]\d+)?", text)]
+
+
+async def test_a_nested_loop_opens_on_the_outermost_loop_and_s_steps_into_the_inner_one():
+    app = app_for("nested_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        title = rows_of(app, app.query_one("#graph"))[0][1].text
+        state = rows_of(app, app.query_one("#state"))[0][1].text
+        assert "rows_loop" in title and "cols_loop" not in title, title
+        assert "in loop rows_loop at iteration 0" in state, state
+        assert "cols_loop" in "\n".join(strip.text for _, strip in
+                                        rows_of(app, app.query_one(PseudoCode)))
+        await press(pilot, "s")                          # into the inner loop of iteration 1
+        title = rows_of(app, app.query_one("#graph"))[0][1].text
+        assert "rows_loop › cols_loop" in title
+        assert app.session.current.outer == (1,) and app.session.current.iteration == 0
+
+
+async def test_find_counts_its_matches_centres_the_hit_and_goes_on_to_the_next():
+    app = app_for("tacotron_decoder")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        graph = app.query_one("#graph")
+
+        def seen() -> tuple[str, int]:
+            """(the graph's bottom border, the screen row of the selected box's name)."""
+            rows = rows_of(app, graph)
+            name = graph._layout.box(graph.selected).name
+            at = [y for y, strip in rows if name in strip.text]
+            return rows[-1][1].text, at[0] if at else -1
+
+        await press(pilot, "slash", *"matmul", "enter")
+        border, row = seen()
+        assert "find 'matmul': match 1 of 11" in border, border
+        middle = graph.content_region.y + graph.content_region.height // 2
+        assert abs(row - middle) <= 2, (row, middle)        # in the middle, not at an edge
+        first = graph.selected
+        await press(pilot, "slash", "enter")                # / Enter again: the next match
+        border, row = seen()
+        assert "match 2 of 11" in border and graph.selected != first
+        assert abs(row - middle) <= 2, (row, middle)
+        await press(pilot, "f3", "f3")
+        assert "match 4 of 11" in seen()[0]
+        await press(pilot, "shift+f3")
+        assert "match 3 of 11" in seen()[0]
+        assert app.session.current.iteration == 0           # n/N still step the debugger
+        footer = screen_text(app)[-1]
+        assert "n next" in footer
+
+
+async def test_enter_on_an_if_opens_the_branch_taken_o_the_other_escape_comes_back():
+    app = app_for("tacotron_decoder")
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        graph = app.query_one("#graph")
+        await press(pilot, "slash", *"If_1", "enter")
+        if_box = graph.selected
+        await press(pilot, "enter")
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "Loop › prim::If/If_1: then branch" in rows[0], rows[0]
+        assert "taken (condition true) · o: else · Esc: back" in rows[-1], rows[-1]
+        shown = box_values(app)
+        assert shown["aten::__not__/LogicalNot_1"] == "true", shown     # its values at the stop
+        await press(pilot, "o")
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "If_1: else branch" in rows[0]
+        assert "not taken (condition true): what it would give · o: then" in rows[-1]
+        assert "LogicalNot" not in "\n".join(rows) and box_values(app) == {"Result_35349": "false"}
+        await press(pilot, "escape")
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "If_1" not in rows[0] and graph.selected == if_box          # back on the If
+        await press(pilot, "enter", "n")            # the branch follows the stops
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "If_1: then branch" in rows[0] and "taken (condition true)" in rows[-1]
+        # recomputing values does not count as the model's Ifs choosing again
+        taken = [spec.taken for spec in app.session.engine.ifs.values()
+                 if spec.layer.name == "prim::If/If_1"][0]
+        assert sum(taken.values()) == app.session.current.iteration + 1, taken
+
+
+async def test_a_model_whose_control_flow_is_if_only_draws_its_graph_and_enter_opens_the_if():
+    xml, npz = model_files("if_only")
+    app = LoopdbgApp(Session.open(xml, npz), title="if_only/model.onnx")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        graph = app.query_one("#graph")
+        assert "model (no loop; Enter on an If opens its branch)" in rows_of(app, graph)[0][1].text
+        shown = box_values(app)
+        assert shown["s"] == "3." and shown["pos"] == "true", shown       # the run's values
+        graph.focus()
+        await press(pilot, "slash", *"sign_gate", "enter", "enter")
+        rows = [strip.text for _, strip in rows_of(app, graph)]
+        assert "model › sign_gate: then branch" in rows[0], rows[0]
+        assert "taken (condition true)" in rows[-1]
+        assert "[-1. -2.]" in " ".join(box_values(app).values())       # y = -x, the then branch
+        await press(pilot, "o")
+        assert "not taken (condition true)" in rows_of(app, graph)[-1][1].text
+        await press(pilot, "escape")
+        assert "›" not in rows_of(app, graph)[0][1].text

@@ -249,7 +249,7 @@ async def test_t_opens_the_timeline_and_its_keys_move_the_session():
     app = LoopdbgApp(sess, title="m")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await press(pilot, "n", "n", "t")
+        await press(pilot, "s", "n", "t")          # into the inner loop (it opens on the outer)
         panel = app.query_one(TimelinePanel)
         assert app.focused is panel
         assert app.query_one(TabbedContent).active == TimelinePanel.TAB_ID

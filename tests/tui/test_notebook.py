@@ -105,3 +105,11 @@ def test_a_replayed_trace_shows_itself(tmp_path):
     s.next()
     page = s._repr_html_()
     assert "<svg" in page and "doubling" in page
+
+
+@needs_dot
+def test_before_any_iteration_a_nested_loop_shows_the_outermost_body():
+    s = session(ROOT / "loopdbg" / "demos" / "nested_loop")
+    page = s._repr_html_()
+    assert "cols_loop" in page and "rows_loop" in page
+    assert "Unsqueeze" in page and "Multiply" not in page     # the outer body, not the inner

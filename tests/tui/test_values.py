@@ -61,7 +61,7 @@ def test_a_value_says_more_where_there_is_room():
     a = np.array([[-0.53125, 0.25, 0.125, 0.90625]], np.float32)
     assert value_text(a, 12) == "(1,4)"
     assert value_text(a, 24) == "(1,4) -0.5312 … 0.9062"
-    assert value_text(a, 40) == "(1,4) [-0.53125 0.25 0.125 0.90625]"
+    assert value_text(a, 40) == "(1,4) [-0.5312 0.25 0.125 0.9062]"   # as many digits as the range
 
 
 async def test_boxes_fill_a_wide_pane_and_v_switches_their_size():
@@ -182,3 +182,17 @@ async def test_the_1_mib_state_gets_a_heat_map():
         app.query_one(TabbedContent).active = "tab-scan"
         await pilot.pause()
         assert text(app.query_one("#heat")).startswith("x (carried to the next iteration)")
+
+
+def test_values_side_by_side_share_the_precision_of_the_most_cramped():
+    from loopdbg.tui.widgets.valuetext import side_by_side
+
+    a = np.array([[0.6538461, 1.4967142, 0.29]], np.float32)
+    b = np.array([[-0.38127, 0.0915912, 0.5, 0.25]], np.float32)
+    alone = side_by_side({"a": (a, 40), "b": (b, 40)})
+    assert alone == {"a": "(1,3) [0.6538 1.497 0.29]", "b": "(1,4) [-0.3813 0.09159 0.5 0.25]"}
+    shared = side_by_side({"a": (a, 40), "b": (b, 18), "n": (np.arange(3), 12)})
+    assert shared == {"a": "(1,3) [0.654 1.5 0.29]", "b": "(1,4) -0.381 … 0.5",
+                      "n": "[0 1 2]"}
+    cramped = side_by_side({"a": (a, 40), "b": (b, 14)})     # alone below three digits
+    assert cramped["a"] == "(1,3) [0.654 1.5 0.29]" and cramped["b"] == "(1,4) -0.4…0.5"

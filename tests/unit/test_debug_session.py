@@ -133,12 +133,17 @@ def test_step_goes_into_the_nested_loop_in_execution_order():
 
 def test_next_runs_nested_loops_to_their_end():
     s = data("nested_loop")
-    assert where(s.next()) == (INNER, (0,), 0)          # before the start, next is step
-    assert where(s.next()) == (INNER, (0,), 1)          # the next iteration of the inner loop
-    assert where(s.next()) == (OUTER, (), 0)            # the inner loop ended: out to the outer one
+    assert where(s.next()) == (OUTER, (), 0)            # before the start: the outermost loop's
     assert where(s.next()) == (OUTER, (), 1)            # over the inner loop's 2 iterations
     assert where(s.next()) == (OUTER, (), 2)
     assert s.next().kind == END
+
+
+def test_next_inside_the_nested_loop_goes_on_in_it_then_out():
+    s = data("nested_loop")
+    assert where(s.step()) == (INNER, (0,), 0)          # step: into the first loop to run
+    assert where(s.next()) == (INNER, (0,), 1)          # the next iteration of the inner loop
+    assert where(s.next()) == (OUTER, (), 0)            # the inner loop ended: out to the outer one
 
 
 def test_step_enters_the_nested_loop_where_next_would_not():

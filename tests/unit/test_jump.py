@@ -63,7 +63,7 @@ def test_jump_runs_forward_then_uses_the_history():
 
 def test_minus_one_is_the_last_iteration_of_the_execution():
     s = nested()
-    s.next()
+    s.step()                                       # into the inner loop
     last = s.jump("-1")
     assert where(last) == ("rows_loop/cols_loop", (0,), 3) and not last.event.continues
     assert where(s.jump("-2")) == ("rows_loop/cols_loop", (0,), 2)

@@ -303,8 +303,8 @@ def _loop_without_iteration(view: View):
     for end in session.loop_ends.values():
         if end.iterations == 0 and end.path in session.engine.loops:
             return session.engine.loops[end.path], "output"
-    loops = list(session.engine.loops.values())
-    return (loops[0], "init") if loops else (None, "")
+    first = view.first_loop
+    return (first[0], "init") if first else (None, "")
 
 
 class CodePanel(Panel, VerticalScroll):

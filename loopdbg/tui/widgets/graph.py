@@ -5,9 +5,11 @@ pan. Each box shows the node's current value in the room it has; values that cha
 previous stop stand out, and in node-stepping mode the node just executed is highlighted.
 
 Keys (with the graph focused): the arrows move the cursor from box to box, ``enter`` shows the
-selected node's full value in the Inspector (or opens a nested loop's body, as a click does),
-``escape`` comes back from a nested body, ``v`` switches the boxes between fitting the pane,
-wide and compact. Without graphviz the panel says how to install it and lists the nodes.
+selected node's full value in the Inspector (or opens a nested loop's body, or the branch of an
+If taken at this stop, as a click does; ``o`` there shows the If's other branch on the same
+inputs), ``escape`` comes back from a nested body or branch, ``v`` switches the boxes between
+fitting the pane, wide and compact. Without graphviz the panel says how to install it and lists
+the nodes.
 
 A big body (converter output: a decoder's blocks) is drawn by its groups (loopdbg.layout.grouped):
 a group is one box; ``enter`` or ``+`` opens it in place, ``-`` or ``escape`` closes the group the
@@ -33,9 +35,12 @@ from loopdbg.text import safe
 from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.view.body import BodyView
+from loopdbg.view.branch import BranchBody
+from loopdbg.tui.widgets.graph_branches import IfBranches
 from loopdbg.view.diff import Changes
+from loopdbg.view.search import Search
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
-from loopdbg.tui.widgets.valuetext import value_text
+from loopdbg.tui.widgets.valuetext import side_by_side, value_text
 
 STYLES = {
     None: Style(),
@@ -55,7 +60,7 @@ STYLES = {
 NESTED = ("Loop", "TensorIterator")
 
 
-class GraphView(Panel, ScrollView, can_focus=True):
+class GraphView(IfBranches, Panel, ScrollView, can_focus=True):
     """Scrollable drawing of the current loop's body, with a cursor on one box."""
 
     AREA = "main"
@@ -72,11 +77,14 @@ class GraphView(Panel, ScrollView, can_focus=True):
         Binding("plus", "open_group", "open group", show=False),
         Binding("minus", "close_group", "close group", show=False),
         Binding("escape", "close_nested", "back to the running loop", show=False),
+        Binding("o", "other_branch", "the If's other branch", show=False),
     ]
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self.opened: str | None = None          # a nested loop's body opened from its box
+        self.branches: list[BranchBody] = []    # If branches opened from their boxes (IfBranches)
+        self._branch_base: dict = {}
         self.detail = DETAIL_MODES[0]
         self.selected: int | None = None        # the layer id of the box under the cursor
         self._layout = None
@@ -97,6 +105,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
         self._show_first = False
         self._bodies: dict[str, BodyView] = {}  # per loop path: its body as shown (open groups)
         self._pending: int | None = None        # a box to select once its layout is drawn
+        self._center_pending = False            # ... scrolled to the pane's middle (a find)
+        self._search: Search | None = None      # the last find's matches, and where it was
+        self._search_spec = None
+        self._search_at: int | None = None
 
     # -- what to show ---------------------------------------------------------------------------
     def show(self, view: View) -> None:
@@ -105,12 +117,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
         opened = session.engine.loops.get(self.opened) if self.opened else None
         if opened is not None and (event is None or event.spec is not opened):
             self._title = view.crumbs(opened.path) + "  (opened; Esc returns)"
-            self._set_spec(opened, nested_values(view, opened), set(), None)
+            self._show_body(opened, nested_values(view, opened), set(), None)
             return
         self.opened = None
         if event is None:
             if view.first_loop is None:
-                self._set_text(["this model has no Loop or TensorIterator"])
+                self._show_model_graph(view)
                 return
             spec, ran_none = view.first_loop
             values = {}
@@ -123,7 +135,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
             self._title += "  (ran no iteration: no values)" if ran_none else "  (not started)"
         changed = self._changes.update(key, values)
         current = stop.node.layer.name if stop.node is not None else None
-        self._set_spec(spec, values, changed, current)
+        self._show_body(spec, values, changed, current)
 
     def _event_values(self, event, view: View) -> dict:
         if view.stop.node is not None:
@@ -137,6 +149,7 @@ class GraphView(Panel, ScrollView, can_focus=True):
         if spec is not self._spec:
             self.selected = None
             self._show_first = True               # a wide body: its first box in view
+            self.border_subtitle = ""             # a find's "match k of n" was in the other
         self._spec, self._values, self._changed, self._current = spec, values, changed, current
         self._redraw(follow=current)
 
@@ -178,22 +191,25 @@ class GraphView(Panel, ScrollView, can_focus=True):
         ids = {b.id for b in layout.boxes}
         if self._pending is not None and self._pending in ids:
             self.selected, self._pending = self._pending, None
-            self._scroll_to_box(layout.box(self.selected))
+            self._scroll_to_box(layout.box(self.selected), center=self._center_pending)
+            self._center_pending = False
         if self.selected not in ids and not stale:
             self.selected = None
         current_id = body.layer_id(self._current) if self._current is not None else None
         if current_id is not None:
             current_id = body.box_of(current_id)
-        texts, changed, current = {}, set(), None
+        shown, changed, current = {}, set(), None
         for box in layout.boxes:
             names = keys.get(box.id, ()) if box.id >= 0 else body.value_names(box.id)
             name = next((n for n in names if n in self._values), None)
             if name is not None:
-                texts[box.id] = "= " + value_text(self._values[name], box.inner_width - 2)
+                shown[box.id] = (self._values[name], box.inner_width - 2)
                 if name in self._changed:
                     changed.add(box.id)
             if box.id == current_id:
                 current = box.id
+        # the boxes side by side: their floats at one precision
+        texts = {box_id: "= " + text for box_id, text in side_by_side(shown).items()}
         first = None
         if self._show_first and layout.boxes:
             # a grouped body: the cursor on the group that runs first (Enter opens it), else
@@ -264,9 +280,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
                     self._layout_busy = False
                 return
 
-    def _scroll_to_box(self, box) -> None:
+    def _scroll_to_box(self, box, center: bool = False) -> None:
         self.call_after_refresh(self.scroll_to_region,
-                                Region(box.x + self._dx, box.y, box.w, box.h), animate=False)
+                                Region(box.x + self._dx, box.y, box.w, box.h), animate=False,
+                                center=center)
 
     def on_resize(self, event) -> None:
         if self._spec is not None and self.detail == "fit":
@@ -326,36 +343,38 @@ class GraphView(Panel, ScrollView, can_focus=True):
         return Region(int(self.scroll_offset.x) - self._dx, int(self.scroll_offset.y),
                       self.size.width, self.size.height)
 
-    def select(self, node_id: int) -> None:
+    def select(self, node_id: int, center: bool = False) -> None:
         self.selected = node_id
         self._redraw()
         if self._layout is not None:
-            self._scroll_to_box(self._layout.box(node_id))
+            self._scroll_to_box(self._layout.box(node_id), center=center)
 
-    def find(self, text: str) -> str | None:
-        """Move the cursor to the next box whose name (or type) contains ``text``; its name.
+    def find(self, text: str, step: int = 1) -> str | None:
+        """Move the cursor to the next box whose name (or type) contains ``text`` (``step`` -1:
+        the previous), centred in the pane; its name. The same text again goes on through one
+        list of matches, counted in the bottom border ("match 2 of 5").
 
         In a grouped body every node is searched, closed groups or not: the groups on the way
         to the one found are opened."""
         layout = self._layout
         needle = text.strip().lower()
-        if layout is None or not needle:
+        if layout is None or not needle or self._spec is None:
             return None
-        body = self._body(self._spec)
-        if body.grouped:
-            found = body.find(needle, self.selected)
-            if found is not None:
-                self.reveal(found[0])
-            return found[1] if found is not None else None
-        boxes = list(layout.boxes)
-        start = next((k for k, b in enumerate(boxes) if b.id == self.selected), -1)
-        order = boxes[start + 1:] + boxes[:start + 1]
-        for match in (lambda b: needle in b.name.lower(), lambda b: needle in b.type.lower()):
-            for b in order:
-                if match(b):
-                    self.select(b.id)
-                    return b.name
-        return None
+        search = self._search
+        if search is None or search.needle != needle or self._search_spec is not self._spec:
+            boxes = sorted(layout.boxes, key=lambda b: (b.y, b.x))      # in reading order
+            search = Search.of(self._body(self._spec).findable(boxes), needle)
+        at = search.id if search.id is not None and self.selected == self._search_at \
+            else self.selected
+        search = search.move(at, step)
+        self._search, self._search_spec = search, self._spec
+        if search.id is None:
+            return None
+        self.reveal(search.id, center=True)
+        self._search_at = self.selected
+        self.border_subtitle = Text(f"find {needle!r}: {search.status()} · F3 next, "
+                                    f"shift+F3 back")
+        return search.name
 
     def findable(self) -> list[tuple[str, str]]:
         """``(name, type)`` of every node ``find`` can reach: in a grouped body, all of them."""
@@ -364,8 +383,9 @@ class GraphView(Panel, ScrollView, can_focus=True):
         boxes = self._layout.boxes if self._layout is not None else ()
         return [(name, type_) for _, name, type_ in self._body(self._spec).findable(boxes)]
 
-    def reveal(self, box_id: int) -> None:
-        """Open the groups on the way to ``box_id`` (a node or a group) and select it."""
+    def reveal(self, box_id: int, center: bool = False) -> None:
+        """Open the groups on the way to ``box_id`` (a node or a group) and select it
+        (``center``: scrolled to the middle of the pane, not just into view)."""
         if self._spec is None:
             return
         body = self._body(self._spec)
@@ -373,9 +393,10 @@ class GraphView(Panel, ScrollView, can_focus=True):
         if box_id >= 0:
             box_id = body.box_of(box_id)     # a folded weight Convert: the box reading it
         if not opened:
-            self.select(box_id)
+            self.select(box_id, center=center)
             return
         self.selected = self._pending = box_id
+        self._center_pending = center
         self._redraw()
 
     def action_open_group(self) -> None:
@@ -404,6 +425,12 @@ class GraphView(Panel, ScrollView, can_focus=True):
             self.action_open_group()
             return
         if not self._open_nested(self.selected):
+            if self.branches:                # a branch's values are not the loop's: said here
+                name = self.selected_name
+                if name is not None and name in self._values:
+                    self.notify(f"{name} = {value_text(self._values[name], 100)}",
+                                markup=False, timeout=6)
+                return
             expression = self.selected_expression
             if expression is not None:
                 self.post_message(InspectValue(expression))
@@ -428,7 +455,9 @@ class GraphView(Panel, ScrollView, can_focus=True):
 
     def _open_nested(self, node_id: int) -> bool:
         layer = self._spec.body.graph.layers.get(node_id)
-        if layer is None or layer.type not in NESTED or self._view is None:
+        if layer is not None and layer.type == "If" and self._view is not None:
+            return self._open_branch(layer)
+        if layer is None or layer.type not in NESTED or self._view is None or self.branches:
             return False
         path = f"{self._spec.path}/{layer.name}"
         if path not in self._view.session.engine.loops:
@@ -439,6 +468,8 @@ class GraphView(Panel, ScrollView, can_focus=True):
 
     def action_close_nested(self) -> None:
         if self.action_close_group():
+            return
+        if self.close_branch():
             return
         if self.opened is not None and self._view is not None:
             self.opened = None

@@ -2,7 +2,13 @@
 
 ``value_text(v, width)`` picks the most telling form that fits: every element (``[0.5 -1.25
 3]``), else the shape with the range (``(1,4) -0.53 … 0.91``), with fewer significant digits as
-room shrinks, then the shape alone. The graph's boxes and the watches use it.
+room shrinks, then the shape alone. The graph's boxes, the pseudo-code's values and the watches
+use it.
+
+One formatter for every value shown in a line: a float has at most ``DIGITS`` significant
+digits (as in the back-edge table) whether its elements or its range are shown, and the values
+shown side by side (the boxes of one picture) share one precision (``side_by_side``): a box
+with less room does not read ``0.4464`` next to its neighbour's ``0.446429``.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import numpy as np
 from loopdbg.debug.values import is_sequence, numbers, type_text
 
 ELLIPSIS = "…"
+DIGITS = 4              # significant digits of a float in a line of text
+LEAST_SHARED = 3        # ... that values side by side share at least (a cramped box: fewer)
 
 
 def number(v, digits: int = 6) -> str:
@@ -54,56 +62,81 @@ def _float(f: float, digits: int) -> str:
     return f"{f:.{digits}g}"
 
 
-def value_text(value, width: int = 24) -> str:
-    """``value`` in at most ``width`` characters (see the module docstring)."""
+def value_text(value, width: int = 24, digits: int = DIGITS) -> str:
+    """``value`` in at most ``width`` characters, floats with at most ``digits`` significant
+    digits (see the module docstring)."""
+    return value_fit(value, width, digits)[0]
+
+
+def side_by_side(items: dict, digits: int = DIGITS) -> dict:
+    """The texts of values shown together, ``{key: (value, width)}`` → ``{key: text}``: every
+    float at the one precision the most cramped of them needs (at least ``LEAST_SHARED``
+    digits; a box with less room than that goes lower alone)."""
+    first = {key: value_fit(value, width, digits) for key, (value, width) in items.items()}
+    used = [d for _, d in first.values() if d is not None]
+    shared = max(min(used, default=digits), LEAST_SHARED)
+    if shared >= digits:
+        return {key: text for key, (text, _) in first.items()}
+    return {key: (text if d is None or d <= shared
+                  else value_fit(items[key][0], items[key][1], shared)[0])
+            for key, (text, d) in first.items()}
+
+
+def value_fit(value, width: int, digits: int = DIGITS) -> tuple[str, int | None]:
+    """``value_text``, and the significant digits its floats were given (None: no float digits
+    shown: integers, booleans, the shape alone)."""
     if value is None:                                   # an empty ONNX optional
-        return _cut("empty", width)
+        return _cut("empty", width), None
     if is_sequence(value):                              # an ONNX sequence: its length
-        return _cut(f"seq[{len(value)}] {type_text(value)}", width)
+        return _cut(f"seq[{len(value)}] {type_text(value)}", width), None
     raw = np.asarray(value)
     wide = numbers(raw) if raw.dtype.kind not in "biufcUSb" else raw
     if wide is not None and wide is not raw:            # bfloat16, float8, int4: widened
-        return _cut(f"{value_text(wide, max(width - 10, 8))} {type_text(raw)}", width)
+        text, used = value_fit(wide, max(width - 10, 8), digits)
+        return _cut(f"{text} {type_text(raw)}", width), used
     try:
         a = np.asarray(value)
     except Exception:  # noqa: BLE001 - anything at all still gets a text
-        return _cut(str(value), width)
+        return _cut(str(value), width), None
     kind = a.dtype.kind
     shape = shape_text(a.shape)
     if kind not in "biufc":
-        return _cut(f"{shape} {type_text(a)}" if a.ndim else str(a.reshape(()).item()), width)
+        return _cut(f"{shape} {type_text(a)}" if a.ndim else str(a.reshape(()).item()),
+                    width), None
     if a.size == 0:
-        return _cut(f"{shape} empty", width)
+        return _cut(f"{shape} empty", width), None
     lead = "" if a.ndim <= 1 else shape + " "
+    tries = [d for d in (digits, 3, 2) if d <= digits]
     # every element, if even the shortest spelling fits (cheap test first: one cell each)
     if a.size <= 16 and len(lead) + 2 * a.size + 1 <= width:
         if kind in "iub":                               # no digits to drop
             text = lead + _elements(a, 6)
             if len(text) <= width:
-                return text
+                return text, None
         elif len(lead + _elements(a, 2)) <= width:
-            for digits in (6, 4, 3, 2):
-                text = lead + _elements(a, digits)
+            for d in tries:
+                text = lead + _elements(a, d)
                 if len(text) <= width:
-                    return text
+                    return text, d
     if kind == "b":
-        return _cut(f"{shape} {int(a.sum())} true", width)
+        return _cut(f"{shape} {int(a.sum())} true", width), None
     finite = a[np.isfinite(a)] if kind in "fc" else a
     bad = a.size - finite.size
     flag = f" {bad} NaN/Inf" if bad else ""
     if finite.size == 0:
-        return _cut(f"{shape} all NaN/Inf", width)
+        return _cut(f"{shape} all NaN/Inf", width), None
     lo, hi = finite.min(), finite.max()
-    for digits in (4, 3, 2):
-        text = f"{shape} {number(lo, digits)} {ELLIPSIS} {number(hi, digits)}{flag}"
+    used = (lambda d: d) if kind in "fc" else (lambda d: None)
+    for d in tries:
+        text = f"{shape} {number(lo, d)} {ELLIPSIS} {number(hi, d)}{flag}"
         if len(text) <= width:
-            return text
-    for digits in (2, 1):
-        text = f"{shape} {number(lo, digits)}{ELLIPSIS}{number(hi, digits)}" \
+            return text, used(d)
+    for d in (2, 1):
+        text = f"{shape} {number(lo, d)}{ELLIPSIS}{number(hi, d)}" \
                f"{' NaN!' if bad else ''}"
         if len(text) <= width:
-            return text
-    return _cut(shape + (" NaN!" if bad else ""), width)
+            return text, used(d)
+    return _cut(shape + (" NaN!" if bad else ""), width), None
 
 
 def _cut(text: str, width: int) -> str:
