@@ -322,7 +322,7 @@ class Session:
         (before any iteration: to the first iteration of an outermost loop)."""
         cur = self.current
         if cur is None:
-            return self._advance(lambda e: not e.outer, "step")
+            return self.advance(lambda e: not e.outer, "step")
         depth = len(cur.outer)
         return self.advance(lambda e: len(e.outer) <= depth, "next")
 
