@@ -18,6 +18,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # the tests marked long first (in their order): a parallel run (xdist hands tests out in this
+    # order, groups first) then ends on short ones, instead of one worker waiting for another's
+    # long test at the end
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
     if os.environ.get("LOOPDBG_SOAK") == "1":
         return
     skip = pytest.mark.skip(reason="opt-in soak: set LOOPDBG_SOAK=1")

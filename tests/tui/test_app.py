@@ -256,6 +256,7 @@ async def test_space_pauses_a_running_continue():
 
 # -- prompts, tables, inspector -------------------------------------------------------------------
 
+@pytest.mark.long
 async def test_b_shows_an_invalid_expression_in_the_prompt_then_adds_a_valid_one():
     sess = session()
     app = app_for(sess)
@@ -334,6 +335,7 @@ async def test_w_adds_a_watch_shown_in_the_watches_table():
         assert app.last_stop.watches and app.last_stop.watches[0][1] == 2
 
 
+@pytest.mark.long
 async def test_i_inspects_a_value_in_the_inspector_tab():
     sess = session("ti_lstm_forward")
     app = app_for(sess)

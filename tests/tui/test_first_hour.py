@@ -121,6 +121,7 @@ async def test_a_panel_that_raises_is_shown_in_the_log_and_the_ui_stays_up(monke
 
 # -- 3. dotted PyTorch names, Tab completion in every prompt ---------------------------------------
 
+@pytest.mark.long
 async def test_a_torchscript_name_with_a_dot_is_a_breakpoint_and_a_value_to_inspect():
     app = app_for("tacotron_decoder")
     async with app.run_test(size=SIZE) as pilot:
@@ -151,6 +152,7 @@ async def prompt_after_tab(pilot, key: str, typed: str, tabs: int = 1):
     return app.query_one(PromptInput).value, rows
 
 
+@pytest.mark.long
 async def test_tab_completes_names_and_functions_in_every_expression_prompt():
     app = app_for("while_loop")
     async with app.run_test(size=SIZE) as pilot:

@@ -69,6 +69,7 @@ def plain(widget) -> str:
     return getattr(content, "plain", str(content))
 
 
+@pytest.mark.long
 async def test_names_that_are_markup_are_shown_as_written_and_obeyed_never(tmp_path):
     xml, npz = hostile_model(tmp_path)
     session = Session.open(xml, npz)

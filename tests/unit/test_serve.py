@@ -139,6 +139,7 @@ class Tab:
         await self.ws.send_str(json.dumps(["stdin", key]))
 
 
+@pytest.mark.long
 def test_each_tab_is_its_own_session(server):
     address, _ = server
 
@@ -168,6 +169,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
                                                "(.ci/setup installs it with apt-get)")
+@pytest.mark.long
 def test_in_a_real_browser_the_debugger_is_drawn_and_answers_a_key(server, tmp_path):
     from PIL import Image, ImageChops
 

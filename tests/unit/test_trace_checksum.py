@@ -3,6 +3,7 @@ else from zlib: both must write the same bytes, and each must read what the othe
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -27,32 +28,47 @@ def test_the_trace_crc32_is_zlib_s(size):
     assert fmt.crc32(view, 7) == zlib.crc32(view, 7)
 
 
-def _loopdbg(args: list[str], without_isal: bool) -> str:
-    """``loopdbg ARGS`` in a child process, with ISA-L hidden from it or not; its output."""
-    block = "import sys; sys.modules['isal'] = None; sys.modules['isal.isal_zlib'] = None; " \
+EACH = """
+import contextlib, io, json, sys
+from loopdbg.cli import main
+for args in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(args)
+    print(json.dumps([code, out.getvalue()]), flush=True)
+"""
+
+
+def _loopdbg(commands: list[list[str]], without_isal: bool) -> list[str]:
+    """``loopdbg ARGS`` for each ARGS in turn, in one child process with ISA-L hidden from it or
+    not; the output of each."""
+    block = "import sys; sys.modules['isal'] = None; sys.modules['isal.isal_zlib'] = None\n" \
         if without_isal else ""
-    code = f"{block}from loopdbg.cli import main; raise SystemExit(main({args!r}))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run([sys.executable, "-c", block + EACH, json.dumps(commands)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [code for code, _ in results] == [0] * len(commands), proc.stdout + proc.stderr
+    return [out for _, out in results]
 
 
-def _record(path: Path, without_isal: bool) -> None:
-    _loopdbg(["run", str(DEMO / "model.xml"), str(DEMO / "inputs.npz"), "--trace", str(path)],
-             without_isal)
+def _record(path: Path) -> list[str]:
+    return ["run", str(DEMO / "model.xml"), str(DEMO / "inputs.npz"), "--trace", str(path)]
 
 
-def _check(path: Path, without_isal: bool) -> str:
-    return _loopdbg(["trace", "info", "--check", str(path)], without_isal)
+def _check(path: Path) -> list[str]:
+    return ["trace", "info", "--check", str(path)]
 
 
 def test_traces_written_with_and_without_isal_are_the_same_and_read_by_both(tmp_path):
     pytest.importorskip("isal")
     fast, plain = tmp_path / "fast.ltrace", tmp_path / "plain.ltrace"
-    _record(fast, without_isal=False)
-    _record(plain, without_isal=True)
-    assert _check(fast, without_isal=True) == _check(fast, without_isal=False)
-    assert _check(plain, without_isal=False) == _check(plain, without_isal=True)
+    _loopdbg([_record(fast)], without_isal=False)
+    _, fast_plain, plain_plain = _loopdbg([_record(plain), _check(fast), _check(plain)],
+                                          without_isal=True)
+    fast_fast, plain_fast = _loopdbg([_check(fast), _check(plain)], without_isal=False)
+    assert fast_plain == fast_fast
+    assert plain_fast == plain_plain
     a, b = fast.read_bytes(), plain.read_bytes()
     assert len(a) == len(b) and a.count(b"LDF\xa7") == b.count(b"LDF\xa7")

@@ -87,6 +87,8 @@ def wheel(tmp_path_factory):
     return next(out.glob("loopdbg-*.whl"))
 
 
+# the wheel is built once for both tests (a module fixture is per worker: one xdist group)
+@pytest.mark.xdist_group("wheel")
 def test_the_wheel_carries_every_demo(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "loopdbg/demos/README.md" in names
@@ -95,12 +97,17 @@ def test_the_wheel_carries_every_demo(wheel):
             assert f"loopdbg/demos/{demo}/{f}" in names, (demo, f)
 
 
+@pytest.mark.xdist_group("wheel")
 def test_a_fresh_venv_with_only_the_wheel_opens_a_demo(wheel, tmp_path):
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+    # no pip of its own: this test's pip installs into it (--python), without compiling every
+    # module of every dependency beforehand (what runs is compiled when it is imported)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=300)
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                          "install", "-q", "--no-compile", str(wheel)],
                          capture_output=True, text=True, timeout=900)
     if pip.returncode != 0:
         pytest.skip(f"the wheel's dependencies could not be installed here: "
