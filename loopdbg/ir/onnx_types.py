@@ -6,6 +6,7 @@ onnx is imported inside the functions that need it, as in the reader.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,13 +57,17 @@ class TensorType:
         return ",".join("?" if d < 0 else str(d) for d in self.dims)
 
     def port(self, index: int, port_id: int, names: tuple[str, ...] = ()) -> Port:
-        precision = None
-        if self.element_type != "dynamic":
-            precision = elements.lookup(self.element_type).precision
+        precision = None if self.element_type == "dynamic" else _precision(self.element_type)
         return Port(port_id, index, precision, tuple(self.dims or ()), names)
 
 
 UNKNOWN = TensorType("dynamic", None)
+
+
+@functools.lru_cache(maxsize=None)
+def _precision(element_type: str) -> str:
+    """A port's precision for an element type (every port of a model asks: looked up once)."""
+    return elements.lookup(element_type).precision
 
 
 def tensor_type(type_proto) -> TensorType | None:
