@@ -7,6 +7,7 @@ onnx is imported inside the functions that need it, as in the reader.
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +33,20 @@ def cast_target(to) -> str:
     return onnx_type_name(int(to)) if isinstance(to, (int, np.integer)) else repr(to)
 
 
+# ONNX element types whose raw bytes numpy_helper.to_array reads as they are (no packing, no
+# ml_dtypes): read here directly, as it would (exported models hold hundreds of small Constants)
+_PLAIN = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
+          7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+_LITTLE = sys.byteorder == "little"
+
+
 def to_array(tensor) -> np.ndarray:
     """A TensorProto as loopdbg holds values: numpy_helper's array, but strings as numpy unicode
     (numpy_helper gives Python objects, which loopdbg never holds)."""
+    plain = _PLAIN.get(tensor.data_type)
+    if (plain is not None and _LITTLE and tensor.HasField("raw_data")
+            and tensor.data_location != tensor.EXTERNAL and not tensor.HasField("segment")):
+        return np.frombuffer(tensor.raw_data, dtype=plain).reshape(tensor.dims)
     from onnx import numpy_helper
 
     value = numpy_helper.to_array(tensor)
