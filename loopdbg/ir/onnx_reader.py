@@ -19,6 +19,7 @@ the graph being assembled.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,19 @@ def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ())
                  opsets=opsets, warnings=tuple(conv.warnings), data_files=data_files)
 
 
+@functools.lru_cache(maxsize=None)
+def _arity(op_type: str, version: int, domain: str) -> tuple[int, int, int, int] | None:
+    """(min inputs, max inputs, min outputs, max outputs) of an operator's schema, None for one
+    onnx does not know; looked up once per operator (a schema lookup costs ~0.1 ms a node)."""
+    from onnx import defs
+
+    try:
+        schema = defs.get_schema(op_type, version, domain)
+    except Exception:  # noqa: BLE001 - an operator or domain onnx does not know
+        return None
+    return schema.min_input, schema.max_input, schema.min_output, schema.max_output
+
+
 # ----------------------------------------------------------------------------------------------
 
 
@@ -203,53 +217,52 @@ class _Converter(ControlFlow):
         return f"opset{self.opsets.get(domain, self.opsets.get('ai.onnx', 1))}"
 
     def node(self, b: Builder, node) -> None:
-        domain = node.domain or ""
-        self.check_arity(b, node)
-        if domain in ("", "ai.onnx") and node.op_type == "Constant":
+        # each protobuf field read once: reading one builds a new Python object every time
+        op_type, domain = node.op_type, node.domain or ""
+        inputs, outputs = list(node.input), list(node.output)
+        n_in = len(inputs)
+        self.check_arity(b, node, op_type, domain, n_in, len(outputs))
+        onnx_domain = domain in ("", "ai.onnx")
+        if onnx_domain and op_type == "Constant":
             self.constant_node(b, node)
             return
-        if domain in ("", "ai.onnx") and node.op_type in CONTROL:
-            getattr(self, "_" + node.op_type.lower())(b, node)
+        if onnx_domain and op_type in CONTROL:
+            getattr(self, "_" + op_type.lower())(b, node)
             return
         attrs = self.attributes(b, node)
         attrs[NODE_PROTO] = node.SerializeToString()
         if any(at.type in (at.GRAPH, at.GRAPHS) for at in node.attribute):
             attrs[OPSETS] = dict(self.opsets)
-        type_ = f"onnx.{node.op_type}" if domain in ("", "ai.onnx") else f"onnx.{domain}.{node.op_type}"
+        type_ = f"onnx.{op_type}" if onnx_domain else f"onnx.{domain}.{op_type}"
         if type_ == "onnx.Cast" and "to" in attrs:
             attrs["to"] = cast_target(attrs["to"])
-        name = next((o for o in node.output if o), node.name or node.op_type)
+        name = next((o for o in outputs if o), node.name or op_type)
         lid = b.new_id()
-        n_in = len(node.input)
-        ins = tuple(self._ttype(t).port(k, k) if t else Port(k, k) for k, t in enumerate(node.input))
-        outs = tuple(self._ttype(t).port(j, n_in + j, (t,) if t else ())
-                     for j, t in enumerate(node.output))
-        b.connect(lid, node.input)
+        types = self.types
+        ins = tuple((types.get(t) or UNKNOWN).port(k, k) if t else Port(k, k)
+                    for k, t in enumerate(inputs))
+        outs = tuple((types.get(t) or UNKNOWN).port(j, n_in + j, (t,) if t else ())
+                     for j, t in enumerate(outputs))
+        b.connect(lid, inputs)
         b.add(Layer(lid, name, type_, self.version(node), data=attrs, inputs=ins, outputs=outs,
-                    ir_type=node.op_type))
-        for j, t in enumerate(node.output):
+                    ir_type=op_type))
+        for j, t in enumerate(outputs):
             if t:
                 b.source[t] = (lid, j)
 
-    def check_arity(self, b: Builder, node) -> None:
+    def check_arity(self, b: Builder, node, op_type: str, domain: str, n_in: int,
+                    n_out: int) -> None:
         """The node's input and output counts against its operator's schema (onnx.defs), so a
         Constant without an output or an If without a condition is one sentence, not an
         IndexError in a kernel. Operators onnx does not know are left to their kernels."""
-        from onnx import defs
-
-        domain = node.domain or ""
-        try:
-            schema = defs.get_schema(node.op_type, self.opsets.get(domain or "ai.onnx", 1) or 1,
-                                     domain)
-        except Exception:  # noqa: BLE001 - an operator or domain onnx does not know
+        arity = _arity(op_type, self.opsets.get(domain or "ai.onnx", 1) or 1, domain)
+        if arity is None:
             return
-        what = f"{b.where}node '{node.name or next(iter(node.output), '') or node.op_type}' " \
-               f"({node.op_type})"
-        for kind, got, low, high in (("inputs", len(node.input), schema.min_input,
-                                      schema.max_input),
-                                     ("outputs", len(node.output), schema.min_output,
-                                      schema.max_output)):
+        for kind, got, low, high in (("inputs", n_in, arity[0], arity[1]),
+                                     ("outputs", n_out, arity[2], arity[3])):
             if not low <= got <= high:
+                what = f"{b.where}node '{node.name or next(iter(node.output), '') or op_type}' " \
+                       f"({op_type})"
                 want = f"{low}" if low == high else (f"at least {low}" if high > 1 << 20
                                                     else f"{low} to {high}")
                 raise ModelError(f"{what} has {got} {kind if got != 1 else kind[:-1]}; its "

@@ -6,6 +6,8 @@ onnx is imported inside the functions that need it, as in the reader.
 
 from __future__ import annotations
 
+import functools
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +33,20 @@ def cast_target(to) -> str:
     return onnx_type_name(int(to)) if isinstance(to, (int, np.integer)) else repr(to)
 
 
+# ONNX element types whose raw bytes numpy_helper.to_array reads as they are (no packing, no
+# ml_dtypes): read here directly, as it would (exported models hold hundreds of small Constants)
+_PLAIN = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
+          7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+_LITTLE = sys.byteorder == "little"
+
+
 def to_array(tensor) -> np.ndarray:
     """A TensorProto as loopdbg holds values: numpy_helper's array, but strings as numpy unicode
     (numpy_helper gives Python objects, which loopdbg never holds)."""
+    plain = _PLAIN.get(tensor.data_type)
+    if (plain is not None and _LITTLE and tensor.HasField("raw_data")
+            and tensor.data_location != tensor.EXTERNAL and not tensor.HasField("segment")):
+        return np.frombuffer(tensor.raw_data, dtype=plain).reshape(tensor.dims)
     from onnx import numpy_helper
 
     value = numpy_helper.to_array(tensor)
@@ -56,13 +69,17 @@ class TensorType:
         return ",".join("?" if d < 0 else str(d) for d in self.dims)
 
     def port(self, index: int, port_id: int, names: tuple[str, ...] = ()) -> Port:
-        precision = None
-        if self.element_type != "dynamic":
-            precision = elements.lookup(self.element_type).precision
+        precision = None if self.element_type == "dynamic" else _precision(self.element_type)
         return Port(port_id, index, precision, tuple(self.dims or ()), names)
 
 
 UNKNOWN = TensorType("dynamic", None)
+
+
+@functools.lru_cache(maxsize=None)
+def _precision(element_type: str) -> str:
+    """A port's precision for an element type (every port of a model asks: looked up once)."""
+    return elements.lookup(element_type).precision
 
 
 def tensor_type(type_proto) -> TensorType | None:

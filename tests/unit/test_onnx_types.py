@@ -162,3 +162,24 @@ def test_the_ui_and_the_report_show_ml_dtypes_values_and_strings():
     s = np.array(["ab", "c"])
     assert value_text(s) == "(2) string" and stats(s) == ("", "", "")
     assert fmt_value(s) == "string (2,) ['ab', 'c']"
+
+
+@pytest.mark.parametrize("code", [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13])
+@pytest.mark.parametrize("dims,n", [((2, 3), 6), ((), 1), ((0, 4), 0), ((2, 2), 3), ((5,), 5)])
+def test_raw_tensors_read_directly_are_what_numpy_helper_reads(code, dims, n):
+    """The reader's direct path for plain raw_data tensors (to_array): the same dtype, shape,
+    values and read-only flag as numpy_helper, and the same error for bytes that do not fit."""
+    from loopdbg.ir.onnx_types import to_array
+
+    dtype = helper.tensor_dtype_to_np_dtype(code)
+    t = TensorProto(data_type=code, dims=list(dims),
+                    raw_data=np.arange(n).astype(dtype).tobytes() + b"\x01" * (code == 7 and n == 3))
+
+    def read(fn):
+        try:
+            a = fn(t)
+        except Exception as exc:  # noqa: BLE001 - the error itself is compared
+            return type(exc), str(exc)
+        return a.dtype, a.shape, a.tobytes(), a.flags.writeable
+
+    assert read(to_array) == read(numpy_helper.to_array)
