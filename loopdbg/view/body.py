@@ -139,6 +139,25 @@ class BodyView:
         self._open_keeping(way)
         return True
 
+    def follow(self, opened: frozenset, selected: int | None) -> int | None:
+        """Open the groups ``opened`` (another face's open groups: the pseudo-code's) and close
+        the rest; past MAX_BOXES boxes only the groups newly opened stay open. The box that
+        shows ``selected`` now (the closed group holding it)."""
+        gb = self.groups
+        if gb is None:
+            return selected
+        opened = frozenset(p for p in opened if p in gb.groups)
+        new = opened - self.opened
+        if opened != self.opened and len(gb.view(opened).nodes) > MAX_BOXES:
+            opened = frozenset(q for p in new for q in gb.chain(p))
+        self.opened = opened
+        if selected is None:
+            return None
+        for p in gb.way_to(selected):
+            if p not in opened:
+                return gb.ids[p]
+        return selected
+
     def _open_keeping(self, way: set) -> None:
         """Open the groups of ``way``; when that would lay out more than MAX_BOXES boxes, the
         other open groups close (one layout never grows past a few hundred boxes)."""
