@@ -111,6 +111,7 @@ class PseudoCode(Lines):
         if key == self._shown and not self._waiting:
             return                # the same iteration, the same lines lit: nothing to redraw
         self._shown = key
+        self._found = False        # what the graph found stays marked until the next stop
         code = self._code_for(e.spec, view.started, view.mode)
         code.note = None
         try:
