@@ -20,7 +20,7 @@ from loopdbg.tui.app import LoopdbgApp  # noqa: E402
 from loopdbg.tui.widgets.code import CodePanel, PseudoCode  # noqa: E402
 from loopdbg.tui.widgets.graph import GraphView  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not dot_available(), reason="Graphviz 'dot' is not installed")
+needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz 'dot' is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,7 @@ def picture(app) -> str:
     return "\n".join(app.query_one(GraphView)._lines)
 
 
+@needs_dot
 async def test_a_group_opened_or_closed_in_the_graph_opens_or_closes_in_the_code(decoder):
     app = LoopdbgApp(Session.open(*decoder), title="m")
     async with app.run_test(size=(120, 36)) as pilot:
@@ -59,6 +60,7 @@ async def test_a_group_opened_or_closed_in_the_graph_opens_or_closes_in_the_code
         assert any("▸ blocks.0 {" in r for r in rows), rows
 
 
+@needs_dot
 async def test_a_group_opened_or_closed_in_the_code_opens_or_closes_in_the_graph(decoder):
     app = LoopdbgApp(Session.open(*decoder), title="m")
     async with app.run_test(size=(120, 36)) as pilot:
@@ -81,6 +83,7 @@ async def test_a_group_opened_or_closed_in_the_code_opens_or_closes_in_the_graph
         assert "▸ blocks.1 " in drawn and "blocks.1/fc1" not in drawn, drawn
 
 
+@needs_dot
 async def test_the_graph_s_find_shows_the_statement_in_the_code(decoder):
     app = LoopdbgApp(Session.open(*decoder), title="m")
     async with app.run_test(size=(120, 36)) as pilot:
@@ -100,3 +103,30 @@ async def test_the_graph_s_find_shows_the_statement_in_the_code(decoder):
         _, strip = found[0]                                # the cursor's row, unfocused too
         x = strip.text.index("aten::linear/MatMul_9")
         assert style_at(strip, x).bgcolor is not None
+
+
+def test_the_picture_follows_the_code_s_open_groups_within_its_box_limit(decoder, monkeypatch):
+    from loopdbg.view import body as bodymod
+
+    monkeypatch.setattr(bodymod, "MAX_BOXES", 100)
+
+    spec = next(iter(Session.open(*decoder).engine.loops.values()))
+    view = bodymod.BodyView(spec)
+    gb = view.groups
+    mm = next(lid for lid, layer in spec.body.graph.layers.items()
+              if layer.name == "aten::linear/MatMul_9")            # blocks.4's fc1
+    # the code opened blocks.4 and its fc1: the cursor on MatMul_9 stays on it
+    assert view.follow(frozenset({("blocks.4",), ("blocks.4", "fc1")}), mm) == mm
+    assert view.opened == {("blocks.4",), ("blocks.4", "fc1")}
+    # the code closed fc1: the cursor goes to fc1's box
+    assert view.follow(frozenset({("blocks.4",)}), mm) == gb.ids[("blocks.4", "fc1")]
+    # the code has every block open: more than a picture holds, so only what it just opened
+    every = [(f"blocks.{k}",) for k in range(30)]
+    for k in range(1, 31):                           # the code opens them one by one
+        view.follow(frozenset(every[:k]), None)
+        assert len(view.target().nodes) <= bodymod.MAX_BOXES
+        assert every[k - 1] in view.opened
+    assert len(view.opened) < 30
+    fresh = bodymod.BodyView(spec)
+    fresh.follow(frozenset(every), None)             # all at once: none fits, none opens
+    assert fresh.opened == frozenset()
