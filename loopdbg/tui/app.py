@@ -29,7 +29,7 @@ from loopdbg.debug.report import (RANDOM_SOURCE, headline, random_failure_hint,
 from loopdbg.debug.session import Session, Stop
 from loopdbg.tui.commands import LoopdbgCommands
 from loopdbg.tui.guard import Guarded, describe
-from loopdbg.tui.messages import Busy, GoTo, InspectValue, Stopped
+from loopdbg.tui.messages import Busy, GoTo, GroupsShown, InspectValue, Stopped
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.prompts import PromptActions
 from loopdbg.tui.screens.help import HelpPanel
@@ -289,6 +289,13 @@ class LoopdbgApp(Guarded, PromptActions, App):
     @on(InspectValue)
     def _inspect_value(self, message: InspectValue) -> None:
         self.show_value(message.name)
+
+    @on(GroupsShown)
+    def _groups_shown(self, message: GroupsShown) -> None:
+        """A group opened or closed (or a node found) in one panel: the others follow."""
+        for panel in self.panels:
+            if panel is not message.origin:
+                panel.follow_groups(message.path, message.opened, message.layer_id)
 
     # -- drawing ------------------------------------------------------------------------------
     def refresh_all(self, stop: Stop) -> None:

@@ -72,3 +72,16 @@ class GoTo(Message):
         super().__init__()
         self.command = command
         self.target = target
+
+
+class GroupsShown(Message):
+    """A panel opened or closed groups of loop ``path``'s body (``opened``: the group scopes
+    open now), or found layer ``layer_id`` in it: the other panels showing that body open the
+    same groups (and show the layer). ``origin`` is the panel that changed them."""
+
+    def __init__(self, origin, path: str, opened: frozenset, layer_id: int | None = None) -> None:
+        super().__init__()
+        self.origin = origin
+        self.path = path
+        self.opened = opened
+        self.layer_id = layer_id

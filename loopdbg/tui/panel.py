@@ -32,3 +32,7 @@ class Panel(Guarded):
 
     def show(self, view: View) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement show(view)")
+
+    def follow_groups(self, path: str, opened: frozenset, layer_id: int | None) -> None:
+        """Another panel opened or closed groups of loop ``path``'s body (``opened``: the scopes
+        open now) or found layer ``layer_id`` in it: a panel showing that body shows the same."""

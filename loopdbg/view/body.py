@@ -32,6 +32,7 @@ class BodyView:
         self.opened: frozenset = frozenset()
         self._ids_by_name: dict[str, int] | None = None
         self._order: dict[int, int] | None = None
+        self._followed: frozenset = frozenset()     # the groups the other face last had open
 
     @property
     def groups(self) -> GroupedBody | None:
@@ -138,6 +139,29 @@ class BodyView:
             return False
         self._open_keeping(way)
         return True
+
+    def follow(self, opened: frozenset, selected: int | None) -> int | None:
+        """Open the groups ``opened`` (another face's open groups: the pseudo-code's) and close
+        the rest; past MAX_BOXES boxes only the groups newly opened stay open (or none). The box that
+        shows ``selected`` now (the closed group holding it)."""
+        gb = self.groups
+        if gb is None:
+            return selected
+        opened = frozenset(p for p in opened if p in gb.groups)
+        # new: opened since the other face's last change (this one may hold fewer open)
+        last, self._followed = self._followed, opened
+        if opened != self.opened:
+            new = frozenset(q for p in opened - (last | self.opened) for q in gb.chain(p))
+            # too many boxes: only what was just opened; still too many: everything closed
+            opened = next((o for o in (opened, new) if len(gb.view(o).nodes) <= MAX_BOXES),
+                          frozenset())
+        self.opened = opened
+        if selected is None:
+            return None
+        for p in gb.way_to(selected):
+            if p not in opened:
+                return gb.ids[p]
+        return selected
 
     def _open_keeping(self, way: set) -> None:
         """Open the groups of ``way``; when that would lay out more than MAX_BOXES boxes, the

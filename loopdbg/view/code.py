@@ -175,15 +175,16 @@ class CodeView:
         return name
 
     _leaving_steps: dict | None = None
+    _step_of: dict[int, int] | None = None       # body layer id → its step
 
     def _leaving(self, path: Scope) -> set[int]:
         """The body steps of group ``path`` whose values are read outside it."""
         if self._leaving_steps is None:
             self._leaving_steps = {}
-            self._step_of = {step.layer.id: k for k, step in enumerate(self.spec.body.steps)}
         hit = self._leaving_steps.get(path)
         if hit is None:
-            hit = {self._step_of[i] for i in self.groups.leaving(path) if i in self._step_of}
+            step_of = self._steps_by_layer()
+            hit = {step_of[i] for i in self.groups.leaving(path) if i in step_of}
             self._leaving_steps[path] = hit
         return hit
 
@@ -221,6 +222,30 @@ class CodeView:
         if first is None:
             return None
         return self.row_of_step(first)
+
+    def follow(self, opened) -> None:
+        """Open the groups ``opened`` (another face's: the picture's) and close the rest."""
+        if self.groups is not None:
+            self.opened = frozenset(p for p in opened if p in self.groups.groups)
+
+    def row_of(self, box_id: int) -> int | None:
+        """The row showing body layer ``box_id`` (its statement, or the closed group holding
+        it; a folded weight Convert: its reader's), or group box ``box_id`` (its line)."""
+        if box_id < 0:
+            group = self.groups.by_id.get(box_id) if self.groups is not None else None
+            if group is None:
+                return None
+            return next((k for k, r in enumerate(self.rows()) if group.path in (r.fold, r.head)),
+                        None)
+        step = self._steps_by_layer().get(box_id)
+        if step is None and self.groups is not None:
+            step = self._steps_by_layer().get(self.groups.folded.get(box_id, box_id))
+        return self.row_of_step(step) if step is not None else None
+
+    def _steps_by_layer(self) -> dict[int, int]:
+        if self._step_of is None:
+            self._step_of = {step.layer.id: k for k, step in enumerate(self.spec.body.steps)}
+        return self._step_of
 
     def reveal(self, step: int) -> bool:
         """Open the groups holding body step ``step``; whether any was closed."""

@@ -13,6 +13,8 @@ from functools import cached_property
 from typing import Any
 
 from loopdbg.debug.session import Session, Stop
+from loopdbg.layout.graph import shared_prefix
+from loopdbg.view.code import names_of
 
 HISTORY_LIMIT = 48          # iterations of the current loop execution a panel can plot
 
@@ -93,6 +95,9 @@ class View:
     def crumbs(self, path: str) -> str:
         """A loop path as breadcrumbs, ``outer › inner``: split only where an enclosing loop's
         path ends (a loop's own name may hold a "/")."""
+        return " › ".join(self._crumb_parts(path))
+
+    def _crumb_parts(self, path: str) -> list[str]:
         loops = self.session.engine.loops
         parts, start = [], 0
         for k, ch in enumerate(path):
@@ -100,7 +105,27 @@ class View:
                 parts.append(path[start:k])
                 start = k + 1
         parts.append(path[start:])
-        return " › ".join(parts)
+        return parts
+
+    def short_crumbs(self, path: str) -> str:
+        """``crumbs`` with its names shortened as the pseudo-code shortens names: the outermost
+        loop without the scope every outermost loop of the model shares
+        (``forward_lstm_1/while`` of ``functional_1/bidirectional_1/forward_lstm_1/while`` beside
+        ``…/backward_lstm_1/while``), an inner loop as its outer loop's code names it. The full
+        path stays in ``crumbs`` (the graph's title)."""
+        loops = self.session.engine.loops
+        outermost = [p for p in loops
+                     if not any(p.startswith(q + "/") for q in loops if q != p)]
+        prefix = shared_prefix(outermost)
+        out, at = [], 0
+        for n, part in enumerate(self._crumb_parts(path)):
+            if n == 0:
+                short = part[len(prefix):] if prefix and part.startswith(prefix) else part
+            else:
+                short = names_of(loops[path[:at - 1]]).short(part, len(part))
+            out.append(short or part)
+            at += len(part) + 1
+        return " › ".join(out)
 
     @cached_property
     def first_loop(self):

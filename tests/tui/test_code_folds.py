@@ -167,3 +167,18 @@ async def test_the_state_panel_names_the_node_run_as_the_code_does():
         short = node.layer.name[len(node.event.spec.path) + 1:]
         text = " ".join(s.text.strip() for _, s in rows_of(app, app.query_one("#state")))
         assert f"'{short}'" in text and node.layer.name not in text, text
+
+
+async def test_the_state_panel_names_the_loop_without_the_scope_every_loop_shares():
+    xml, npz = model_files("crnn_text")       # Keras: functional_1/bidirectional_1/…_lstm_1/while
+    app = LoopdbgApp(Session.open(xml, npz), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await press(pilot, "n")
+        path = app.view.event.spec.path
+        assert path == "functional_1/bidirectional_1/forward_lstm_1/while"
+        state = [s.text.strip() for _, s in rows_of(app, app.query_one("#state"))]
+        loop = next(r for r in state if r.startswith("loop "))
+        assert loop.split()[1] == "forward_lstm_1/while", state     # whole, not cut
+        # the full path is in the graph's title
+        assert path in rows_of(app, app.query_one("#graph"))[0][1].text

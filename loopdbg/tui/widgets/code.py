@@ -14,7 +14,7 @@ from loopdbg.debug.report import if_lines
 from loopdbg.layout import dot_available
 from loopdbg.teach.modes import loop_mode
 from loopdbg.text import safe
-from loopdbg.tui.messages import InspectValue
+from loopdbg.tui.messages import GroupsShown, InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import plain
 from loopdbg.tui.widgets.lines import Lines
@@ -47,6 +47,7 @@ class PseudoCode(Lines):
 
     _shown = None             # what the text shows: (loop, mode, phase, node)
     cursor: int | None = None  # the row under the cursor (the panel focused)
+    _found = False            # the cursor is on what the graph's find found: shown unfocused too
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -72,9 +73,10 @@ class PseudoCode(Lines):
             return fresh
         row = self._rows[y]
         lit = y in self._lit
-        style = "dim" if row.phase == "note" else "reverse bold" if lit else ("on grey27" if y == self.cursor and
-                                            self.parent is not None and
-                                            self.parent.has_focus else "")
+        marked = y == self.cursor and (self._found or self.parent is not None and
+                                       self.parent.has_focus)
+        style = "dim" if row.phase == "note" else "reverse bold" if lit else \
+            "on grey27" if marked else ""
         line = Text(safe(row.text), style=style)
         if row.step is not None:
             value = self._values.get(self._step_names[row.step], _NONE)
@@ -109,6 +111,7 @@ class PseudoCode(Lines):
         if key == self._shown and not self._waiting:
             return                # the same iteration, the same lines lit: nothing to redraw
         self._shown = key
+        self._found = False        # what the graph found stays marked until the next stop
         code = self._code_for(e.spec, view.started, view.mode)
         code.note = None
         try:
@@ -240,8 +243,8 @@ class PseudoCode(Lines):
         top = int(self.parent.scroll_offset.y) if self.parent is not None else 0
         return min(self._lit) if self._lit else top
 
-    def _set_cursor(self, y: int | None) -> None:
-        old, self.cursor = self.cursor, y
+    def _set_cursor(self, y: int | None, found: bool = False) -> None:
+        old, self.cursor, self._found = self.cursor, y, found
         for k in (old, y):
             if k is not None:
                 self._strips.pop(k, None)
@@ -263,6 +266,7 @@ class PseudoCode(Lines):
         to = self._code.open(self.cursor)
         self._set_rows(self._code.rows())
         self._set_cursor(to)
+        self._groups_shown()
         return True
 
     def close_row(self) -> bool:
@@ -274,7 +278,26 @@ class PseudoCode(Lines):
             return False
         self._set_rows(self._code.rows())
         self._set_cursor(to)
+        self._groups_shown()
         return True
+
+    def _groups_shown(self) -> None:
+        """Tell the other panels (the graph) which groups are open now."""
+        self.post_message(GroupsShown(self.parent, self._code.spec.path, self._code.opened))
+
+    def follow_groups(self, path: str, opened: frozenset, found: int | None) -> None:
+        """The graph opened or closed groups of this loop's body (or found ``found``, a layer or
+        group box, in it): the code opens the same, its cursor on what was found."""
+        code = self._code
+        if code is None or self._rows is None or code.spec.path != path or code.groups is None:
+            return
+        if opened != code.opened:
+            code.follow(opened)
+            self._set_rows(code.rows())
+        if found is not None:
+            row = code.row_of(found)
+            if row is not None:
+                self._set_cursor(row, found=True)
 
     def on_click(self, event) -> None:
         """A click puts the cursor on a line, and opens (or closes) the group of a ▸ (▾) line."""
@@ -338,6 +361,9 @@ class CodePanel(Panel, VerticalScroll):
 
     def show(self, view: View) -> None:
         self.code.show(view)
+
+    def follow_groups(self, path: str, opened: frozenset, found: int | None) -> None:
+        self.code.follow_groups(path, opened, found)
 
     def action_cursor(self, delta: int) -> None:
         self.code.move(delta)

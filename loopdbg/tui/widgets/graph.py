@@ -32,7 +32,7 @@ from textual.strip import Strip
 
 from loopdbg.debug.expr import name_expression
 from loopdbg.text import safe
-from loopdbg.tui.messages import InspectValue
+from loopdbg.tui.messages import GroupsShown, InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.view.body import BodyView
 from loopdbg.view.branch import BranchBody
@@ -390,6 +390,7 @@ class GraphView(IfBranches, Panel, ScrollView, can_focus=True):
             return
         body = self._body(self._spec)
         opened = body.reveal(box_id)
+        self._groups_shown(box_id)           # the pseudo-code shows the same
         if box_id >= 0:
             box_id = body.box_of(box_id)     # a folded weight Convert: the box reading it
         if not opened:
@@ -399,11 +400,25 @@ class GraphView(IfBranches, Panel, ScrollView, can_focus=True):
         self._center_pending = center
         self._redraw()
 
+    def _groups_shown(self, found: int | None = None) -> None:
+        """Tell the other panels which groups are open now (and what was found)."""
+        self.post_message(GroupsShown(self, self._spec.path, self._body(self._spec).opened, found))
+
+    def follow_groups(self, path: str, opened: frozenset, found: int | None) -> None:
+        """The pseudo-code opened or closed a group of this body: the picture does too."""
+        if self._spec is None or self._spec.path != path or not self._body(self._spec).ready:
+            return
+        body = self._body(self._spec)
+        if opened != body.opened:
+            self.selected = body.follow(opened, self.selected)
+            self._redraw()
+
     def action_open_group(self) -> None:
         """Enter or ``+`` on a group's box: open it in place, the cursor on what it holds."""
         if self._spec is None or not self._body(self._spec).is_group(self.selected):
             return
         self.selected = self._pending = self._body(self._spec).open(self.selected)
+        self._groups_shown()
         self._redraw()
 
     def action_close_group(self) -> bool:
@@ -412,6 +427,7 @@ class GraphView(IfBranches, Panel, ScrollView, can_focus=True):
         if closed is None:
             return False
         self.selected = self._pending = closed
+        self._groups_shown()
         self._redraw()
         return True
 

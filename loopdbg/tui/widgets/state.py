@@ -109,7 +109,7 @@ class LoopState(Panel, Static):
         shown = f", {mode}" if mode and spec.kind == "Loop" and width >= NARROW else ""
         kind = f"  ({_kind(spec)}{shown})"
         room = _room(width)
-        name = view.crumbs(e.path)
+        name = view.short_crumbs(e.path)     # in full in the graph's title
         if len(name) + len(kind) > room and width < NARROW:     # the name alone, cut in the middle
             kind, name = "", cut_middle(name, room)
         rows.append(("loop", Text.assemble(plain(name, "bold"), kind)))
