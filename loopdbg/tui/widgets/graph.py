@@ -32,11 +32,12 @@ from textual.strip import Strip
 
 from loopdbg.debug.expr import name_expression
 from loopdbg.text import safe
-from loopdbg.tui.messages import GroupsShown, InspectValue
+from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.view.body import BodyView
 from loopdbg.view.branch import BranchBody
 from loopdbg.tui.widgets.graph_branches import IfBranches
+from loopdbg.tui.widgets.graph_groups import GroupFolds
 from loopdbg.view.diff import Changes
 from loopdbg.view.search import Search
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
@@ -60,7 +61,7 @@ STYLES = {
 NESTED = ("Loop", "TensorIterator")
 
 
-class GraphView(IfBranches, Panel, ScrollView, can_focus=True):
+class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
     """Scrollable drawing of the current loop's body, with a cursor on one box."""
 
     AREA = "main"
@@ -399,37 +400,6 @@ class GraphView(IfBranches, Panel, ScrollView, can_focus=True):
         self.selected = self._pending = box_id
         self._center_pending = center
         self._redraw()
-
-    def _groups_shown(self, found: int | None = None) -> None:
-        """Tell the other panels which groups are open now (and what was found)."""
-        self.post_message(GroupsShown(self, self._spec.path, self._body(self._spec).opened, found))
-
-    def follow_groups(self, path: str, opened: frozenset, found: int | None) -> None:
-        """The pseudo-code opened or closed a group of this body: the picture does too."""
-        if self._spec is None or self._spec.path != path or not self._body(self._spec).ready:
-            return
-        body = self._body(self._spec)
-        if opened != body.opened:
-            self.selected = body.follow(opened, self.selected)
-            self._redraw()
-
-    def action_open_group(self) -> None:
-        """Enter or ``+`` on a group's box: open it in place, the cursor on what it holds."""
-        if self._spec is None or not self._body(self._spec).is_group(self.selected):
-            return
-        self.selected = self._pending = self._body(self._spec).open(self.selected)
-        self._groups_shown()
-        self._redraw()
-
-    def action_close_group(self) -> bool:
-        """``-`` (or Escape): close the innermost open group the cursor is in; False if none."""
-        closed = self._body(self._spec).close_at(self.selected) if self._spec else None
-        if closed is None:
-            return False
-        self.selected = self._pending = closed
-        self._groups_shown()
-        self._redraw()
-        return True
 
     def action_select(self) -> None:
         """Enter: open a group or a nested loop's body, else show the node's full value in the

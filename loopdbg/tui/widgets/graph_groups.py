@@ -1,0 +1,45 @@
+"""The groups of a big body that open and close in place in the body graph (a mixin of
+``GraphView``): Enter or ``+`` opens the group under the cursor, ``-`` or Escape closes the
+innermost one the cursor is in, and every change is told to the other panels (``GroupsShown``)
+so the pseudo-code folds the same way; the pseudo-code's changes come back through
+``follow_groups``.
+"""
+
+from __future__ import annotations
+
+from loopdbg.tui.messages import GroupsShown
+
+
+class GroupFolds:
+    """What ``GraphView`` does with the groups of its ``BodyView`` (``self._body(spec)``)."""
+
+    def _groups_shown(self, found: int | None = None) -> None:
+        """Tell the other panels which groups are open now (and what was found)."""
+        self.post_message(GroupsShown(self, self._spec.path, self._body(self._spec).opened, found))
+
+    def follow_groups(self, path: str, opened: frozenset, found: int | None) -> None:
+        """The pseudo-code opened or closed a group of this body: the picture does too."""
+        if self._spec is None or self._spec.path != path or not self._body(self._spec).ready:
+            return
+        body = self._body(self._spec)
+        if opened != body.opened:
+            self.selected = body.follow(opened, self.selected)
+            self._redraw()
+
+    def action_open_group(self) -> None:
+        """Enter or ``+`` on a group's box: open it in place, the cursor on what it holds."""
+        if self._spec is None or not self._body(self._spec).is_group(self.selected):
+            return
+        self.selected = self._pending = self._body(self._spec).open(self.selected)
+        self._groups_shown()
+        self._redraw()
+
+    def action_close_group(self) -> bool:
+        """``-`` (or Escape): close the innermost open group the cursor is in; False if none."""
+        closed = self._body(self._spec).close_at(self.selected) if self._spec else None
+        if closed is None:
+            return False
+        self.selected = self._pending = closed
+        self._groups_shown()
+        self._redraw()
+        return True
