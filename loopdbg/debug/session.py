@@ -373,11 +373,15 @@ class Session:
 
     # -- moving back and jumping -------------------------------------------------------------
     def back(self) -> Stop:
-        """To the previous iteration of the current loop (else the previous one at its depth)."""
-        self._node = None
+        """To the previous iteration of the current loop (else the previous one at its depth).
+        In the middle of an iteration's nodes (``step_node``), back to where that iteration began."""
+        walking, self._node = self._node, None
         cur = self.current
         if cur is None:
             return self.stop
+        if walking is not None:
+            return self._make_stop(STEP, f"back to iteration {cur.iteration}, before the next "
+                                   f"iteration's nodes", cur)
         depth = len(cur.outer)
         pos = self._find_back(lambda e: (e.path, e.outer) == (cur.path, cur.outer))
         if pos is None:

@@ -302,11 +302,23 @@ def test_any_other_command_leaves_node_stepping():
     s.step()
     s.step_node()
     s.step_node()
+    st = s.back()                                        # undoes the nodes, not iteration 0
+    assert at(st) == (STEP, "loop", (), 0) and st.node is None
     assert at(s.back()) == (HISTORY, "loop", (), 0)      # nothing before iteration 0
     st = s.step_node()
     assert st.kind == NODE and st.node.index == 0 and st.node.event.iteration == 1
     assert at(s.next()) == (STEP, "loop", (), 1)
     assert s.step_node().node.event.iteration == 2
+
+
+def test_back_in_the_middle_of_an_iteration_returns_to_its_start_not_further():
+    s = corpus("loop_for_accum_scan")
+    s.run_to(2)
+    s.step_node()
+    s.step_node()
+    assert at(s.back()) == (STEP, "loop", (), 2)
+    assert at(s.back()) == (STEP, "loop", (), 1)
+    assert s.step_node().node.event.iteration == 2       # history: the nodes of iteration 2 again
 
 
 def test_step_node_with_a_history_of_one_keeps_the_current_iteration():
@@ -315,6 +327,7 @@ def test_step_node_with_a_history_of_one_keeps_the_current_iteration():
     st = s.step_node()
     assert s.current.iteration == 0 and st.event.iteration == 0
     assert st.node.event.iteration == 1
+    assert s.back().kind == STEP and s.current.iteration == 0       # the nodes undone
     assert s.back().kind == HISTORY and s.current.iteration == 0
     assert at(s.step()) == (STEP, "loop", (), 1)
 
