@@ -1,5 +1,6 @@
 """For every test: the user's state directory (saved breakpoints) is a fresh temporary one, so no
-test reads or writes the real ~/.local/state. Tests marked ``soak`` (minutes each) run only with
+test reads or writes the real ~/.local/state, and compiled code is kept in the session's temporary
+directory, not in ~/.cache. Tests marked ``soak`` (minutes each) run only with
 ``LOOPDBG_SOAK=1``. What is costly to build and the same on every run (the onnx package's node
 test cases) is kept in pytest's cache directory."""
 
@@ -33,3 +34,5 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _private_state_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    # compiled generated code (engine/codecache.py): kept for this session, not in ~/.cache
+    monkeypatch.setenv("LOOPDBG_CODE_CACHE", str(tmp_path_factory.getbasetemp() / "code"))
