@@ -94,7 +94,7 @@ def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
     src += ["    try:", "        while True:"]
     line_map: dict[int, int] = {}
     _iteration(spec, src, line_map, "            ", mode, checked=True)
-    if mode == FAST and steady_kind(spec):                   # values keep their shapes and dtypes: checks end
+    if mode == FAST and steady_kind(spec):  # values keep their shapes and dtypes: checks end
         new = "".join(f"p{p}, " for p, _ in spec.back_edges)
         old = "".join(f"_L_body_in[{p}], " for p, _ in spec.back_edges)
         keys = "".join(f"_L_key{k}, " for k in range(len(spec.concats)))
