@@ -11,8 +11,9 @@ freshly compiled code.
 
 The directory is ``$LOOPDBG_CODE_CACHE``, else ``$XDG_CACHE_HOME/loopdbg/code`` (``~/.cache/...``);
 ``LOOPDBG_CODE_CACHE=off`` turns the cache off. Since what is read there is run, a directory is
-used only when it belongs to the user and no one else may write to it (as with ``.pyc`` files, the
-user's own files are trusted). A file that cannot be read back (cut short, from another Python) is
+used only when its path is absolute (never one found where loopdbg runs, such as a model's folder),
+it belongs to the user and no one else may write to it (as with ``.pyc`` files, the user's own
+files are trusted). A file that cannot be read back (cut short, from another Python) is
 compiled again and replaced; a directory that cannot be written is left alone; the directory is
 kept under ``MAX_BYTES``, the least recently used files going first. Sources under ``MIN_LINES``
 compile faster than a file is found and are not kept.
@@ -41,8 +42,12 @@ def directory() -> Path | None:
         if setting.strip().lower() in OFF:
             return None
         path = Path(setting).expanduser()
+        if not path.is_absolute():      # not a folder that depends on where loopdbg runs
+            return None
     else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.environ.get("XDG_CACHE_HOME", "")
+        if not os.path.isabs(base):     # (the XDG specification: a relative one is ignored)
+            base = os.path.join(os.path.expanduser("~"), ".cache")
         path = Path(base) / "loopdbg" / "code"
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -113,6 +113,18 @@ def test_a_directory_others_may_write_is_not_used(tmp_path, monkeypatch):
     assert [p.name for p in shared.iterdir()] == ["planted.code"]
 
 
+def test_a_relative_directory_is_not_used(tmp_path, monkeypatch):
+    """A relative path would be found in whatever folder loopdbg runs in (a model's)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOOPDBG_CODE_CACHE", "cache")
+    assert codecache.directory() is None
+    monkeypatch.delenv("LOOPDBG_CODE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", "xdg")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert codecache.directory() == tmp_path / "home" / ".cache" / "loopdbg" / "code"
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / "cache").exists()
+
+
 def test_off_keeps_nothing_and_small_sources_are_not_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOPDBG_CODE_CACHE", "off")
     assert codecache.directory() is None
