@@ -1,20 +1,36 @@
 """For every test: the user's state directory (saved breakpoints) is a fresh temporary one, so no
-test reads or writes the real ~/.local/state. Tests marked ``soak`` (minutes each) run only with
+test reads or writes the real ~/.local/state, and compiled code is kept in the session's temporary
+directory, not in ~/.cache. Tests marked ``soak`` (minutes each) run only with
 ``LOOPDBG_SOAK=1``. What is costly to build and the same on every run (the onnx package's node
 test cases) is kept in pytest's cache directory."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
 
+_CODE_CACHE: list[str] = []
+
+
 def pytest_configure(config):
+    # compiled generated code (engine/codecache.py): kept in a directory of this test session,
+    # not in ~/.cache, from the first Engine on (session fixtures too); xdist's workers inherit it
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _CODE_CACHE.append(tempfile.mkdtemp(prefix="loopdbg-code-"))
+        os.environ["LOOPDBG_CODE_CACHE"] = _CODE_CACHE[-1]
     # what tests build once and keep between runs and xdist workers (tests/unit/_onnx_cases.py)
     cache = getattr(config, "cache", None)
     if cache is not None:
         os.environ.setdefault("LOOPDBG_TEST_CACHE", str(cache.mkdir("loopdbg")))
+
+
+def pytest_unconfigure(config):
+    while _CODE_CACHE:
+        shutil.rmtree(_CODE_CACHE.pop(), ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

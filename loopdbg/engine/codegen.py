@@ -3,7 +3,8 @@ and registered with ``linecache`` (as attrs and dataclasses do), so a traceback 
 code shows its lines, ``pdb`` lists them and ``inspect.getsource`` finds them.
 
 File names are positional (``<loopdbg plan 7>``), never made from a model file. A source is
-forgotten by ``linecache`` when the object that owns it (its plan) is collected.
+forgotten by ``linecache`` when the object that owns it (its plan) is collected. A big source's
+code object is kept between runs (``codecache``), renamed to this run's file name when read back.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import linecache
 import types
 import weakref
 
+from loopdbg.engine import codecache
+
 _counter = itertools.count(1)
 
 
@@ -20,7 +23,10 @@ def compile_source(source: str, what: str, owner: object = None) -> tuple[types.
     """``source`` compiled under the new file name ``<loopdbg WHAT N>``, registered with
     ``linecache`` while ``owner`` lives (for ever when it is None); (module code, file name)."""
     filename = f"<loopdbg {what} {next(_counter)}>"
-    code = compile(source, filename, "exec")
+    code = codecache.load(source, filename)         # a big source compiled by an earlier run
+    if code is None:
+        code = compile(source, filename, "exec")
+        codecache.store(source, code)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     if owner is not None:
         weakref.finalize(owner, linecache.cache.pop, filename, None)

@@ -1,8 +1,8 @@
 """One execution of a Loop/TensorIterator, entered and left: the feeds, the trip count and the
 execution condition, LoopStarted and the notices (``begin``); the outputs and LoopFinished
-(``end``), or the error that stopped it (``fail``). The iteration code between them, general
-(``loop.run_loop``) or compiled (``loopcode``), is the same for both: these are its ends. Every
-rule is a rule of docs/semantics.md (numbered in the comments).
+(``end``), or the error that stopped it (``fail``): the ends of the iteration code ``loopcode``
+generates, whichever way it runs the body. Every rule is a rule of docs/semantics.md (numbered
+in the comments).
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ among the body's steps (so an error, a budget refusal or an event comes where an
 before), and the later iterations keep its value: the debugger sees the same value for that layer
 at every iteration. The steps not to move are those ``fold`` leaves (control flow, run state,
 kernels with a notice), and a value moved is never a temporary a later step writes into
-(``elide``). Runs that record every node take the general code, unmoved. ``INVARIANTS`` turns it
-off (the tests compare both runs event by event).
+(``elide``). Runs that record every node (``loopcode.RECORDED``) call the body's own
+``run_all``, nothing moved. ``INVARIANTS`` turns it off (the tests compare both runs event by
+event).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The functions of a big plan, interpreted instead of compiled.
+"""The functions of a big plan, interpreted instead of compiled; and any plan run one step at a
+time (``stepwise``, for stepping node by node), from the same step table.
 
 Compiling a plan's generated source costs about 30 µs per step in CPython's compiler, more than
 running the step does once: a 50,000-layer graph would take seconds to plan. A graph of more than
@@ -8,13 +9,17 @@ whether or not the graph holds loops), with the values in a list (``run``, ``run
 (1,000-3,000 layers), which are compiled as small ones are: CPython compiles a function of 50,000
 lines (and as many locals) in one piece, so only the time to compile bounds it. When a kernel raises,
 ``step_of`` finds the step from the interpreter's frame, as ``GraphPlan.locate`` finds it from a
-line of generated code.
+line of generated code. ``stepwise`` walks the same table (``_tables``: kernels, slots, the
+broadcast check of multi-input ufuncs) as ``_execute``, so what the debugger steps through is what
+a run computes.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+import weakref
+from types import GeneratorType
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -52,6 +57,42 @@ def _tables(plan):
     values = tuple(range(len(plan.param_ids))) + tuple(slot[o] for s in plan.steps
                                                        for o in s.outs)
     return template, steps, results, values
+
+
+_STEP_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # plan -> _tables
+
+
+def stepwise(plan, ctx, params) -> Iterator[tuple]:
+    """Run ``plan`` on ``params`` one step at a time, yielding ``(layer, outputs)`` after each;
+    a nested loop or If runs to its end inside its step (its events are dropped)."""
+    tables = _STEP_TABLES.get(plan)
+    if tables is None:
+        tables = _STEP_TABLES[plan] = _tables(plan)
+    template, steps = tables[0], tables[1]
+    env = template.copy()
+    env[:len(params)] = params
+    for step, (fn, ins, outs, nested, with_ctx) in zip(plan.steps, steps):
+        args = [env[i] for i in ins]
+        if nested:
+            r = tuple(drain(fn(ctx, *args)))
+        else:
+            r = fn(ctx, *args) if with_ctx else fn(*args)
+            r = (r,) if len(outs) == 1 else tuple(r)
+        for o, v in zip(outs, r):
+            env[o] = v
+        yield step.layer, r
+
+
+def drain(result):
+    """Run a generator made by a plan (or a nested loop) to its end, dropping its events, and
+    return its value; anything else is returned as it is."""
+    if type(result) is not GeneratorType:
+        return result
+    try:
+        while True:
+            next(result)
+    except StopIteration as stop:
+        return stop.value
 
 
 def _broadcast_checked(ufunc) -> Callable:

@@ -1,7 +1,7 @@
-"""The checks an iteration makes, written once and called by the general iteration code
-(``loop.run_loop``) and by the code ``loopcode`` generates alike, so both say the same: a scan
-input without a slice left, a scan piece whose shape differs, a back edge whose dtype changes, a
-condition that is not one boolean, the memory budget, why a loop stopped, when a loop is steady.
+"""The checks an iteration makes, written once and called by the iteration code ``loopcode``
+generates, whichever way it runs the body: a scan input without a slice left, a scan piece whose
+shape differs, a back edge whose dtype changes, a condition that is not one boolean, the memory
+budget, why a loop stopped, when a loop is steady.
 """
 
 from __future__ import annotations

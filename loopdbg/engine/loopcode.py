@@ -1,9 +1,7 @@
-"""One loop's iterations compiled into one generator function, its body inlined.
-
-``loop.run_loop`` is the general iteration code: it works on lists of feeds, calls the body's
-compiled function with a tuple of inputs and loops over its outputs. For a small body (a scalar
-while loop runs its two kernels in about a microsecond) that bookkeeping costs as much as the
-work, so each loop also gets code of its own, generated once from its ``LoopSpec``::
+"""A loop's iteration, written once: the generator function that runs one execution of a
+Loop/TensorIterator, generated from its ``LoopSpec``. This is the semantic heart of loopdbg (every
+rule is a rule of docs/semantics.md); every way of running an iteration is this one emitter,
+``_iteration``, with a flag or two, so a semantic fix lands everywhere::
 
     def loop_run(ctx, args):
         st = yield from begin(SPEC, ctx, args)          # LoopStarted, notices (execution.begin)
@@ -19,19 +17,24 @@ work, so each loop also gets code of its own, generated once from its ``LoopSpec
             p0, = (v0_0,)                               # back edges, all at once
         return (yield from end(SPEC, ctx, st, i, stop, outs))
 
-Every check is the general code's own function (``iteration_checks.no_slice``, ``piece_check``,
-``stop_reason`` ...), so both say the same; tests run models both ways and compare every event.
-A body of numpy ufuncs only gets a second copy of the iteration without the per-iteration
-checks of the scan pieces' shapes and the back edges' dtypes, entered once ``iteration_checks.steady``
-proves that every later iteration repeats them (``steady_kind``); the loop execution's
-``LoopRun.steady_from`` tells consumers. Big elementwise temporaries are reused in place
-(``engine.elide``). A body step that gives the same value at every iteration of an execution (it
-reads constants and the loop's invariant inputs only: ``hoist.invariant_steps``) runs in the
-first iteration only, ``if _L_i == 0:``, and the later iterations keep its value.
-A failing kernel is found by line as in any plan (``GraphPlan.compile_with``). Every loop runs
-this code, whatever the size of its body: one of more than ``interp.COMPILE_LIMIT`` steps is
-called (interpreted) from it rather than inlined (``inlined``). Runs that record every node
-(``record_nodes``) take the general code.
+The body runs as the ``mode`` says. ``FAST``, what a run takes: a small body's lines are inlined
+(a scalar while loop runs its two kernels in about a microsecond, so a call and a loop over
+outputs would cost as much as the work); a body step that gives the same value at every
+iteration of an execution (it reads constants and the loop's invariant inputs only:
+``hoist.invariant_steps``) runs in the first iteration only, ``if _L_i == 0:``; big elementwise
+temporaries are reused in place (``engine.elide``); and a body of numpy ufuncs only gets a second
+copy of the iteration, from the same emitter with ``checked=False``, without the per-iteration
+checks of the scan pieces' shapes and the back edges' dtypes, entered once
+``iteration_checks.steady`` proves that every later iteration repeats them (``steady_kind``; the
+loop execution's ``LoopRun.steady_from`` tells consumers). A body of more than
+``interp.COMPILE_LIMIT`` steps is called (interpreted) rather than inlined (``inlined``).
+``CALLED`` calls the body's own function each iteration and nothing more: the plain iteration,
+which tests run every model on and compare with ``FAST`` event by event. ``RECORDED`` calls the
+body's ``run_all``, so each event carries every node's value (runs with ``record_nodes``).
+
+Every check is a function of ``iteration_checks`` (``no_slice``, ``piece_check``,
+``stop_reason`` ...); an execution's ends are ``execution.begin``, ``end`` and ``fail``. A failing
+kernel is found by line as in any plan (``GraphPlan.compile_with``).
 """
 
 from __future__ import annotations
@@ -42,7 +45,6 @@ import numpy as np
 
 from loopdbg.engine import events as ev
 from loopdbg.engine import execution, hoist, iteration_checks as checks
-from loopdbg.engine.loop import run_loop
 from loopdbg.engine.elide import fits
 from loopdbg.engine.interp import COMPILE_LIMIT
 from loopdbg.engine.loopspec import LoopSpec
@@ -50,8 +52,15 @@ from loopdbg.errors import LoopdbgError
 from loopdbg.ops.budget import BUDGET
 
 
-def compile_loop(spec: LoopSpec) -> Callable:
-    """The generator function ``loop_run(ctx, args)`` of one execution of ``spec``'s loop."""
+# How the iteration code runs the body (``compile_loop``'s ``mode``):
+FAST = "fast"           # inlined (up to COMPILE_LIMIT steps), hoisted, elided, a steady copy
+CALLED = "called"       # the body's own function called (``GraphPlan.run``): the plain iteration
+RECORDED = "recorded"   # the body's ``run_all`` called: every node's value in each event
+
+
+def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
+    """The generator function ``loop_run(ctx, args)`` of one execution of ``spec``'s loop, its
+    body run as ``mode`` says (``FAST``, ``CALLED`` or ``RECORDED``)."""
     n_params = len(spec.param_names)
     feed_counter = spec.current_iteration is not None and not spec.cur_fed_back
     src = [
@@ -84,8 +93,8 @@ def compile_loop(spec: LoopSpec) -> Callable:
         src += ["    _L_block_base = 0", "    _L_block = _L_counter_block(_L_SPEC, 0)"]
     src += ["    try:", "        while True:"]
     line_map: dict[int, int] = {}
-    _iteration(spec, src, line_map, "            ", checked=True)
-    if steady_kind(spec):                   # values keep their shapes and dtypes: checks end
+    _iteration(spec, src, line_map, "            ", mode, checked=True)
+    if mode == FAST and steady_kind(spec):  # values keep their shapes and dtypes: checks end
         new = "".join(f"p{p}, " for p, _ in spec.back_edges)
         old = "".join(f"_L_body_in[{p}], " for p, _ in spec.back_edges)
         keys = "".join(f"_L_key{k}, " for k in range(len(spec.concats)))
@@ -97,7 +106,7 @@ def compile_loop(spec: LoopSpec) -> Callable:
                 "                _L_probe = _L_now is not None      # None: it never will be",
                 "        if _L_stop is None:",
                 "            while True:                  # steady: nothing left to check"]
-        _iteration(spec, src, line_map, "                ", checked=False)
+        _iteration(spec, src, line_map, "                ", mode, checked=False)
     src += ["    except Exception as _L_exc:",
             "        _L_err = yield from _L_fail(_L_SPEC, ctx, st, _L_i, _L_exc)",
             "        if _L_err is _L_exc:",
@@ -113,7 +122,9 @@ def compile_loop(spec: LoopSpec) -> Callable:
              "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
              "_L_checkpoint": checks.checkpoint, "_L_BUDGET": BUDGET, "_L_Pace": checks.Pace,
              "_E_fits": fits, "LoopdbgError": LoopdbgError,
-             "_L_body_run": None if inlined(spec.body) else spec.body.run}
+             "_L_body_run": None if mode == FAST and inlined(spec.body) else
+             spec.body.run_all if mode == RECORDED else spec.body.run,
+             "_L_result_values": spec.body.result_values}
     return spec.body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 
 
@@ -132,12 +143,14 @@ def steady_kind(spec: LoopSpec) -> bool:
         type(s.fn) is np.ufunc and not s.nested and not s.with_ctx for s in steps)
 
 
-def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: bool) -> None:
-    """Append one iteration's lines at indent ``ind``: feeds, the body, scan pieces, the
-    condition, the event, the back edges; ``checked``: with the checks of the pieces' shapes
-    and of the back edges' dtypes."""
+def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
+               checked: bool) -> None:
+    """Append one iteration's lines at indent ``ind``: feeds, the body (as ``mode`` says), scan
+    pieces, the condition, the event, the back edges; ``checked``: with the checks of the
+    pieces' shapes and of the back edges' dtypes."""
     body = spec.body
-    inline = inlined(body)
+    inline = mode == FAST and inlined(body)
+    record = mode == RECORDED
     results = body.result_locals if inline else [f"_L_r{j}" for j in range(len(body.result_locals))]
     n_params = len(spec.param_names)
     cur = spec.current_iteration
@@ -161,15 +174,23 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
                                        once_if="_L_i == 0" if checked else None):
             line_map[len(src) + 1] = k
             src.append(line)
-    else:                                   # the body's own steps interpreted (interp), in place
+    else:                                   # the body's own function (interp past the limit)
         call = "_L_body_run(ctx" + "".join(f", p{k}" for k in range(n_params)) + ")"
         if body.is_generator:
             call = f"(yield from {call})"
-        target = "".join(f"{r}, " for r in results) + "= " if results else ""
-        src.append(f"{ind}{target}{call}  # the body: {len(body.steps)} steps, interpreted")
+        how = ("every node recorded" if record else "interpreted"
+               if len(body.steps) > COMPILE_LIMIT else "called")
+        target = ("_L_outs, _L_every = " if record else
+                  "".join(f"{r}, " for r in results) + "= " if results else "")
+        src.append(f"{ind}{target}{call}  # the body: {len(body.steps)} steps, {how}")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.pop()")
-    src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
+    if record:
+        src.append(f"{ind}_L_nodes = _L_result_values(_L_every)")
+        if results:
+            src.append(f"{ind}" + "".join(f"{r}, " for r in results) + "= _L_outs")
+    else:
+        src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
     for k, o in enumerate(spec.concats):
         value = results[o.result_pos]
         piece = f"_L_piece{k}" if checked else value
@@ -191,7 +212,8 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, checked: boo
                 f"{ind}    _L_cond = bool({c})",
                 f"{ind}except ValueError:",
                 f"{ind}    raise _L_bad_condition(_L_SPEC, {c}, _L_i) from None"]
-    event = "_L_done((_L_run, _L_i - 1, _L_cond, {}, _L_body_in, _L_outs, None, {}))"
+    nodes = "_L_nodes" if record else "None"
+    event = "_L_done((_L_run, _L_i - 1, _L_cond, {}, _L_body_in, _L_outs, %s, {}))" % nodes
     src += [f"{ind}_L_i += 1",
             f"{ind}if _L_cond and _L_i < _L_check_at:   # the usual case: another one follows",
             f"{ind}    yield " + event.format("True", "None"),
@@ -226,14 +248,17 @@ def inlined(body) -> bool:
 
 
 def runner(spec: LoopSpec) -> Callable:
-    """``run(ctx, *args)``: an execution of the loop, by its compiled code unless every node is
-    recorded (then by ``loop.run_loop``)."""
-    general = run_loop
-    compiled = compile_loop(spec)
+    """``run(ctx, *args)``: an execution of the loop, by its ``FAST`` code, or by its
+    ``RECORDED`` code (compiled on first use) when the run records every node."""
+    fast = compile_loop(spec)
+    recorded = None
 
     def run(ctx, *args):
+        nonlocal recorded
         if ctx.record_nodes:
-            return general(spec, ctx, args)
-        return compiled(ctx, args)
+            if recorded is None:
+                recorded = compile_loop(spec, RECORDED)
+            return recorded(ctx, args)
+        return fast(ctx, args)
 
     return run

@@ -30,7 +30,6 @@ them. When a kernel raises, ``locate`` maps the traceback line back to the layer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import GeneratorType
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -38,7 +37,8 @@ import numpy as np
 from loopdbg.engine import hoist
 from loopdbg.engine.codegen import compile_source, layer_comment
 from loopdbg.engine.elide import MIN_BYTES, candidates
-from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of
+from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of, stepwise
+from loopdbg.engine.interp import drain  # noqa: F401 - plan.drain, as its callers know it
 from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunError
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.budget import BudgetExceeded, out_of_memory
@@ -46,18 +46,6 @@ from loopdbg.ops.registry import make_kernel
 from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
-
-
-def drain(result):
-    """Run a generator made by a plan (or a nested loop) to its end, dropping its events, and
-    return its value; anything else is returned as it is."""
-    if type(result) is not GeneratorType:
-        return result
-    try:
-        while True:
-            next(result)
-    except StopIteration as stop:
-        return stop.value
 
 
 # The one template of the generated functions, by name: (parameters after ctx, lines before the
@@ -358,21 +346,9 @@ class GraphPlan:
         """Run the plan one layer at a time, yielding ``(layer, outputs)`` after each.
 
         Nested loops are run to their end inside one step (their events are dropped here).
+        The steps are the interpreter's (``interp.stepwise``): the kernels and checks a run has.
         """
-        env: dict[str | None, Any] = dict(self.consts)
-        env[None] = None
-        for k, v in enumerate(param_values):
-            env[f"p{k}"] = v
-        for step in self.steps:
-            args = [env[a] for a in step.ins]
-            if step.nested:
-                outs = tuple(drain(step.fn(ctx, *args)))
-            else:
-                r = step.fn(ctx, *args) if step.with_ctx else step.fn(*args)
-                outs = (r,) if len(step.outs) == 1 else tuple(r)
-            for name, v in zip(step.outs, outs):
-                env[name] = v
-            yield step.layer, outs
+        return stepwise(self, ctx, param_values)
 
     def result_values(self, env_all: tuple) -> dict[str, Any]:
         return dict(zip(self.all_value_names, env_all))

@@ -1,8 +1,9 @@
 """Each loop's compiled iteration code (engine/loopcode.py) does what the general code does.
 
 Every model of the corpus and of tests/data, and the benchmark's converter-style body, is run
-twice: once as the engine runs it (compiled loops) and once with every loop on the general
-``loop.run_loop``. The two event streams must agree event by event: kinds, loop paths, iteration
+twice: once as the engine runs it (``FAST``: bodies inlined, invariant steps hoisted, temporaries
+reused, steady copies) and once with every loop's body called as its own function each iteration
+(``CALLED``, or ``RECORDED`` when every node is recorded). The two event streams must agree event by event: kinds, loop paths, iteration
 numbers, conditions, stop reasons, every body input and output, the loops' and the model's
 outputs, notices, and errors (the same sentence).
 """
@@ -14,8 +15,7 @@ import numpy as np
 import pytest
 
 from loopdbg.engine import Engine
-from loopdbg.engine import iteration_checks, runner
-from loopdbg.engine.loop import run_loop
+from loopdbg.engine import iteration_checks, loopcode, runner
 from loopdbg.engine.inputs import load_npz
 from loopdbg.errors import LoopdbgError
 from loopdbg.ir.load import read_model
@@ -26,7 +26,9 @@ MODELS = sorted(p.parent for p in (ROOT / "tests" / "corpus").glob("*/model.xml"
 
 
 def _general(spec):
-    return lambda ctx, *args: run_loop(spec, ctx, args)
+    called = loopcode.compile_loop(spec, loopcode.CALLED)
+    recorded = loopcode.compile_loop(spec, loopcode.RECORDED)
+    return lambda ctx, *args: (recorded if ctx.record_nodes else called)(ctx, args)
 
 
 def _events(model, inputs, general: bool, monkeypatch, **options):
@@ -62,6 +64,11 @@ def _same(a, b):
 def compare(model, inputs, monkeypatch, **options):
     fast, fast_error = _events(model, inputs, False, monkeypatch, **options)
     slow, slow_error = _events(model, inputs, True, monkeypatch, **options)
+    return _agree(fast, fast_error, slow, slow_error)
+
+
+def _agree(fast, fast_error, slow, slow_error):
+    """The two runs' events agree, event by event (``nodes`` aside); returns the first's."""
     assert fast_error == slow_error
     assert [type(e).__name__ for e in fast] == [type(e).__name__ for e in slow]
     for a, b in zip(fast, slow):
@@ -93,6 +100,23 @@ def test_compiled_loops_match_the_general_code(case, monkeypatch):
     events, _ = compare(read_model(case / "model.xml"), load_npz(case / "inputs.npz"),
                         monkeypatch, **options)
     assert events
+
+
+@pytest.mark.parametrize("case", MODELS, ids=lambda p: p.name)
+def test_recording_every_node_changes_no_event(case, monkeypatch):
+    """A run that records every node (``loopcode.RECORDED``: the body's run_all, called by the
+    same iteration code) tells the events of the usual run, each iteration with every node."""
+    model, inputs = read_model(case / "model.xml"), load_npz(case / "inputs.npz")
+    options = {"max_iterations": 500} if case.name == "endless_loop" else {}
+    fast, fast_error = _events(model, inputs, False, monkeypatch, **options)
+    recorded, recorded_error = _events(model, inputs, False, monkeypatch, record_nodes=True,
+                                       **options)
+    _agree(recorded, recorded_error, fast, fast_error)
+    for a, b in zip(recorded, fast):
+        if type(a).__name__ == "IterationDone":
+            body = a.spec.body
+            assert b.nodes is None and list(a.nodes) == body.all_value_names
+            _same(list(a.nodes.values())[:len(a.body_in)], a.body_in)
 
 
 @pytest.mark.parametrize("options", [{"max_iterations": 3}, {"max_memory": 64}])
@@ -139,7 +163,7 @@ def test_the_converter_style_body(monkeypatch):
 def test_interpreted_plans_match_compiled_ones(case, monkeypatch):
     """Graphs over interp.COMPILE_LIMIT steps are interpreted: the same events, the same errors
     (a failing kernel still named)."""
-    from loopdbg.engine import loopcode, plan
+    from loopdbg.engine import plan
 
     model, inputs = read_model(case / "model.xml"), load_npz(case / "inputs.npz")
     options = {"max_iterations": 500} if case.name == "endless_loop" else {}
@@ -176,8 +200,6 @@ def _ufunc_loop(x0, c, trip=6, scan=True):
 
 
 def _steady_calls(monkeypatch):
-    from loopdbg.engine import loopcode
-
     said = []
     real = iteration_checks.steady
 
@@ -230,7 +252,6 @@ def test_a_body_of_three_thousand_layers_is_compiled_as_a_small_one():
     import linecache
 
     from loopdbg.builder import GraphBuilder
-    from loopdbg.engine import loopcode
 
     def build(bad: bool):
         b = GraphBuilder("deep")

@@ -352,3 +352,30 @@ def test_every_generated_source_is_registered_and_kept_on_its_plan():
         for line in source.splitlines():
             if re.search(r"= \(?(yield from )?k\d+\(", line):           # every step names its layer
                 assert re.search(r"  # \w+ '", line), line
+
+
+def test_stepping_node_by_node_checks_a_broadcast_as_a_run_does():
+    """``interpret`` (the debugger's node-by-node stepping, the If branch views) walks the
+    interpreter's step table: an Add whose broadcast output would not fit in the memory budget
+    is refused before numpy allocates it, as in a run, instead of allocating it."""
+    from loopdbg.ops import budget
+
+    b = GraphBuilder("outer")
+    x = b.parameter("x", "f32", [2048, 1])
+    y = b.parameter("y", "f32", [1, 2048])
+    b.result(b.op("Add", [b.op("Relu", [x], name="r"), y], name="outer_sum"))
+    engine = Engine(b.build())
+    values = (np.zeros((2048, 1), np.float32), np.zeros((1, 2048), np.float32))
+    with pytest.raises(RunError, match="'outer_sum'.*would need"):
+        engine.run_to_end(dict(zip(("x", "y"), values)), max_memory=8 << 20)
+    stepped = []
+    budget.start(8 << 20)                   # 16 MiB of output against 8
+    try:
+        with pytest.raises(budget.BudgetExceeded, match="would need"):
+            for layer, _ in engine.plan.interpret(RunContext(), values):
+                stepped.append(layer.name)
+    finally:
+        budget.start(None)
+    assert stepped == ["r"]
+    assert [layer.name for layer, _ in engine.plan.interpret(RunContext(), values)] == \
+        ["r", "outer_sum"]
