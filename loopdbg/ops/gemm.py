@@ -8,6 +8,13 @@ wants and otherwise multiplies in its own, much slower loop (a transposed weight
 
 * a stack of matrices times one matrix is one 2-D GEMM: ``(*B, M, K)`` is viewed as
   ``(B*M, K)`` (copied once if it is not contiguous), multiplied, and viewed back;
+* of a big enough matrix (``WEIGHT_FIRST_SIZE`` elements: a decoder's linear layers) and
+  ``WEIGHT_FIRST_ROWS`` rows or more, the product is taken the other way round,
+  ``(Wᵀ · Aᵀ)ᵀ``: the same products summed by the same GEMM, which OpenBLAS runs 1.5x-2.5x faster
+  for the few rows of a generation step (measured at 12-24 rows against 192x576, 192x768 and
+  768x192 weights, one thread; the transposes are views, handed to BLAS as flags, and the
+  result is copied once into C order). Fewer rows are nearer a matrix-vector product, where
+  the usual order is faster, as it is for small weights;
 * otherwise numpy's matmul, with a strided stack of the second operand made contiguous once.
 
 The results are numpy's (and BLAS's) sums of the same products: equal to the stacked product
@@ -18,13 +25,22 @@ from __future__ import annotations
 
 import numpy as np
 
+WEIGHT_FIRST_ROWS = 8           # rows of A from which a big matrix goes first (see above)
+WEIGHT_FIRST_SIZE = 32768       # elements of the matrix: 192x192 and up
+
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.matmul(a, b)``, on BLAS's fast path where the shapes allow."""
-    if b.ndim == 2 and a.ndim > 2 and a.dtype == b.dtype and a.dtype.kind == "f" \
-            and a.dtype.itemsize >= 4:
+    if b.ndim == 2 and a.ndim >= 2 and a.dtype == b.dtype and a.dtype.kind == "f" \
+            and a.dtype.itemsize >= 4 and a.shape[-1] == b.shape[0]:
         lead = a.shape[:-1]
-        out = np.matmul(a.reshape(-1, a.shape[-1]), b)
+        a2 = a.reshape(-1, a.shape[-1])
+        if a2.shape[0] >= WEIGHT_FIRST_ROWS and b.size >= WEIGHT_FIRST_SIZE:
+            out = np.ascontiguousarray(np.matmul(b.T, a2.T).T)
+        elif a.ndim == 2:
+            return np.matmul(a, b)
+        else:
+            out = np.matmul(a2, b)
         return out.reshape(*lead, b.shape[-1])
     if b.ndim > 2 and not (b.flags.c_contiguous or b.flags.f_contiguous):
         b = np.ascontiguousarray(b)
