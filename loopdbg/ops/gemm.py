@@ -15,7 +15,10 @@ wants and otherwise multiplies in its own, much slower loop (a transposed weight
   768x192 weights, one thread; the transposes are views, handed to BLAS as flags, and the
   result is copied once into C order). Fewer rows are nearer a matrix-vector product, where
   the usual order is faster, as it is for small weights;
-* otherwise numpy's matmul, with a strided stack of the second operand made contiguous once.
+* otherwise numpy's matmul, with a strided stack of the second operand made contiguous once
+  when it is big (``STRIDED_COPY_SIZE`` elements): the copy costs more than it saves on the
+  small stacks of a small model's attention, (1, 4, 12, T) keys (measured with numpy 2.4,
+  whose own loop is as fast there; numpy 1's leaves BLAS, which matters only for big ones).
 
 The results are numpy's (and BLAS's) sums of the same products: equal to the stacked product
 within float rounding, bit for bit from one run to the next.
@@ -27,6 +30,7 @@ import numpy as np
 
 WEIGHT_FIRST_ROWS = 8           # rows of A from which a big matrix goes first (see above)
 WEIGHT_FIRST_SIZE = 32768       # elements of the matrix: 192x192 and up
+STRIDED_COPY_SIZE = 16384       # elements of a strided stack worth a contiguous copy (see above)
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -42,7 +46,8 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         else:
             out = np.matmul(a2, b)
         return out.reshape(*lead, b.shape[-1])
-    if b.ndim > 2 and not (b.flags.c_contiguous or b.flags.f_contiguous):
+    if b.ndim > 2 and b.size >= STRIDED_COPY_SIZE and not (b.flags.c_contiguous
+                                                           or b.flags.f_contiguous):
         b = np.ascontiguousarray(b)
     return np.matmul(a, b)
 

@@ -52,12 +52,22 @@ def test_a_stack_times_one_matrix_is_one_2d_product(monkeypatch):
     np.testing.assert_allclose(out, real(a, b.T), rtol=1e-5, atol=1e-5)
 
 
-def test_a_strided_stack_is_made_contiguous():
-    a, b = _operands(np.float32, (4, 6, 8), (4, 8, 16))
+@pytest.mark.parametrize("b_shape, copied", [((4, 8, 16), False), ((8, 64, 128), True)])
+def test_a_big_strided_stack_is_made_contiguous(monkeypatch, b_shape, copied):
+    seen = []
+    real = np.matmul
+
+    def spy(x, y, *rest, **kw):
+        seen.append(y.flags.c_contiguous)
+        return real(x, y, *rest, **kw)
+
+    a, b = _operands(np.float32, (b_shape[0], 6, b_shape[1]), b_shape)
     strided = b[:, :, ::2]
     assert not strided.flags.c_contiguous
-    np.testing.assert_allclose(gemm.matmul(a, strided), np.matmul(a, strided), rtol=1e-5,
-                               atol=1e-5)
+    want = real(a, strided)
+    monkeypatch.setattr(gemm.np, "matmul", spy)
+    np.testing.assert_allclose(gemm.matmul(a, strided), want, rtol=1e-5, atol=1e-4)
+    assert seen == [copied]             # a small one is multiplied as it is: a copy costs more
 
 
 def test_transposed_constant_is_read_only_c_order():
