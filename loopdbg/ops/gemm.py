@@ -35,21 +35,28 @@ STRIDED_COPY_SIZE = 16384       # elements of a strided stack worth a contiguous
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.matmul(a, b)``, on BLAS's fast path where the shapes allow."""
-    if b.ndim == 2 and a.ndim >= 2 and a.dtype == b.dtype and a.dtype.kind == "f" \
-            and a.dtype.itemsize >= 4 and a.shape[-1] == b.shape[0]:
-        lead = a.shape[:-1]
-        a2 = a.reshape(-1, a.shape[-1])
-        if a2.shape[0] >= WEIGHT_FIRST_ROWS and b.size >= WEIGHT_FIRST_SIZE:
+    if b.ndim == 2 and a.ndim >= 2:
+        if b.size >= WEIGHT_FIRST_SIZE and a.size >= WEIGHT_FIRST_ROWS * b.shape[0] and \
+                _gemm_types(a, b) and a.shape[-1] == b.shape[0]:
+            lead = a.shape[:-1]
+            a2 = a.reshape(-1, a.shape[-1])
             out = np.ascontiguousarray(np.matmul(b.T, a2.T).T)
-        elif a.ndim == 2:
-            return np.matmul(a, b)
-        else:
-            out = np.matmul(a2, b)
-        return out.reshape(*lead, b.shape[-1])
+            return out.reshape(*lead, b.shape[-1])
+        if a.ndim > 2 and _gemm_types(a, b):
+            lead = a.shape[:-1]
+            out = np.matmul(a.reshape(-1, a.shape[-1]), b)
+            return out.reshape(*lead, b.shape[-1])
+        return np.matmul(a, b)
     if b.ndim > 2 and b.size >= STRIDED_COPY_SIZE and not (b.flags.c_contiguous
                                                            or b.flags.f_contiguous):
         b = np.ascontiguousarray(b)
     return np.matmul(a, b)
+
+
+def _gemm_types(a: np.ndarray, b: np.ndarray) -> bool:
+    """Both of one float type BLAS multiplies (float32, float64): numpy's matmul of them is
+    one GEMM."""
+    return a.dtype == b.dtype and a.dtype.kind == "f" and a.dtype.itemsize >= 4
 
 
 def matmul_t(a: np.ndarray, b: np.ndarray, ta: bool, tb: bool) -> np.ndarray:
