@@ -12,9 +12,10 @@ wants and otherwise multiplies in its own, much slower loop (a transposed weight
   ``WEIGHT_FIRST_ROWS`` rows or more, the product is taken the other way round,
   ``(Wᵀ · Aᵀ)ᵀ``: the same products summed by the same GEMM, which OpenBLAS runs 1.5x-2.5x faster
   for the few rows of a generation step (measured at 12-24 rows against 192x576, 192x768 and
-  768x192 weights, one thread; the transposes are views, handed to BLAS as flags, and the
-  result is copied once into C order). Fewer rows are nearer a matrix-vector product, where
-  the usual order is faster, as it is for small weights;
+  768x192 weights in cache, one thread; the transposes are views, handed to BLAS as flags,
+  and the result is copied once into C order). In a whole decoder run, whose weights come
+  from L3 or memory, the products gain less: 7% over gpt_mid's. Fewer rows are nearer a
+  matrix-vector product, where the usual order is faster, as it is for small weights;
 * otherwise numpy's matmul, with a strided stack of the second operand made contiguous once
   when it is big (``STRIDED_COPY_SIZE`` elements): the copy costs more than it saves on the
   small stacks of a small model's attention, (1, 4, 12, T) keys (measured with numpy 2.4,
