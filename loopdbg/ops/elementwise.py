@@ -215,22 +215,39 @@ def _erf_approx(x):
 
 def _erf_approx_into(x: np.ndarray) -> np.ndarray:
     """``_erf_approx`` of a float array: the same operations in the same order (so the same
-    values), in two temporaries instead of a dozen."""
+    values), in two temporaries instead of a dozen, its numbers as 0-d arrays of x's type
+    (``_erf_numbers``: numpy would convert each Python float on every call, to the same)."""
+    a, one, p5, p4, p3, p2, p1 = _erf_numbers(x.dtype)
     t = np.abs(x)
-    t *= 0.3275911
-    t += 1
-    np.divide(1, t, out=t)
-    poly = t * 1.061405429
-    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
-        poly += c
-        poly *= t
+    np.multiply(t, a, out=t)
+    np.add(t, one, out=t)
+    np.divide(one, t, out=t)
+    poly = np.multiply(t, p5)
+    for c in (p4, p3, p2, p1):
+        np.add(poly, c, out=poly)
+        np.multiply(poly, t, out=poly)
     e = np.multiply(x, x)
     np.negative(e, out=e)
     np.exp(e, out=e)
-    e *= poly
-    np.subtract(1, e, out=e)
-    e *= np.sign(x)
+    np.multiply(e, poly, out=e)
+    np.subtract(one, e, out=e)
+    np.multiply(e, np.sign(x), out=e)
     return e
+
+
+_ERF_NUMBERS: dict[np.dtype, tuple[np.ndarray, ...]] = {}
+
+
+def _erf_numbers(dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """A&S 7.1.26's numbers (p, 1, a5 ... a1) as read-only 0-d arrays of ``dtype``."""
+    found = _ERF_NUMBERS.get(dtype)
+    if found is None:
+        found = tuple(np.array(v, dtype) for v in (0.3275911, 1, 1.061405429, -1.453152027,
+                                                   1.421413741, -0.284496736, 0.254829592))
+        for v in found:
+            v.flags.writeable = False
+        _ERF_NUMBERS[dtype] = found
+    return found
 
 
 _ERF: Callable | None = None

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import axis_of, choice, flag, float_attr, int_attr, int_list, ints
+from loopdbg.ops.args import axis_of, choice, const_input, flag, float_attr, int_attr, int_list, ints
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import same
 
@@ -48,20 +48,39 @@ def _mvn(x: np.ndarray, axes: tuple[int, ...], variance: bool, eps: float,
             var = centred * centred
             centred = centred / (np.sqrt(var + eps) if inside else np.sqrt(var) + eps)
         return centred.astype(x.dtype, copy=False)
-    # numpy's mean, without its Python layers: the sum divided by the count (the same values)
-    count = math.prod(xf.shape[a] for a in axes)
-    centred = xf - np.add.reduce(xf, axis=axes, keepdims=True) / count
+    # numpy's mean, without its Python layers: the sum divided by the count (the same values);
+    # the count and eps as float64 0-d arrays (what numpy converts the Python numbers to)
+    count, eps_ = _float64s(math.prod(xf.shape[a] for a in axes), eps)
+    mean = np.add.reduce(xf, axis=axes, keepdims=True)
+    np.divide(mean, count, out=mean)
+    centred = np.subtract(xf, mean)
     if variance:
-        square = centred * centred
-        var = np.add.reduce(square, axis=axes, keepdims=True) / count
+        square = np.multiply(centred, centred)
+        var = np.add.reduce(square, axis=axes, keepdims=True)
+        np.divide(var, count, out=var)
         if inside:
-            var += eps
+            np.add(var, eps_, out=var)
             np.sqrt(var, out=var)
         else:
             np.sqrt(var, out=var)
-            var += eps
+            np.add(var, eps_, out=var)
         np.divide(centred, var, out=centred)
     return centred.astype(x.dtype, copy=False)
+
+
+_FLOAT64S: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _float64s(count: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` and ``eps`` as read-only float64 0-d arrays, kept per pair."""
+    found = _FLOAT64S.get((count, eps))
+    if found is None:
+        if len(_FLOAT64S) >= 1024:
+            _FLOAT64S.clear()
+        found = _FLOAT64S[(count, eps)] = (np.array(count, np.float64), np.array(eps, np.float64))
+        for v in found:
+            v.flags.writeable = False
+    return found
 
 
 @op("MVN", versions=(2,), shape=same,
@@ -80,8 +99,8 @@ def _mvn1(layer: Layer):
     return mvn1
 
 
-@op("MVN", versions=(6,), shape=same)
-def _mvn6(layer: Layer):
+@op("MVN", versions=(6,), shape=same, constants=True)
+def _mvn6(layer: Layer, consts=None):
     variance = flag(layer, "normalize_variance")
     eps = float_attr(layer, "eps")
     inside = choice(layer, "eps_mode", ("inside_sqrt", "outside_sqrt")) == "inside_sqrt"
@@ -89,7 +108,19 @@ def _mvn6(layer: Layer):
     def mvn6(x, axes):
         return _mvn(x, _axes(axes, np.ndim(x)), variance, eps, inside)
 
-    return mvn6
+    given = const_input(consts, 1)
+    if given is None:
+        return mvn6
+    by_rank: dict[int, tuple[int, ...]] = {}       # constant axes: normalised once per rank
+
+    def mvn6_constant_axes(x, axes):
+        x = np.asarray(x)
+        found = by_rank.get(x.ndim)
+        if found is None:
+            found = by_rank[x.ndim] = _axes(given, x.ndim)     # raises as mvn6 would
+        return _mvn(x, found, variance, eps, inside)
+
+    return mvn6_constant_axes
 
 
 # ---- BatchNormInference ------------------------------------------------------------------------

@@ -404,7 +404,20 @@ def _cast(layer: Layer):
         from loopdbg.ops.onnx_reference import reference_kernel
 
         return reference_kernel(layer)
-    return _by_reference(layer, lambda x: cast(x, dtype))
+    general = _by_reference(layer, lambda x: cast(x, dtype))
+    if dtype == np.bool_:
+        return general
+    to_int = dtype.kind in "iu"
+
+    def cast_kernel(x):
+        # an array or numpy scalar of the same type, or integers to integers (shape arithmetic:
+        # a converter's Cast of every size it computes): ``cast``'s first case, at once
+        src = getattr(x, "dtype", None)
+        if src is not None and (src == dtype or to_int and src.kind in "iub"):
+            return (x if type(x) is np.ndarray else np.asarray(x)).astype(dtype)
+        return general(x)
+
+    return cast_kernel
 
 
 @op("onnx.CastLike", versions=(15,))

@@ -44,12 +44,16 @@ def _layer_normalization(layer: Layer):
         work = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
         rows, cols = math.prod(x.shape[:ax]), math.prod(x.shape[ax:])
         mat = x.astype(work, copy=False).reshape(rows, cols)
-        # np.sum is add.reduce behind Python layers; the rest works in place (the same values)
-        mean = np.add.reduce(mat, axis=1, keepdims=True) / cols
-        diff = mat - mean
-        square = diff * diff
-        variance = np.add.reduce(square, axis=1, keepdims=True) / cols
-        inv_std = variance + epsilon
+        n_cols, eps = _scalars(work, cols, epsilon)
+        # np.sum is add.reduce behind Python layers; the rest works in place, the Python numbers
+        # as arrays of the computing type (what numpy converts them to: the same values)
+        mean = np.add.reduce(mat, axis=1, keepdims=True)
+        np.divide(mean, n_cols, out=mean)
+        diff = np.subtract(mat, mean)
+        square = np.multiply(diff, diff)
+        inv_std = np.add.reduce(square, axis=1, keepdims=True)
+        np.divide(inv_std, n_cols, out=inv_std)
+        np.add(inv_std, eps, out=inv_std)
         np.sqrt(inv_std, out=inv_std)
         np.reciprocal(inv_std, out=inv_std)
         np.multiply(diff, inv_std, out=square)
@@ -65,6 +69,23 @@ def _layer_normalization(layer: Layer):
                 inv_std.reshape(reduced).astype(stats_type, copy=False))[:count]
 
     return layer_normalization
+
+
+_SCALARS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _scalars(work: np.dtype, cols: int, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """``cols`` and ``epsilon`` as read-only 0-d arrays of ``work`` (kept per key: a Python
+    number costs numpy a conversion on every call)."""
+    key = (work, cols, epsilon)
+    found = _SCALARS.get(key)
+    if found is None:
+        if len(_SCALARS) >= 1024:
+            _SCALARS.clear()
+        found = _SCALARS[key] = (np.array(cols, work), np.array(epsilon, work))
+        for v in found:
+            v.flags.writeable = False
+    return found
 
 
 def _combine(y: np.ndarray, other: np.ndarray, ufunc) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 
 from loopdbg.ir.model import Layer
 from loopdbg.ops.args import a, axis_of, scalar
+from loopdbg.ops.concat_split import pieces
 from loopdbg.ops.registry import op
 
 
@@ -142,13 +143,12 @@ def _split_to_sequence(layer: Layer):
             step = int(sizes)
             if step <= 0:
                 raise ValueError(f"split {step} is not positive")
-            cuts = list(range(step, length, step))
+            lengths = [min(step, length - start) for start in range(0, length, step)] or [0]
         else:
-            lengths = [int(v) for v in sizes.reshape(-1)]
+            lengths = [int(v) for v in sizes.reshape(-1).tolist()]
             if any(v < 0 for v in lengths) or sum(lengths) != length:
                 raise ValueError(f"split {lengths} does not add up to the axis length {length}")
-            cuts = np.cumsum(lengths)[:-1].tolist()
-        return np.split(x, cuts, axis=ax)
+        return pieces(x, ax, lengths)
 
     return split
 

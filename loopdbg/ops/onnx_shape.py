@@ -14,6 +14,7 @@ import numpy as np
 
 from loopdbg.ir.model import Layer
 from loopdbg.ops.args import a, axis_of, const_input, declared_outputs, ints_of, opset
+from loopdbg.ops.concat_split import pieces
 from loopdbg.ops.registry import op
 
 
@@ -186,9 +187,7 @@ def _split(layer: Layer):
     def split(x, sizes=None):
         ax = axis_of(axis, x.ndim)
         wanted = ints_of(sizes) if (new and sizes is not None) else attr_split
-        parts = _split_sizes(x.shape[ax], wanted, count, num)
-        bounds = np.cumsum(parts)[:-1]
-        return tuple(np.split(x, bounds, axis=ax))
+        return tuple(pieces(x, ax, _split_sizes(x.shape[ax], wanted, count, num)))
 
     return split
 

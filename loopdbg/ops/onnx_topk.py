@@ -26,7 +26,7 @@ def _key(x: np.ndarray, largest: bool) -> np.ndarray:
     return np.where(np.isnan(x), -np.inf, -x)
 
 
-def _smallest(key: np.ndarray, k: int) -> np.ndarray:
+def smallest(key: np.ndarray, k: int) -> np.ndarray:
     """The indices of the k smallest of each row of ``key`` [rows, n], in order, ties by index."""
     n = key.shape[1]
     if k == 0:
@@ -55,7 +55,7 @@ def top_k(x: np.ndarray, k, axis: int, largest: bool):
         raise ValueError(f"TopK K={k} is not between 0 and the axis length {n}")
     rows = np.moveaxis(x, ax, -1)
     flat = rows.reshape(-1, n)
-    idx = _smallest(_key(flat, largest), k)
+    idx = smallest(_key(flat, largest), k)
     values = np.take_along_axis(flat, idx, axis=1)
     shape = rows.shape[:-1] + (k,)
     return (np.moveaxis(values.reshape(shape), -1, ax),

@@ -160,6 +160,18 @@ def test_variadic_split(axis, lengths):
           {2}, n_out=len(lengths))
 
 
+# ---- MVN -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axes", [[-1], [1, 2], [2, 1, -1], [3], [0, -4]])
+@pytest.mark.parametrize("mode", ["inside_sqrt", "outside_sqrt"])
+def test_mvn_constant_axes(axes, mode):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    for arg in (x, x[0]):                       # the axes normalised for each rank they meet
+        check("MVN", "opset6", (arg, np.array(axes, np.int64)), {1}, normalize_variance="true",
+              eps="1e-5", eps_mode=mode)
+
+
 # ---- reductions ------------------------------------------------------------------------------
 
 REDUCTIONS = ["ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1",

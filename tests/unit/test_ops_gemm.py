@@ -52,12 +52,22 @@ def test_a_stack_times_one_matrix_is_one_2d_product(monkeypatch):
     np.testing.assert_allclose(out, real(a, b.T), rtol=1e-5, atol=1e-5)
 
 
-def test_a_strided_stack_is_made_contiguous():
-    a, b = _operands(np.float32, (4, 6, 8), (4, 8, 16))
+@pytest.mark.parametrize("b_shape, copied", [((4, 8, 16), False), ((8, 64, 128), True)])
+def test_a_big_strided_stack_is_made_contiguous(monkeypatch, b_shape, copied):
+    seen = []
+    real = np.matmul
+
+    def spy(x, y, *rest, **kw):
+        seen.append(y.flags.c_contiguous)
+        return real(x, y, *rest, **kw)
+
+    a, b = _operands(np.float32, (b_shape[0], 6, b_shape[1]), b_shape)
     strided = b[:, :, ::2]
     assert not strided.flags.c_contiguous
-    np.testing.assert_allclose(gemm.matmul(a, strided), np.matmul(a, strided), rtol=1e-5,
-                               atol=1e-5)
+    want = real(a, strided)
+    monkeypatch.setattr(gemm.np, "matmul", spy)
+    np.testing.assert_allclose(gemm.matmul(a, strided), want, rtol=1e-5, atol=1e-4)
+    assert seen == [copied]             # a small one is multiplied as it is: a copy costs more
 
 
 def test_transposed_constant_is_read_only_c_order():
@@ -65,3 +75,39 @@ def test_transposed_constant_is_read_only_c_order():
     t = gemm.transposed_constant(w)
     assert t.flags.c_contiguous and not t.flags.writeable
     assert t.tolist() == w.T.tolist()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape", [(1, 12, 192), (12, 192), (2, 4, 192), (1, 8, 192)])
+def test_a_big_weight_goes_first_for_many_rows(monkeypatch, dtype, a_shape):
+    seen = []
+    real = np.matmul
+
+    def spy(x, y, *rest, **kw):
+        seen.append(x.shape)
+        return real(x, y, *rest, **kw)
+
+    a, b = _operands(dtype, a_shape, (192, 256))
+    want = real(a, b)
+    monkeypatch.setattr(gemm.np, "matmul", spy)
+    got = gemm.matmul(a, b)
+    assert seen == [(256, 192)]                     # (Wᵀ · Aᵀ)ᵀ: one GEMM, the weight first
+    assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((1, 7, 192), (192, 256)), ((1, 12, 48), (48, 192)),
+                                              ((1, 192), (192, 1024))])
+def test_few_rows_or_a_small_weight_keep_the_usual_order(monkeypatch, a_shape, b_shape):
+    seen = []
+    real = np.matmul
+
+    def spy(x, y, *rest, **kw):
+        seen.append(x.shape[-1])
+        return real(x, y, *rest, **kw)
+
+    a, b = _operands(np.float32, a_shape, b_shape)
+    monkeypatch.setattr(gemm.np, "matmul", spy)
+    got = gemm.matmul(a, b)
+    assert seen == [b_shape[0]]                     # A first: its K columns
+    np.testing.assert_allclose(got, real(a, b), rtol=1e-5, atol=1e-4)

@@ -130,6 +130,25 @@ def test_topk_k_bigger_than_axis_is_clamped_and_zero_is_empty():
     assert fn(V, i64(0))[1].shape == (1, 0)
 
 
+@pytest.mark.parametrize("mode", ["max", "min"])
+@pytest.mark.parametrize("axis", ["1", "0"])
+def test_topk_over_a_vocabulary_is_the_stable_sort_s_first_k(mode, axis):
+    # a generation step's TopK: the k first of a stable sort of the whole axis (NaN after every
+    # number: the smallest for max, the largest for min), found without sorting the axis
+    rng = np.random.default_rng(1)
+    x = rng.integers(-40, 40, (3, 5000)).astype(np.float32)      # many ties
+    x[rng.random(x.shape) < 0.01] = np.nan
+    x[:, 7] = -0.0
+    data = x if axis == "1" else np.ascontiguousarray(x.T)
+    ax = int(axis)
+    key = np.where(np.isnan(data), np.inf, -data if mode == "max" else data)
+    for k in (1, 5, 64):
+        vals, idx = kernel("TopK", n_out=2, axis=axis, mode=mode, sort="value")(data, i64(k))
+        want = np.take(np.argsort(key, axis=ax, kind="stable"), np.arange(k), axis=ax)
+        assert idx.tolist() == want.tolist()
+        np.testing.assert_array_equal(vals, np.take_along_axis(data, want, axis=ax))
+
+
 def test_topk_bad_attributes():
     with pytest.raises(UnsupportedOperation, match="mode='top'"):
         kernel("TopK", n_out=2, axis="0", mode="top")
