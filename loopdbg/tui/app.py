@@ -29,7 +29,7 @@ from loopdbg.debug.report import (RANDOM_SOURCE, headline, random_failure_hint,
 from loopdbg.debug.session import Session, Stop
 from loopdbg.tui.commands import LoopdbgCommands
 from loopdbg.tui.guard import Guarded, describe
-from loopdbg.tui.messages import Busy, GoTo, GroupsShown, InspectValue, Stopped
+from loopdbg.tui.messages import Busy, GoTo, GroupsShown, InspectValue, PromptShown, Stopped
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.prompts import PromptActions
 from loopdbg.tui.screens.help import HelpPanel
@@ -166,6 +166,21 @@ class LoopdbgApp(Guarded, PromptActions, App):
         self.screen.set_class(event.size.width < NARROW_WIDTH, "narrow")
         self.screen.set_class(event.size.height < SHORT_HEIGHT, "short")
         self.screen.set_class(event.size.height >= TALL_HEIGHT, "tall")
+        self._make_room_for_the_prompt()
+
+    @on(PromptShown)
+    def _prompt_shown(self, message: PromptShown) -> None:
+        self._make_room_for_the_prompt()
+
+    def _make_room_for_the_prompt(self) -> None:
+        """A prompt open on a short screen takes the tabs' rows. Said by an inline style of the
+        tabs, not by a class of the screen: each class change of the screen restyles every
+        widget (~0.1 s of CPU, twice per prompt)."""
+        tabs = self.query_one("#tabs")
+        if self.screen.has_class("short") and self.query_one(PromptBar).open:
+            tabs.styles.display = "none"
+        elif tabs.styles.clear_rule("display"):      # the stylesheet says again (zoom, help)
+            tabs.styles.refresh(layout=True, parent=True)
 
     def action_zoom(self) -> None:
         """Maximise the pane that has the focus (the graph when none has); again to restore."""

@@ -27,6 +27,14 @@ class Busy(Message):
         self.command = command
 
 
+class PromptShown(Message):
+    """The prompt bar opened (``open``) or closed."""
+
+    def __init__(self, open: bool) -> None:
+        super().__init__()
+        self.open = open
+
+
 class _Numbered(Message):
     """A panel asks the app to change the breakpoint or watch numbered ``number``."""
 

@@ -342,3 +342,31 @@ async def test_the_breakpoint_table_sets_an_ignore_count():
         assert bp.ignore == 2
         await press(pilot, "c")                                    # hits 1 and 2 ignored
         assert sess.current.iteration == 3 and bp.hits == 3
+
+
+async def test_a_prompt_on_a_short_screen_takes_the_tabs_rows_and_gives_them_back():
+    """Below 32 rows an open prompt hides the tabs (their bar and rows go to the prompt); closed,
+    or on a screen grown tall again, the tabs are drawn again."""
+    from screen import screen_text
+    from textual.widgets._tabbed_content import ContentTab
+    from loopdbg.tui.screens.prompt import PromptBar
+
+    app = LoopdbgApp(session("for_loop"), title="m")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        label = str(app.query(ContentTab).first().label)
+
+        def tabs_drawn() -> bool:
+            return any(label in row for row in screen_text(app))
+
+        assert tabs_drawn()
+        await press(pilot, "b")
+        assert app.query_one(PromptBar).open and not tabs_drawn()
+        await pilot.resize_terminal(160, 48)         # tall again: room for both
+        await settle(pilot)
+        assert app.query_one(PromptBar).open and tabs_drawn()
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert not tabs_drawn()
+        await press(pilot, "escape")
+        assert not app.query_one(PromptBar).open and tabs_drawn()

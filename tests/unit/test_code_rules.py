@@ -26,23 +26,23 @@ def test_no_module_touches_anothers_private_attributes():
     defined here): a module's state is changed through its public interface."""
     bad = []
     for path, tree in modules():
-        own = {n.name for n in ast.walk(tree)
-               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        own |= {t.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
-                and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")
-                for t in (n,)}
-        own |= {t.id for n in ast.walk(tree) if isinstance(n, ast.AnnAssign)
-                for t in (n.target,) if isinstance(t, ast.Name)}
+        own, touched = set(), []          # one walk of the tree gathers both
         for n in ast.walk(tree):
-            if not (isinstance(n, ast.Attribute) and n.attr.startswith("_")
-                    and not n.attr.startswith("__")):
-                continue
-            if isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                own.add(n.name)
+            elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+                own.add(n.target.id)
+            elif isinstance(n, ast.Attribute):
+                if isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
+                    own.add(n.attr)
+                elif n.attr.startswith("_") and not n.attr.startswith("__"):
+                    touched.append(n)
+        for n in touched:
+            if n.attr in own:
                 continue
             base = ast.unparse(n.value)
-            if (base, n.attr) in FOREIGN or n.attr in own:
-                continue
-            bad.append(f"{path.relative_to(PACKAGE.parent)}:{n.lineno}: {base}.{n.attr}")
+            if (base, n.attr) not in FOREIGN:
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{n.lineno}: {base}.{n.attr}")
     assert not bad, "private attributes of other modules:\n" + "\n".join(bad)
 
 

@@ -15,6 +15,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Label, Static
 
 from loopdbg.debug.complete import complete
+from loopdbg.tui.messages import PromptShown
 from loopdbg.tui.plain import plain
 
 
@@ -77,7 +78,7 @@ class PromptBar(Vertical):
         entry.cursor_position = len(value)
         self.query_one("#prompt-error", Static).update("")
         self.display = True
-        self.screen.add_class("prompting")
+        self.post_message(PromptShown(True))
         entry.focus()
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
@@ -114,7 +115,7 @@ class PromptBar(Vertical):
     def _close(self, result: str | None) -> None:
         focused = self.app.focused
         self.display = False
-        self.screen.remove_class("prompting")
+        self.post_message(PromptShown(False))
         back = self._return_to
         if focused is not None and self not in focused.ancestors_with_self:
             pass                        # the focus already went elsewhere: it stays there
