@@ -10,6 +10,7 @@ current boxes. Style tags, one per cell (None for blank cells):
     "role"                                   the title of a Parameter's / Result's box (its role)
     "title"                                  the title of an operation's box (its type)
     "edge"  "back"                           data edges, back edges (and their arrowheads)
+    "frame"                                  the border of an open group around what it holds
 
 ``render_text`` gives the same picture as plain text (optionally pure ASCII) for tests, snapshots
 and terminals without box-drawing glyphs.
@@ -30,6 +31,7 @@ _SOLID = {_U | _D: "│", _L | _R: "─", _D | _R: "╭", _D | _L: "╮", _U | _
 _DASHED = {**_SOLID, _U | _D: "┆", _U: "┆", _D: "┆", _L | _R: "┄", _L: "┄", _R: "┄"}
 _ARROW = {"down": "▼", "up": "▲", "left": "◀", "right": "▶"}
 _ASCII = str.maketrans({"┌": "+", "┐": "+", "└": "+", "┘": "+", "─": "-", "│": "|", "┆": ":",
+                        "┏": "#", "┓": "#", "┯": "+", "▸": ">", "▾": "v", "→": ">", "┗": "#", "┛": "#", "━": "=", "┃": "#",
                         "┄": ".", "╭": "+", "╮": "+", "╰": "+", "╯": "+", "├": "+", "┤": "+",
                         "┬": "+", "┴": "+", "┼": "+", "▼": "v", "▲": "^", "◀": "<", "▶": ">",
                         "…": "~", "×": "x", "·": "/"})
@@ -75,6 +77,9 @@ def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]], li
     bits: dict[tuple[int, int], int] = {}
     solid: set[tuple[int, int]] = set()
 
+    for f in layout.frames:                               # under everything they hold
+        _draw_frame(chars, tags, f)
+
     def mark(x: int, y: int, b: int, back: bool) -> None:
         bits[(x, y)] = bits.get((x, y), 0) | b
         if not back:
@@ -108,10 +113,28 @@ def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]], li
         _draw_box(chars, tags, b)
     for e in layout.edges:                                # where an edge leaves a box: ┬
         x, y = e.points[0]
-        if layout.box(e.src).contains(x, y - 1):
-            chars[y - 1][x] = "┬"
+        src = layout.box(e.src)
+        if src.contains(x, y - 1):
+            chars[y - 1][x] = "┯" if src.kind == "frame" else "┬"
     hit = _STATIC[layout] = (chars, tags, ["".join(r) for r in chars])
     return hit
+
+
+def _draw_frame(chars, tags, b: Box) -> None:
+    """An open group's border (its name in the top one), the inside left as it is."""
+    x0, y0, x1, y1 = b.x, b.y, b.right, b.bottom
+    chars[y0][x0], chars[y0][x1], chars[y1][x0], chars[y1][x1] = "┏", "┓", "┗", "┛"
+    for x in range(x0 + 1, x1):
+        chars[y0][x] = chars[y1][x] = "━"
+    for y in range(y0 + 1, y1):
+        chars[y][x0] = chars[y][x1] = "┃"
+    for x, y in [(x, y) for x in range(x0, x1 + 1) for y in (y0, y1)] + \
+            [(x, y) for y in range(y0 + 1, y1) for x in (x0, x1)]:
+        tags[y][x] = "frame"
+    text = f" {b.title} "[: b.w - 3]
+    _put(chars, x0 + 2, y0, text, len(text))
+    for x in range(x0 + 2, x0 + 2 + len(text)):
+        tags[y0][x] = "title"
 
 
 def _draw_box(chars, tags, b: Box) -> None:

@@ -1,7 +1,7 @@
 """A loop body as a picture: which of its groups are open, what is laid out, where a node is.
 
     body = BodyView(spec)            # a big body is grouped (loopdbg.layout.grouped), else flat
-    body.target()                    # what to lay out: the spec, or its groups' BodyGraph
+    body.target()                    # what to lay out: the spec, or its open groups
     cursor = body.open(box_id)       # a group opened in place; the box the cursor goes to
     body.find("MatMul_9")            # any node, closed groups or not (then body.reveal(id))
 
@@ -14,13 +14,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from loopdbg.layout.compound import OpenGroups
 from loopdbg.layout.grouped import GroupedBody, grouped_body, grouped_known
 from loopdbg.layout.groups import MIN_GROUPED, natural_order as _natural
 from loopdbg.view.fit import value_keys
 
 
 _UNSET = object()
-MAX_BOXES = 300          # opening more closes the groups not on the way to the one opened
+MAX_BOXES = 600          # opening more closes the groups not on the way to the one opened (each
+                         # open group is laid out alone, in a few hundred boxes at most)
 
 
 class BodyView:
@@ -56,8 +58,9 @@ class BodyView:
         return self.groups is not None
 
     def target(self):
-        """What is laid out: the body itself, or its groups' BodyGraph with ``opened`` open."""
-        return self.spec if self.groups is None else self.groups.view(self.opened)
+        """What is laid out: the body itself, or its groups with ``opened`` open (each open
+        group laid out alone, ``layout.compound``)."""
+        return self.spec if self.groups is None else OpenGroups(self.groups, self.opened)
 
     # -- what a box shows ------------------------------------------------------------------------
     def value_names(self, box_id: int) -> tuple[str, ...]:

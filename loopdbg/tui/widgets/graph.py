@@ -13,8 +13,9 @@ the nodes.
 
 A big body (converter output: a decoder's blocks) is drawn by its groups (loopdbg.layout.grouped):
 a group is one box; ``enter`` or ``+`` opens it in place, ``-`` or ``escape`` closes the group the
-cursor is in; finding a node opens the groups on the way to it. Each set of open groups is laid
-out once, in the background, while the picture before it stays on screen.
+cursor is in; finding a node opens the groups on the way to it. The top level and each open group
+are laid out alone (loopdbg.layout.compound), an open group in a frame in place of its box, in
+the background, while the picture before it stays on screen.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ STYLES = {
     "value:changed": Style(color="yellow", bold=True),
     "edge": Style(color="grey62"),
     "back": Style(color="magenta"),
+    "frame": Style(color="blue", bold=True),
     "role": Style(color="green", italic=True),
     "note": Style(color="yellow"),
 }
