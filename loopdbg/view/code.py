@@ -100,6 +100,7 @@ class CodeView:
     def set_groups(self, groups) -> None:
         """Fold by ``groups`` (a GroupedBody found later, or None)."""
         self.groups, self._rows, self._leaving_steps = groups, None, None
+        self._shown_order: list[int] | None = None
         self._chains: dict[Scope, list[Scope]] = {}
         # body step → the group box it sits in (a folded weight Convert: its reader's)
         self._scope: dict[int, Scope] = {}
@@ -114,16 +115,39 @@ class CodeView:
         if self._rows is not None and self._rows[0] == (self.opened, self.note):
             return self._rows[1]
         out: list[Row] = [Row(self.note, "note")] if self.note else []
-        step = -1
+        body = [line for line in self.lines if line.phase == "body"]
         for line in self.lines:
             if line.phase != "body":
                 out.append(Row(self.names.in_text(line.render()), line.phase))
-                continue
-            step += 1
-            self._add_body_row(out, line, step)
-        out = [r if r.fold is None else _sized(r) for r in out]
+            elif line is body[0]:
+                for step in self._order():
+                    self._add_body_row(out, body[step], step)
+        out = [r if r.fold is None else _sized(r, self._parts(r.fold)) for r in out]
         self._rows = ((self.opened, self.note), out)
         return out
+
+    def _order(self) -> list[int]:
+        """The body steps in the order shown: each group's steps together (one fold, however
+        the body interleaves them with other groups' plumbing), in execution order within it;
+        a group stands among the lines and groups around it where its middle step runs."""
+        if self._shown_order is None:
+            steps = range(len(self.spec.body.steps))
+            if self.groups is None:
+                self._shown_order = list(steps)
+                return self._shown_order
+            members: dict[Scope, list[int]] = {}
+            for k in steps:
+                for p in self._chain(k):
+                    members.setdefault(p, []).append(k)
+            middle = {p: ks[len(ks) // 2] for p, ks in members.items()}
+            self._shown_order = sorted(
+                steps, key=lambda k: tuple(middle[p] for p in self._chain(k)) + (k,))
+        return self._shown_order
+
+    def _parts(self, path: Scope) -> int:
+        """In how many runs of consecutive steps group ``path``'s steps execute."""
+        steps = sorted(k for k, s in self._scope.items() if s[:len(path)] == path)
+        return 1 + sum(1 for a, b in zip(steps, steps[1:]) if b != a + 1)
 
     def _add_body_row(self, out: list[Row], line, step: int) -> None:
         chain = self._chain(step)
@@ -133,6 +157,12 @@ class CodeView:
             shown = [p for p in chain[:chain.index(closed)]]
         scope = shown[-1] if shown else ()
         prev = out[-1] if out else None
+        if closed is None and prev is not None and prev.fold is None and prev.head is None and \
+                prev.step is not None and prev.scope == scope and step > prev.step + 1:
+            # lines shown elsewhere (another group's) run between these two
+            out.append(Row(self._indent(line, scope) + self._between(prev.step, step), "body",
+                           scope=scope))
+            prev = out[-1]
         # the open groups entered here get a head row each (the way back out of them)
         entered = [p for p in shown if prev is None or not _within(prev, p)]
         for p in entered:
@@ -149,6 +179,15 @@ class CodeView:
             return
         out.append(Row(self._indent(line, scope) + line.text, "body", step=step, steps=(step,),
                        scope=scope))
+
+    def _between(self, a: int, b: int) -> str:
+        """The note between lines of steps ``a`` and ``b``: what runs between them."""
+        where = list(dict.fromkeys(self._label(c[0], ()) if c else "top level"
+                                   for c in (self._chain(k) for k in range(a + 1, b))))
+        more = f" +{len(where) - 2}" if len(where) > 2 else ""
+        n = b - a - 1
+        return f"┄ {n} line{'s' if n != 1 else ''} shown elsewhere run here " \
+               f"({', '.join(where[:2])}{more})"
 
     def _chain(self, step: int) -> list[Scope]:
         return self._chain_of(self._scope.get(step, ()))
@@ -261,11 +300,13 @@ def _within(row: Row, path: Scope) -> bool:
     return row.scope[:len(path)] == path
 
 
-def _sized(row: Row) -> Row:
-    """A closed group's row with its size: ``▸ blocks.4 { 52 lines }``."""
+def _sized(row: Row, parts: int = 1) -> Row:
+    """A closed group's row with its size: ``▸ blocks.4 { 52 lines }``, and ``, run in 3
+    parts`` when other lines run between its own."""
     n = len(row.steps)
-    return Row(f"{row.text} {{ {n} line{'s' if n != 1 else ''} }}", row.phase, step=row.step,
-               steps=row.steps, fold=row.fold, scope=row.scope)
+    runs = f", run in {parts} parts" if parts > 1 else ""
+    return Row(f"{row.text} {{ {n} line{'s' if n != 1 else ''}{runs} }}", row.phase,
+               step=row.step, steps=row.steps, fold=row.fold, scope=row.scope)
 
 
 def _grown(row: Row, step: int, leaving: set[int]) -> Row:
