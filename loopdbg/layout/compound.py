@@ -45,6 +45,10 @@ class OpenGroups:
         """Every box shown, across the pieces (frames and stubs not counted)."""
         return self.groups.view(self.opened).nodes
 
+    def closed(self) -> "OpenGroups":
+        """The same body with every group closed."""
+        return OpenGroups(self.groups, frozenset())
+
     def lay_out(self, value_width: int, cached_only: bool = False) -> Layout | None:
         """The composed picture (None with ``cached_only`` when a piece is not laid out yet)."""
         return _piece(self.groups, self.groups.root, self.opened, value_width, cached_only)

@@ -124,6 +124,16 @@ class GroupedBody:
             hit = self._views[key] = self._graph(rep, self.full.name)
         return hit
 
+    def box_count(self, opened: Iterable[Scope]) -> int:
+        """How many boxes the picture with ``opened`` open shows (``len(view(opened).nodes)``,
+        counted from the groups' own pictures, without making the whole one)."""
+        opened = set(opened)
+        n = len(self.level(()).nodes)
+        for p in opened:
+            if p in self.groups and all(q in opened for q in self.chain(p)):
+                n += sum(1 for x in self.level(p).nodes if x.kind not in STUB_KINDS) - 1
+        return n
+
     def level(self, path: Scope) -> BodyGraph:
         """What group ``path`` (``()``: the top level) shows when open, laid out alone: the nodes
         directly in it, each inner group as one box, and two stubs for the outside (``IN``:

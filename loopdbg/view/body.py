@@ -57,10 +57,12 @@ class BodyView:
     def grouped(self) -> bool:
         return self.groups is not None
 
-    def target(self):
+    def target(self, opened: frozenset | None = None):
         """What is laid out: the body itself, or its groups with ``opened`` open (each open
-        group laid out alone, ``layout.compound``)."""
-        return self.spec if self.groups is None else OpenGroups(self.groups, self.opened)
+        group laid out alone, ``layout.compound``); ``opened``: another set than this one's."""
+        if self.groups is None:
+            return self.spec
+        return OpenGroups(self.groups, self.opened if opened is None else opened)
 
     # -- what a box shows ------------------------------------------------------------------------
     def value_names(self, box_id: int) -> tuple[str, ...]:
@@ -156,7 +158,7 @@ class BodyView:
         if opened != self.opened:
             new = frozenset(q for p in opened - (last | self.opened) for q in gb.chain(p))
             # too many boxes: only what was just opened; still too many: everything closed
-            opened = next((o for o in (opened, new) if len(gb.view(o).nodes) <= MAX_BOXES),
+            opened = next((o for o in (opened, new) if gb.box_count(o) <= MAX_BOXES),
                           frozenset())
         self.opened = opened
         if selected is None:
@@ -166,13 +168,23 @@ class BodyView:
                 return gb.ids[p]
         return selected
 
+    def opening(self, box_id: int) -> frozenset | None:
+        """The groups ``open(box_id)`` would leave open (None: ``box_id`` is no group), so that
+        a face can lay that picture out ahead, while the cursor rests on the group."""
+        if not self.is_group(box_id):
+            return None
+        return self._keeping(set(self.groups.chain(self.groups.by_id[box_id].path)))
+
     def _open_keeping(self, way: set) -> None:
-        """Open the groups of ``way``; when that would lay out more than MAX_BOXES boxes, the
-        other open groups close (one layout never grows past a few hundred boxes)."""
+        self.opened = self._keeping(way)
+
+    def _keeping(self, way: set) -> frozenset:
+        """The open groups plus those of ``way``; when that would show more than MAX_BOXES
+        boxes, only ``way`` (the other open groups close)."""
         opened = self.opened | way
-        if len(self.groups.view(opened).nodes) > MAX_BOXES:
+        if self.groups.box_count(opened) > MAX_BOXES:
             opened = frozenset(way)
-        self.opened = frozenset(opened)
+        return frozenset(opened)
 
     # -- finding ---------------------------------------------------------------------------------
     def findable(self, boxes=()) -> list[tuple[int, str, str]]:

@@ -14,7 +14,7 @@ toolkit.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loopdbg.layout.graph import fit_middle, shared_prefix
 from loopdbg.teach.pseudocode import pseudocode
@@ -101,6 +101,8 @@ class CodeView:
         """Fold by ``groups`` (a GroupedBody found later, or None)."""
         self.groups, self._rows, self._leaving_steps = groups, None, None
         self._shown_order: list[int] | None = None
+        self._parts: dict[Scope, int] = {}
+        self._places: dict = {}             # group → _place's answer, for one set of open groups
         self._chains: dict[Scope, list[Scope]] = {}
         # body step → the group box it sits in (a folded weight Convert: its reader's)
         self._scope: dict[int, Scope] = {}
@@ -120,9 +122,11 @@ class CodeView:
             if line.phase != "body":
                 out.append(Row(self.names.in_text(line.render()), line.phase))
             elif line is body[0]:
+                grown: dict[int, list[int]] = {}       # a fold's row → the steps it stands for
                 for step in self._order():
-                    self._add_body_row(out, body[step], step)
-        out = [r if r.fold is None else _sized(r, self._parts(r.fold)) for r in out]
+                    self._add_body_row(out, body[step], step, grown)
+                out = [r if k not in grown else _sized(r, grown[k], self._parts[r.fold])
+                       for k, r in enumerate(out)]
         self._rows = ((self.opened, self.note), out)
         return out
 
@@ -140,23 +144,21 @@ class CodeView:
                 for p in self._chain(k):
                     members.setdefault(p, []).append(k)
             middle = {p: ks[len(ks) // 2] for p, ks in members.items()}
+            # in how many runs of consecutive steps each group's steps execute
+            self._parts = {p: 1 + sum(1 for a, b in zip(ks, ks[1:]) if b != a + 1)
+                           for p, ks in members.items()}
             self._shown_order = sorted(
                 steps, key=lambda k: tuple(middle[p] for p in self._chain(k)) + (k,))
         return self._shown_order
 
-    def _parts(self, path: Scope) -> int:
-        """In how many runs of consecutive steps group ``path``'s steps execute."""
-        steps = sorted(k for k, s in self._scope.items() if s[:len(path)] == path)
-        return 1 + sum(1 for a, b in zip(steps, steps[1:]) if b != a + 1)
-
-    def _add_body_row(self, out: list[Row], line, step: int) -> None:
-        chain = self._chain(step)
-        shown = [p for p in chain if p in self.opened]
-        closed = next((p for p in chain if p not in self.opened), None)
-        if closed is not None:
-            shown = [p for p in chain[:chain.index(closed)]]
-        scope = shown[-1] if shown else ()
+    def _add_body_row(self, out: list[Row], line, step: int, grown: dict) -> None:
+        shown, closed, scope = self._place(self._scope.get(step, ()))
         prev = out[-1] if out else None
+        if closed is not None and prev is not None and prev.fold == closed:
+            grown[len(out) - 1].append(step)            # the fold goes on (the usual case)
+            if step in self._leaving(closed):           # its value: the last one leaving it
+                out[-1] = replace(prev, step=step)
+            return
         if closed is None and prev is not None and prev.fold is None and prev.head is None and \
                 prev.step is not None and prev.scope == scope and step > prev.step + 1:
             # lines shown elsewhere (another group's) run between these two
@@ -169,16 +171,28 @@ class CodeView:
             out.append(Row(self._indent(line, p[:-1]) + "▾ " + self._label(p, p[:-1]), "body",
                            head=p, scope=p))
         if closed is not None:
-            if prev is not None and prev.fold == closed and not entered:
-                out[-1] = _grown(prev, step, self._leaving(closed))
-                return
-            text = self._indent(line, scope) + "▸ " + self._label(closed, scope)
             leaving = self._leaving(closed)
+            text = self._indent(line, scope) + "▸ " + self._label(closed, scope)
+            grown[len(out)] = [step]
             out.append(Row(text, "body", step=step if step in leaving else None, steps=(step,),
                            fold=closed, scope=scope))
             return
         out.append(Row(self._indent(line, scope) + line.text, "body", step=step, steps=(step,),
                        scope=scope))
+
+    def _place(self, group: Scope) -> tuple[list[Scope], Scope | None, Scope]:
+        """Where a step of group ``group`` goes with ``opened`` open: (the open groups it is
+        shown in, the outermost closed one holding it or None, the innermost open one)."""
+        if self._places.get(None) is not self.opened:       # made for another set: anew
+            self._places = {None: self.opened}
+        key = group
+        hit = self._places.get(key)
+        if hit is None:
+            chain = self._chain_of(group)
+            closed = next((p for p in chain if p not in self.opened), None)
+            shown = chain[:chain.index(closed)] if closed is not None else chain
+            hit = self._places[key] = (shown, closed, shown[-1] if shown else ())
+        return hit
 
     def _between(self, a: int, b: int) -> str:
         """The note between lines of steps ``a`` and ``b``: what runs between them."""
@@ -300,16 +314,10 @@ def _within(row: Row, path: Scope) -> bool:
     return row.scope[:len(path)] == path
 
 
-def _sized(row: Row, parts: int = 1) -> Row:
-    """A closed group's row with its size: ``▸ blocks.4 { 52 lines }``, and ``, run in 3
-    parts`` when other lines run between its own."""
-    n = len(row.steps)
+def _sized(row: Row, steps: list[int], parts: int = 1) -> Row:
+    """A closed group's row standing for ``steps``, with its size: ``▸ blocks.4 { 52 lines }``,
+    and ``, run in 3 parts`` when other lines run between its own."""
+    n = len(steps)
     runs = f", run in {parts} parts" if parts > 1 else ""
-    return Row(f"{row.text} {{ {n} line{'s' if n != 1 else ''}{runs} }}", row.phase,
-               step=row.step, steps=row.steps, fold=row.fold, scope=row.scope)
-
-
-def _grown(row: Row, step: int, leaving: set[int]) -> Row:
-    """A closed group's row standing for one more step (its value: the last leaving it)."""
-    return Row(row.text, row.phase, step=step if step in leaving else row.step,
-               steps=row.steps + (step,), fold=row.fold, scope=row.scope)
+    return replace(row, text=f"{row.text} {{ {n} line{'s' if n != 1 else ''}{runs} }}",
+                   steps=tuple(steps))

@@ -164,9 +164,10 @@ async def test_a_group_opens_in_a_frame_and_keys_go_on_while_it_is_laid_out(deco
         graph = app.query_one(GraphView)
         gb = grouped_body(graph._spec)
         graph.focus()
-        graph.select(gb.ids[("blocks.2",)])
-        await pilot.pause()
         monkeypatch.setattr(dot, "_run_dot", held)
+        graph.select(gb.ids[("blocks.2",)])       # what Enter shows is laid out ahead (held)
+        await pilot.pause()
+        assert graph.laying_out and "laying out" not in str(graph.border_title)
         before = app.last_stop
         await pilot.press("enter")
         await pilot.pause()
@@ -186,3 +187,47 @@ async def test_a_group_opens_in_a_frame_and_keys_go_on_while_it_is_laid_out(deco
         assert "▾ blocks.2 · " in row and "┏" in row
         assert graph._styles[frame.y][row.index("┏")] == "frame"
         assert frame.contains(*(lambda b: (b.x, b.y))(graph._layout.box(graph.selected)))
+
+
+def test_the_boxes_a_picture_shows_are_counted_from_the_groups_pictures(decoder):
+    spec, _ = decoder
+    gb = grouped_body(spec)
+    for opened in (set(), {("blocks.4",)}, {("blocks.4",), ("blocks.4", "fc1")},
+                   {("blocks.4", "fc1")}, {("blocks.4",), ("blocks.9",), ("head",)}):
+        assert gb.box_count(opened) == len(gb.view(opened).nodes), opened
+
+
+async def test_the_group_under_the_cursor_is_laid_out_before_enter_opens_it(decoder, monkeypatch):
+    pytest.importorskip("textual")
+    from test_keyboard import settle
+
+    from loopdbg.debug.session import Session
+    from loopdbg.tui.app import LoopdbgApp
+    from loopdbg.tui.widgets.graph import GraphView
+
+    spec, files = decoder
+    app = LoopdbgApp(Session.open(*files), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        graph = app.query_one(GraphView)
+        gb = grouped_body(graph._spec)
+        graph.focus()
+        graph.select(gb.ids[("blocks.5",)])
+        await settle(pilot)                          # resting on it: laid out meanwhile
+
+        import threading
+
+        release, run = threading.Event(), dot._run_dot
+
+        def held(source):                            # dot from now on waits for the test
+            release.wait(20)
+            return run(source)
+
+        monkeypatch.setattr(dot, "_run_dot", held)
+        await pilot.press("enter")
+        await pilot.pause()
+        # drawn at once, without dot (which may be laying out what the cursor is on now)
+        assert "laying out" not in str(graph.border_title)
+        assert graph._layout.box(gb.ids[("blocks.5",)]).kind == "frame"
+        release.set()
+        await settle(pilot)
