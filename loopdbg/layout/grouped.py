@@ -57,6 +57,8 @@ class GroupedBody:
                     self.folded[n.id] = reader
         self._views: dict[frozenset, BodyGraph] = {}
         self._levels: dict[Scope, BodyGraph] = {}
+        # an open group's stub → the nodes outside it that it stands for (read, or reading)
+        self.beyond: dict[int, dict[int, None]] = {}
         self._leaving: dict[Scope, tuple[int, ...]] = {}
 
     # -- what a group is ------------------------------------------------------------------------
@@ -195,6 +197,8 @@ class GroupedBody:
                 if stubs is None or e.back or (a is None and b is None):
                     continue
                 (outside[0] if a is None else outside[1])[e.src] = None
+                self.beyond.setdefault(stubs[0] if a is None else stubs[1], {})[
+                    e.src if a is None else e.dst] = None
                 a, b = (stubs[0], b) if a is None else (a, stubs[1])
             item = BodyEdge(a, b, 0 if a < 0 else e.src_port, 0 if b < 0 else e.dst_port, e.back)
             pair = (a, b, e.back) if a < 0 or b < 0 else item

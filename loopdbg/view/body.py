@@ -106,6 +106,13 @@ class BodyView:
                       default=1 << 30) for g in ids}
         return min(ids, key=key.__getitem__) if ids else None
 
+    def outside_of(self, box_id: int | None) -> int | None:
+        """For an open group's ``from outside`` (``to outside``) box: the box now showing the
+        first value it reads from (the first node reading what leaves), else None."""
+        gb = self.groups
+        nodes = gb.beyond.get(box_id) if gb is not None and box_id is not None else None
+        return self.box_of(next(iter(nodes))) if nodes else None
+
     # -- opening and closing ---------------------------------------------------------------------
     def is_group(self, box_id: int | None) -> bool:
         return self.groups is not None and box_id is not None and box_id in self.groups.by_id

@@ -231,3 +231,21 @@ async def test_the_group_under_the_cursor_is_laid_out_before_enter_opens_it(deco
         assert graph._layout.box(gb.ids[("blocks.5",)]).kind == "frame"
         release.set()
         await settle(pilot)
+
+
+def test_enter_on_an_open_group_s_outside_boxes_goes_where_they_lead(decoder):
+    from loopdbg.view.body import BodyView
+
+    spec, _ = decoder
+    view = BodyView(spec)
+    gb = view.groups
+    view.open(gb.ids[("blocks.4",)])
+    layout = layout_body(view.target())
+    frame = layout.box(gb.ids[("blocks.4",)])
+    stubs = {b.kind: b for b in layout.boxes if frame.contains(b.x, b.y) and b.kind in ("in", "out")}
+    # what blocks.4 reads comes from blocks.3 (closed: its box), what leaves goes to blocks.5
+    assert view.outside_of(stubs["in"].id) == gb.ids[("blocks.3",)]
+    assert view.outside_of(stubs["out"].id) == gb.ids[("blocks.5",)]
+    view.open(gb.ids[("blocks.3",)])                      # open too: the node itself
+    assert gb.by_id.get(view.outside_of(stubs["in"].id)) is None
+    assert view.outside_of(gb.ids[("blocks.4",)]) is None and view.outside_of(None) is None

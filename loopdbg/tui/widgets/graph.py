@@ -15,7 +15,8 @@ A big body (converter output: a decoder's blocks) is drawn by its groups (loopdb
 a group is one box; ``enter`` or ``+`` opens it in place, ``-`` or ``escape`` closes the group the
 cursor is in; finding a node opens the groups on the way to it. The top level and each open group
 are laid out alone (loopdbg.layout.compound), an open group in a frame in place of its box, in
-the background, while the picture before it stays on screen.
+the background, while the picture before it stays on screen; ``enter`` on a frame's ``from
+outside`` (``to outside``) box goes to what it reads from (what reads what leaves).
 """
 
 from __future__ import annotations
@@ -418,6 +419,10 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
             self.action_move("down")
             return
         if self.selected < 0:
+            outside = self._body(self._spec).outside_of(self.selected)
+            if outside is not None:                 # an open group's stub: where it leads
+                self.select(outside)
+                return
             self.action_open_group()
             return
         if not self._open_nested(self.selected):
