@@ -252,24 +252,24 @@ async def _grouped_times(session) -> tuple[float, float, float, float, float]:
         group = body.groups.ids[("blocks.7",)]
         graph.select(group)
         await pilot.pause()
-        t1 = time.perf_counter()
-        await pilot.press("enter")
-        while graph.laying_out or "(laying out" in str(graph.border_title) or \
-                not any("▸ blocks.7/fc1" in line for line in graph._lines):
-            await pilot.pause(0.001)
-        opened = time.perf_counter() - t1
+        opened = await _open_time(pilot, graph, "blocks.7")
         # a group the cursor rested on (its picture laid out meanwhile, as while a person reads)
         await pilot.press("escape")
         graph.select(body.groups.ids[("blocks.9",)])
         while graph.laying_out:
             await pilot.pause(0.002)
-        t1 = time.perf_counter()
-        await pilot.press("enter")
-        while graph.laying_out or "(laying out" in str(graph.border_title) or \
-                not any("▸ blocks.9/fc1" in line for line in graph._lines):
-            await pilot.pause(0.001)
-        rested = time.perf_counter() - t1
+        rested = await _open_time(pilot, graph, "blocks.9")
     return first, grouped, min(times), opened, rested
+
+
+async def _open_time(pilot, graph, name: str) -> float:
+    """Seconds from Enter on group ``name`` to its picture on the screen."""
+    t1 = time.perf_counter()
+    await pilot.press("enter")
+    while graph.laying_out or "(laying out" in str(graph.border_title) or \
+            not any(f"▸ {name}/fc1" in line for line in graph._lines):
+        await pilot.pause(0.001)
+    return time.perf_counter() - t1
 
 
 def grouped_rows(rows) -> None:

@@ -120,43 +120,47 @@ def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]], li
     return hit
 
 
+_THIN = "┌┐└┘─│"
+_THICK = "┏┓┗┛━┃"
+
+
+def _border(chars, tags, b: Box, glyphs: str, tag: str) -> None:
+    """The border of box ``b`` in ``glyphs`` (corners, then horizontal and vertical lines),
+    its cells tagged ``tag``."""
+    x0, y0, x1, y1 = b.x, b.y, b.right, b.bottom
+    chars[y0][x0], chars[y0][x1], chars[y1][x0], chars[y1][x1] = glyphs[:4]
+    for x in range(x0, x1 + 1):
+        if x0 < x < x1:
+            chars[y0][x] = chars[y1][x] = glyphs[4]
+        tags[y0][x] = tags[y1][x] = tag
+    for y in range(y0 + 1, y1):
+        chars[y][x0] = chars[y][x1] = glyphs[5]
+        tags[y][x0] = tags[y][x1] = tag
+
+
+def _title(chars, tags, b: Box, tag: str) -> None:
+    text = f" {b.title} "[: b.w - 3]
+    _put(chars, b.x + 2, b.y, text, len(text))
+    for x in range(b.x + 2, b.x + 2 + len(text)):
+        tags[b.y][x] = tag
+
+
 def _draw_frame(chars, tags, b: Box) -> None:
     """An open group's border (its name in the top one), the inside left as it is."""
-    x0, y0, x1, y1 = b.x, b.y, b.right, b.bottom
-    chars[y0][x0], chars[y0][x1], chars[y1][x0], chars[y1][x1] = "┏", "┓", "┗", "┛"
-    for x in range(x0 + 1, x1):
-        chars[y0][x] = chars[y1][x] = "━"
-    for y in range(y0 + 1, y1):
-        chars[y][x0] = chars[y][x1] = "┃"
-    for x, y in [(x, y) for x in range(x0, x1 + 1) for y in (y0, y1)] + \
-            [(x, y) for y in range(y0 + 1, y1) for x in (x0, x1)]:
-        tags[y][x] = "frame"
-    text = f" {b.title} "[: b.w - 3]
-    _put(chars, x0 + 2, y0, text, len(text))
-    for x in range(x0 + 2, x0 + 2 + len(text)):
-        tags[y0][x] = "title"
+    _border(chars, tags, b, _THICK, "frame")
+    _title(chars, tags, b, "title")
 
 
 def _draw_box(chars, tags, b: Box) -> None:
-    x0, y0, x1, y1 = b.x, b.y, b.right, b.bottom
-    chars[y0][x0], chars[y0][x1], chars[y1][x0], chars[y1][x1] = "┌", "┐", "└", "┘"
-    for x in range(x0 + 1, x1):
-        chars[y0][x] = chars[y1][x] = "─"
-    for y in range(y0 + 1, y1):
-        chars[y][x0] = chars[y][x1] = "│"
-        for x in range(x0 + 1, x1):
+    _border(chars, tags, b, _THIN, "box")
+    for y in range(b.y + 1, b.bottom):
+        for x in range(b.x + 1, b.right):
             chars[y][x] = " "
-    for y in range(y0, y1 + 1):
-        for x in range(x0, x1 + 1):
             tags[y][x] = "box"
     for k, line in enumerate(b.lines):
-        _put(chars, x0 + 2, y0 + 1 + k, line, b.inner_width)
+        _put(chars, b.x + 2, b.y + 1 + k, line, b.inner_width)
     if b.title:
-        text = f" {b.title} "[: b.w - 3]
-        _put(chars, x0 + 2, y0, text, len(text))
-        tag = "role" if b.kind in ("parameter", "result") else "title"
-        for x in range(x0 + 2, x0 + 2 + len(text)):
-            tags[y0][x] = tag
+        _title(chars, tags, b, "role" if b.kind in ("parameter", "result") else "title")
 
 
 def _put(chars, x: int, y: int, text: str, width: int) -> None:
