@@ -267,7 +267,7 @@ async def _open_time(pilot, graph, name: str) -> float:
     t1 = time.perf_counter()
     await pilot.press("enter")
     while graph.laying_out or "(laying out" in str(graph.border_title) or \
-            not any(f"▸ {name}/fc1" in line for line in graph._lines):
+            not any(f"▾ {name} · " in line for line in graph._lines):
         await pilot.pause(0.001)
     return time.perf_counter() - t1
 

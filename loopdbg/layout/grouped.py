@@ -175,7 +175,7 @@ class GroupedBody:
                 nodes.append(n if not w else replace(
                     n, lines=n.lines + (fit_middle("weights " + " ".join(w)),)))
             elif r not in shown:
-                nodes.append(self._group_node(self.by_id[r]))
+                nodes.append(self._group_node(self.by_id[r], name if stubs else ""))
             shown.add(r)
         # a value many closed groups read (a shape, the position ids) is one edge to the first
         # and a line in its box: fifty lines from one box would make the picture unreadable
@@ -224,11 +224,14 @@ class GroupedBody:
         title = "from outside" if kind == STUB_KINDS[0] else "to outside"
         return Node(sid, kind, kind, title, (title, safe(shown) + more))
 
-    def _group_node(self, g: Group) -> Node:
+    def _group_node(self, g: Group, within: str = "") -> Node:
+        """A closed group's box; inside open group ``within``'s frame, named without it
+        (``fc1`` in ``blocks.4``)."""
         out = self.leaving(g.path)
         shown = ", ".join(fit_middle(self._names.get(i, ""), 20) for i in out[:2])
         more = f" +{len(out) - 2}" if len(out) > 2 else ""
-        lines = (f"▸ {safe(fit_middle(g.name, 30))}", f"{g.size} nodes",
+        label = g.name[len(within) + 1:] if within and g.name.startswith(within + "/") else g.name
+        lines = (f"▸ {safe(fit_middle(label, 30))}", f"{g.size} nodes",
                  f"out: {safe(shown)}{more}" if out else "no output")
         return Node(self.ids[g.path], GROUP, GROUP, g.name, lines)
 

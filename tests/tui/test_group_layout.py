@@ -99,6 +99,7 @@ def test_an_open_group_is_a_frame_around_its_picture_and_edges_cross_its_border(
     assert any(e.src == stub_in.id for e in layout.edges)           # ... and who reads it
     text = render_text(layout).splitlines()
     assert "▾ blocks.4" in text[frame.y] and text[frame.y][frame.x] == "┏"
+    assert "▸ fc1" in "\n".join(text) and "blocks.4/fc1" not in "\n".join(text)
     assert text[frame.bottom][frame.x] == "┗" and "┯" in text[frame.bottom]
     assert text[into[0].arrow[1]][into[0].arrow[0]] == "▼"
     assert render_text(layout, ascii=True).isascii()
