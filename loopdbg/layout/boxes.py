@@ -77,7 +77,11 @@ class EdgePath:
 
 @dataclass(eq=False)
 class Layout:
-    """A laid-out body: a canvas of ``width × height`` cells, boxes and edge paths."""
+    """A laid-out body: a canvas of ``width × height`` cells, boxes and edge paths.
+
+    ``frames`` are the borders of open groups drawn around what they hold (kind ``frame``):
+    edges end at them as at a box, but the cursor and the values go to ``boxes`` only.
+    """
 
     name: str
     width: int
@@ -85,12 +89,14 @@ class Layout:
     boxes: tuple[Box, ...]
     edges: tuple[EdgePath, ...]
     value_width: int = VALUE_WIDTH
+    frames: tuple[Box, ...] = ()
     _by_id: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        self._by_id = {b.id: b for b in self.boxes}
+        self._by_id = {b.id: b for b in self.frames + self.boxes}
 
     def box(self, node_id: int) -> Box:
+        """The box (or the open group's frame) of ``node_id``."""
         return self._by_id[node_id]
 
     def box_at(self, x: int, y: int) -> Box | None:

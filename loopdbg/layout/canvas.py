@@ -10,6 +10,7 @@ current boxes. Style tags, one per cell (None for blank cells):
     "role"                                   the title of a Parameter's / Result's box (its role)
     "title"                                  the title of an operation's box (its type)
     "edge"  "back"                           data edges, back edges (and their arrowheads)
+    "frame"                                  the border of an open group around what it holds
 
 ``render_text`` gives the same picture as plain text (optionally pure ASCII) for tests, snapshots
 and terminals without box-drawing glyphs.
@@ -30,6 +31,7 @@ _SOLID = {_U | _D: "│", _L | _R: "─", _D | _R: "╭", _D | _L: "╮", _U | _
 _DASHED = {**_SOLID, _U | _D: "┆", _U: "┆", _D: "┆", _L | _R: "┄", _L: "┄", _R: "┄"}
 _ARROW = {"down": "▼", "up": "▲", "left": "◀", "right": "▶"}
 _ASCII = str.maketrans({"┌": "+", "┐": "+", "└": "+", "┘": "+", "─": "-", "│": "|", "┆": ":",
+                        "┏": "#", "┓": "#", "┯": "+", "▸": ">", "▾": "v", "→": ">", "┗": "#", "┛": "#", "━": "=", "┃": "#",
                         "┄": ".", "╭": "+", "╮": "+", "╰": "+", "╯": "+", "├": "+", "┤": "+",
                         "┬": "+", "┴": "+", "┼": "+", "▼": "v", "▲": "^", "◀": "<", "▶": ">",
                         "…": "~", "×": "x", "·": "/"})
@@ -75,6 +77,9 @@ def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]], li
     bits: dict[tuple[int, int], int] = {}
     solid: set[tuple[int, int]] = set()
 
+    for f in layout.frames:                               # under everything they hold
+        _draw_frame(chars, tags, f)
+
     def mark(x: int, y: int, b: int, back: bool) -> None:
         bits[(x, y)] = bits.get((x, y), 0) | b
         if not back:
@@ -108,32 +113,54 @@ def _static(layout: Layout) -> tuple[list[list[str]], list[list[str | None]], li
         _draw_box(chars, tags, b)
     for e in layout.edges:                                # where an edge leaves a box: ┬
         x, y = e.points[0]
-        if layout.box(e.src).contains(x, y - 1):
-            chars[y - 1][x] = "┬"
+        src = layout.box(e.src)
+        if src.contains(x, y - 1):
+            chars[y - 1][x] = "┯" if src.kind == "frame" else "┬"
     hit = _STATIC[layout] = (chars, tags, ["".join(r) for r in chars])
     return hit
 
 
-def _draw_box(chars, tags, b: Box) -> None:
+_THIN = "┌┐└┘─│"
+_THICK = "┏┓┗┛━┃"
+
+
+def _border(chars, tags, b: Box, glyphs: str, tag: str) -> None:
+    """The border of box ``b`` in ``glyphs`` (corners, then horizontal and vertical lines),
+    its cells tagged ``tag``."""
     x0, y0, x1, y1 = b.x, b.y, b.right, b.bottom
-    chars[y0][x0], chars[y0][x1], chars[y1][x0], chars[y1][x1] = "┌", "┐", "└", "┘"
-    for x in range(x0 + 1, x1):
-        chars[y0][x] = chars[y1][x] = "─"
+    chars[y0][x0], chars[y0][x1], chars[y1][x0], chars[y1][x1] = glyphs[:4]
+    for x in range(x0, x1 + 1):
+        if x0 < x < x1:
+            chars[y0][x] = chars[y1][x] = glyphs[4]
+        tags[y0][x] = tags[y1][x] = tag
     for y in range(y0 + 1, y1):
-        chars[y][x0] = chars[y][x1] = "│"
-        for x in range(x0 + 1, x1):
+        chars[y][x0] = chars[y][x1] = glyphs[5]
+        tags[y][x0] = tags[y][x1] = tag
+
+
+def _title(chars, tags, b: Box, tag: str) -> None:
+    text = f" {b.title} "[: b.w - 3]
+    _put(chars, b.x + 2, b.y, text, len(text))
+    for x in range(b.x + 2, b.x + 2 + len(text)):
+        tags[b.y][x] = tag
+
+
+def _draw_frame(chars, tags, b: Box) -> None:
+    """An open group's border (its name in the top one), the inside left as it is."""
+    _border(chars, tags, b, _THICK, "frame")
+    _title(chars, tags, b, "title")
+
+
+def _draw_box(chars, tags, b: Box) -> None:
+    _border(chars, tags, b, _THIN, "box")
+    for y in range(b.y + 1, b.bottom):
+        for x in range(b.x + 1, b.right):
             chars[y][x] = " "
-    for y in range(y0, y1 + 1):
-        for x in range(x0, x1 + 1):
             tags[y][x] = "box"
     for k, line in enumerate(b.lines):
-        _put(chars, x0 + 2, y0 + 1 + k, line, b.inner_width)
+        _put(chars, b.x + 2, b.y + 1 + k, line, b.inner_width)
     if b.title:
-        text = f" {b.title} "[: b.w - 3]
-        _put(chars, x0 + 2, y0, text, len(text))
-        tag = "role" if b.kind in ("parameter", "result") else "title"
-        for x in range(x0 + 2, x0 + 2 + len(text)):
-            tags[y0][x] = tag
+        _title(chars, tags, b, "role" if b.kind in ("parameter", "result") else "title")
 
 
 def _put(chars, x: int, y: int, text: str, width: int) -> None:

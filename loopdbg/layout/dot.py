@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from loopdbg.engine.loopspec import LoopSpec
 
 DOT_TIMEOUT = 60.0
+MAX_DOT = 300           # no graph of more boxes than this is given to ``dot``
 
 INSTALL_HINT = ("install Graphviz so that 'dot' is on PATH: apt-get install graphviz (Debian, "
                 "Ubuntu), brew install graphviz (macOS) or conda install graphviz")
@@ -36,35 +37,72 @@ _DOT_CACHE: dict[str, dict] = {}
 _LAYOUT_CACHE: dict[tuple, Layout] = {}
 
 
+_CLEARED: list = []              # more caches of layouts, emptied with these (layout.compound)
+
+
+def also_clear(clear) -> None:
+    """Have ``clear_cache`` call ``clear`` too (a cache of layouts kept elsewhere)."""
+    _CLEARED.append(clear)
+
+
 def clear_cache() -> None:
     """Forget every cached ``dot`` result and layout."""
     _DOT_CACHE.clear()
     _LAYOUT_CACHE.clear()
     _GRAPHS.clear()
+    for clear in _CLEARED:
+        clear()
 
 
 def layout_body(body: Union["LoopSpec", BodyGraph], *, value_width: int = VALUE_WIDTH,
                 consts: str = "fold", cached_only: bool = False) -> Layout | None:
     """Lay out a loop body (a LoopSpec or a BodyGraph); cached, so ``dot`` runs once per body.
 
-    ``cached_only``: None instead of running ``dot`` when this layout is not cached yet (a UI
-    then lays it out in the background). Raises LayoutUnavailable when Graphviz is not
-    installed.
+    Anything else with a ``lay_out(value_width, cached_only)`` (a big body's open groups,
+    ``layout.compound.OpenGroups``) lays itself out. ``cached_only``: None instead of running
+    ``dot`` when this layout is not cached yet (a UI then lays it out in the background). Raises
+    LayoutUnavailable when Graphviz is not installed.
     """
+    if hasattr(body, "lay_out"):
+        return body.lay_out(value_width, cached_only)
     bg = body if isinstance(body, BodyGraph) else _body_graph(body, consts)
-    key = (bg.key(), value_width)
+    return layout_graph(bg, {n.id: box_size(n, value_width) for n in bg.nodes}, value_width,
+                        cached_only=cached_only)
+
+
+def layout_graph(bg: BodyGraph, sizes: dict[int, tuple[int, int]], value_width: int, *,
+                 cached_only: bool = False) -> Layout | None:
+    """Lay out ``bg`` with boxes of ``sizes`` (cached). A graph of more than MAX_DOT boxes is
+    not given to ``dot`` (it takes minutes on a thousand): its boxes stand in one column in
+    body order, joined where one feeds the next (``list_layout``)."""
+    key = (bg.key(), value_width, tuple(sorted(
+        (i, wh) for i, wh in sizes.items() if wh != box_size(bg.node(i), value_width))))
     hit = _LAYOUT_CACHE.get(key)
-    if hit is not None or cached_only:
+    if hit is not None or cached_only and len(bg.nodes) <= MAX_DOT:
         return hit
-    sizes = {n.id: box_size(n, value_width) for n in bg.nodes}
-    src = layout_dot_source(bg, sizes)
-    result = _DOT_CACHE.get(src)
-    if result is None:
-        result = _run_dot(src)
-        _DOT_CACHE[src] = result
-    layout = build_layout(bg, sizes, result, value_width)
+    if len(bg.nodes) > MAX_DOT:
+        layout = list_layout(bg, sizes, value_width)
+    else:
+        src = layout_dot_source(bg, sizes)
+        result = _DOT_CACHE.get(src)
+        if result is None:
+            result = _run_dot(src)
+            _DOT_CACHE[src] = result
+        layout = build_layout(bg, sizes, result, value_width)
     _LAYOUT_CACHE[key] = layout
     return layout
+
+
+def list_layout(bg: BodyGraph, sizes: dict[int, tuple[int, int]], value_width: int) -> Layout:
+    """``bg``'s boxes one under the other in its order, without ``dot``: an edge is drawn only
+    from a box to the one right under it (a list of a thousand boxes, every node reachable)."""
+    ids = [n.id for n in bg.nodes]
+    objects = [{"name": f"n{i}", "pos": f"0,{(len(ids) - k) * 100}", "_gvid": k}
+               for k, i in enumerate(ids)]
+    nxt = {a: b for a, b in zip(ids, ids[1:])}
+    kept = BodyGraph(bg.name, bg.nodes, tuple(e for e in bg.edges
+                                             if not e.back and nxt.get(e.src) == e.dst))
+    return build_layout(kept, sizes, {"objects": objects, "edges": []}, value_width)
 
 
 _GRAPHS: dict[tuple[int, str], tuple[object, BodyGraph]] = {}
@@ -130,8 +168,12 @@ def layout_dot_source(bg: BodyGraph, sizes: dict[int, tuple[int, int]]) -> str:
            f"splines=true];",
            '  node [shape=box, fixedsize=true, label=""];',
            "  edge [arrowhead=none];"]
-    params = [n.id for n in bg.nodes if n.kind == "parameter"]
-    results = [n.id for n in bg.nodes if n.kind == "result"]
+    # an open group's picture (it has stubs for its outside) starts at what it reads from
+    # outside; a Parameter there is a weight read from outside the loop, kept by its reader
+    ends = (("in",), ("out",)) if any(n.kind in ("in", "out") for n in bg.nodes) else \
+        (("parameter",), ("result",))
+    params = [n.id for n in bg.nodes if n.kind in ends[0]]
+    results = [n.id for n in bg.nodes if n.kind in ends[1]]
     if params:
         out.append("  {rank=source; " + " ".join(node_ref(i) for i in params) + ";}")
     if results:

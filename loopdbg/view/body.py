@@ -1,7 +1,7 @@
 """A loop body as a picture: which of its groups are open, what is laid out, where a node is.
 
     body = BodyView(spec)            # a big body is grouped (loopdbg.layout.grouped), else flat
-    body.target()                    # what to lay out: the spec, or its groups' BodyGraph
+    body.target()                    # what to lay out: the spec, or its open groups
     cursor = body.open(box_id)       # a group opened in place; the box the cursor goes to
     body.find("MatMul_9")            # any node, closed groups or not (then body.reveal(id))
 
@@ -14,13 +14,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from loopdbg.layout.compound import OpenGroups
 from loopdbg.layout.grouped import GroupedBody, grouped_body, grouped_known
 from loopdbg.layout.groups import MIN_GROUPED, natural_order as _natural
 from loopdbg.view.fit import value_keys
 
 
 _UNSET = object()
-MAX_BOXES = 300          # opening more closes the groups not on the way to the one opened
+MAX_BOXES = 600          # opening more closes the groups not on the way to the one opened (each
+                         # open group is laid out alone, in a few hundred boxes at most)
 
 
 class BodyView:
@@ -55,9 +57,12 @@ class BodyView:
     def grouped(self) -> bool:
         return self.groups is not None
 
-    def target(self):
-        """What is laid out: the body itself, or its groups' BodyGraph with ``opened`` open."""
-        return self.spec if self.groups is None else self.groups.view(self.opened)
+    def target(self, opened: frozenset | None = None):
+        """What is laid out: the body itself, or its groups with ``opened`` open (each open
+        group laid out alone, ``layout.compound``); ``opened``: another set than this one's."""
+        if self.groups is None:
+            return self.spec
+        return OpenGroups(self.groups, self.opened if opened is None else opened)
 
     # -- what a box shows ------------------------------------------------------------------------
     def value_names(self, box_id: int) -> tuple[str, ...]:
@@ -100,6 +105,13 @@ class BodyView:
         key = {g: min((self._order.get(i, 1 << 30) for i in gb.by_id[g].all_nodes()),
                       default=1 << 30) for g in ids}
         return min(ids, key=key.__getitem__) if ids else None
+
+    def outside_of(self, box_id: int | None) -> int | None:
+        """For an open group's ``from outside`` (``to outside``) box: the box now showing the
+        first value it reads from (the first node reading what leaves), else None."""
+        gb = self.groups
+        nodes = gb.beyond.get(box_id) if gb is not None and box_id is not None else None
+        return self.box_of(next(iter(nodes))) if nodes else None
 
     # -- opening and closing ---------------------------------------------------------------------
     def is_group(self, box_id: int | None) -> bool:
@@ -153,7 +165,7 @@ class BodyView:
         if opened != self.opened:
             new = frozenset(q for p in opened - (last | self.opened) for q in gb.chain(p))
             # too many boxes: only what was just opened; still too many: everything closed
-            opened = next((o for o in (opened, new) if len(gb.view(o).nodes) <= MAX_BOXES),
+            opened = next((o for o in (opened, new) if gb.box_count(o) <= MAX_BOXES),
                           frozenset())
         self.opened = opened
         if selected is None:
@@ -163,13 +175,23 @@ class BodyView:
                 return gb.ids[p]
         return selected
 
+    def opening(self, box_id: int) -> frozenset | None:
+        """The groups ``open(box_id)`` would leave open (None: ``box_id`` is no group), so that
+        a face can lay that picture out ahead, while the cursor rests on the group."""
+        if not self.is_group(box_id):
+            return None
+        return self._keeping(set(self.groups.chain(self.groups.by_id[box_id].path)))
+
     def _open_keeping(self, way: set) -> None:
-        """Open the groups of ``way``; when that would lay out more than MAX_BOXES boxes, the
-        other open groups close (one layout never grows past a few hundred boxes)."""
+        self.opened = self._keeping(way)
+
+    def _keeping(self, way: set) -> frozenset:
+        """The open groups plus those of ``way``; when that would show more than MAX_BOXES
+        boxes, only ``way`` (the other open groups close)."""
         opened = self.opened | way
-        if len(self.groups.view(opened).nodes) > MAX_BOXES:
+        if self.groups.box_count(opened) > MAX_BOXES:
             opened = frozenset(way)
-        self.opened = frozenset(opened)
+        return frozenset(opened)
 
     # -- finding ---------------------------------------------------------------------------------
     def findable(self, boxes=()) -> list[tuple[int, str, str]]:

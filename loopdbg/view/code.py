@@ -14,7 +14,7 @@ toolkit.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loopdbg.layout.graph import fit_middle, shared_prefix
 from loopdbg.teach.pseudocode import pseudocode
@@ -100,6 +100,9 @@ class CodeView:
     def set_groups(self, groups) -> None:
         """Fold by ``groups`` (a GroupedBody found later, or None)."""
         self.groups, self._rows, self._leaving_steps = groups, None, None
+        self._shown_order: list[int] | None = None
+        self._parts: dict[Scope, int] = {}
+        self._places: dict = {}             # group → _place's answer, for one set of open groups
         self._chains: dict[Scope, list[Scope]] = {}
         # body step → the group box it sits in (a folded weight Convert: its reader's)
         self._scope: dict[int, Scope] = {}
@@ -114,41 +117,91 @@ class CodeView:
         if self._rows is not None and self._rows[0] == (self.opened, self.note):
             return self._rows[1]
         out: list[Row] = [Row(self.note, "note")] if self.note else []
-        step = -1
+        body = [line for line in self.lines if line.phase == "body"]
         for line in self.lines:
             if line.phase != "body":
                 out.append(Row(self.names.in_text(line.render()), line.phase))
-                continue
-            step += 1
-            self._add_body_row(out, line, step)
-        out = [r if r.fold is None else _sized(r) for r in out]
+            elif line is body[0]:
+                grown: dict[int, list[int]] = {}       # a fold's row → the steps it stands for
+                for step in self._order():
+                    self._add_body_row(out, body[step], step, grown)
+                out = [r if k not in grown else _sized(r, grown[k], self._parts[r.fold])
+                       for k, r in enumerate(out)]
         self._rows = ((self.opened, self.note), out)
         return out
 
-    def _add_body_row(self, out: list[Row], line, step: int) -> None:
-        chain = self._chain(step)
-        shown = [p for p in chain if p in self.opened]
-        closed = next((p for p in chain if p not in self.opened), None)
-        if closed is not None:
-            shown = [p for p in chain[:chain.index(closed)]]
-        scope = shown[-1] if shown else ()
+    def _order(self) -> list[int]:
+        """The body steps in the order shown: each group's steps together (one fold, however
+        the body interleaves them with other groups' plumbing), in execution order within it;
+        a group stands among the lines and groups around it where its middle step runs."""
+        if self._shown_order is None:
+            steps = range(len(self.spec.body.steps))
+            if self.groups is None:
+                self._shown_order = list(steps)
+                return self._shown_order
+            members: dict[Scope, list[int]] = {}
+            for k in steps:
+                for p in self._chain(k):
+                    members.setdefault(p, []).append(k)
+            middle = {p: ks[len(ks) // 2] for p, ks in members.items()}
+            # in how many runs of consecutive steps each group's steps execute
+            self._parts = {p: 1 + sum(1 for a, b in zip(ks, ks[1:]) if b != a + 1)
+                           for p, ks in members.items()}
+            self._shown_order = sorted(
+                steps, key=lambda k: tuple(middle[p] for p in self._chain(k)) + (k,))
+        return self._shown_order
+
+    def _add_body_row(self, out: list[Row], line, step: int, grown: dict) -> None:
+        shown, closed, scope = self._place(self._scope.get(step, ()))
         prev = out[-1] if out else None
+        if closed is not None and prev is not None and prev.fold == closed:
+            grown[len(out) - 1].append(step)            # the fold goes on (the usual case)
+            if step in self._leaving(closed):           # its value: the last one leaving it
+                out[-1] = replace(prev, step=step)
+            return
+        if closed is None and prev is not None and prev.fold is None and prev.head is None and \
+                prev.step is not None and prev.scope == scope and step > prev.step + 1:
+            # lines shown elsewhere (another group's) run between these two
+            out.append(Row(self._indent(line, scope) + self._between(prev.step, step), "body",
+                           scope=scope))
+            prev = out[-1]
         # the open groups entered here get a head row each (the way back out of them)
         entered = [p for p in shown if prev is None or not _within(prev, p)]
         for p in entered:
             out.append(Row(self._indent(line, p[:-1]) + "▾ " + self._label(p, p[:-1]), "body",
                            head=p, scope=p))
         if closed is not None:
-            if prev is not None and prev.fold == closed and not entered:
-                out[-1] = _grown(prev, step, self._leaving(closed))
-                return
-            text = self._indent(line, scope) + "▸ " + self._label(closed, scope)
             leaving = self._leaving(closed)
+            text = self._indent(line, scope) + "▸ " + self._label(closed, scope)
+            grown[len(out)] = [step]
             out.append(Row(text, "body", step=step if step in leaving else None, steps=(step,),
                            fold=closed, scope=scope))
             return
         out.append(Row(self._indent(line, scope) + line.text, "body", step=step, steps=(step,),
                        scope=scope))
+
+    def _place(self, group: Scope) -> tuple[list[Scope], Scope | None, Scope]:
+        """Where a step of group ``group`` goes with ``opened`` open: (the open groups it is
+        shown in, the outermost closed one holding it or None, the innermost open one)."""
+        if self._places.get(None) is not self.opened:       # made for another set: anew
+            self._places = {None: self.opened}
+        key = group
+        hit = self._places.get(key)
+        if hit is None:
+            chain = self._chain_of(group)
+            closed = next((p for p in chain if p not in self.opened), None)
+            shown = chain[:chain.index(closed)] if closed is not None else chain
+            hit = self._places[key] = (shown, closed, shown[-1] if shown else ())
+        return hit
+
+    def _between(self, a: int, b: int) -> str:
+        """The note between lines of steps ``a`` and ``b``: what runs between them."""
+        where = list(dict.fromkeys(self._label(c[0], ()) if c else "top level"
+                                   for c in (self._chain(k) for k in range(a + 1, b))))
+        more = f" +{len(where) - 2}" if len(where) > 2 else ""
+        n = b - a - 1
+        return f"┄ {n} line{'s' if n != 1 else ''} shown elsewhere run here " \
+               f"({', '.join(where[:2])}{more})"
 
     def _chain(self, step: int) -> list[Scope]:
         return self._chain_of(self._scope.get(step, ()))
@@ -261,14 +314,10 @@ def _within(row: Row, path: Scope) -> bool:
     return row.scope[:len(path)] == path
 
 
-def _sized(row: Row) -> Row:
-    """A closed group's row with its size: ``▸ blocks.4 { 52 lines }``."""
-    n = len(row.steps)
-    return Row(f"{row.text} {{ {n} line{'s' if n != 1 else ''} }}", row.phase, step=row.step,
-               steps=row.steps, fold=row.fold, scope=row.scope)
-
-
-def _grown(row: Row, step: int, leaving: set[int]) -> Row:
-    """A closed group's row standing for one more step (its value: the last leaving it)."""
-    return Row(row.text, row.phase, step=step if step in leaving else row.step,
-               steps=row.steps + (step,), fold=row.fold, scope=row.scope)
+def _sized(row: Row, steps: list[int], parts: int = 1) -> Row:
+    """A closed group's row standing for ``steps``, with its size: ``▸ blocks.4 { 52 lines }``,
+    and ``, run in 3 parts`` when other lines run between its own."""
+    n = len(steps)
+    runs = f", run in {parts} parts" if parts > 1 else ""
+    return replace(row, text=f"{row.text} {{ {n} line{'s' if n != 1 else ''}{runs} }}",
+                   steps=tuple(steps))

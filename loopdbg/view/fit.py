@@ -17,12 +17,19 @@ def choose_layout(spec, mode: str, pane_width: int, cached_only: bool = False) -
 
     ``compact`` and ``wide`` are fixed; ``fit`` widens the boxes until the picture fills
     ``pane_width`` columns (the widest rank decides), so values are read in full where there is
-    room and the picture stays whole where there is not. ``cached_only``: None when that needs
-    a ``dot`` run not made yet (the panel then runs it in the background).
+    room and the picture stays whole where there is not; a big body with groups open keeps the
+    width its closed picture got (an open group is laid out once). ``cached_only``: None when
+    that needs a ``dot`` run not made yet (the panel then runs it in the background).
     """
     if mode in ("compact", "wide"):
         width = COMPACT if mode == "compact" else WIDE
         return layout_body(spec, value_width=width, cached_only=cached_only)
+    if getattr(spec, "opened", None):
+        # a big body with groups open: boxes as wide as in its closed picture (laid out
+        # already), so that opening a group lays out that group once, not once per width
+        closed = choose_layout(spec.closed(), mode, pane_width, cached_only)
+        return None if closed is None else \
+            layout_body(spec, value_width=closed.value_width, cached_only=cached_only)
     base = layout_body(spec, value_width=COMPACT, cached_only=cached_only)
     if base is None:
         return None

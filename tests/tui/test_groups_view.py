@@ -124,8 +124,8 @@ async def test_the_debugger_shows_the_blocks_and_opens_and_closes_them_from_the_
         assert graph.selected == gb.ids[("blocks.0",)]
         await press(pilot, "enter")                       # opens blocks.0 in place
         screen = "\n".join(graph._lines)
-        assert "▸ blocks.0/fc1" in screen and "▸ blocks.1" in screen
-        assert "▸ blocks.0 " not in screen
+        assert "▾ blocks.0 · " in screen and "▸ blocks.1" in screen
+        assert "▸ fc1" in screen and "▸ blocks.0 " not in screen   # named inside its frame
         assert graph.selected == gb.ids[("blocks.0", "fc1")]   # the cursor on what it holds
         await press(pilot, "plus")
         assert "aten::linear/MatMul_1" in "\n".join(graph._lines)

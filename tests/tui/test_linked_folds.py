@@ -48,7 +48,7 @@ async def test_a_group_opened_or_closed_in_the_graph_opens_or_closes_in_the_code
         graph = app.query_one(GraphView)
         graph.focus()
         await press(pilot, "enter")                       # the graph's cursor is on blocks.0
-        assert "▸ blocks.0/fc1" in picture(app)
+        assert "▾ blocks.0 · " in picture(app) and "▸ fc1" in picture(app)   # its frame
         rows = code_rows(app)
         assert any(r.strip() == "▾ blocks.0" for r in rows), rows
         assert any("▸ fc1 {" in r for r in rows), rows
@@ -76,11 +76,12 @@ async def test_a_group_opened_or_closed_in_the_code_opens_or_closes_in_the_graph
         await press(pilot, "enter")
         assert any(r.strip() == "▾ blocks.1" for r in code_rows(app))
         drawn = picture(app)
-        assert "▸ blocks.1/fc1" in drawn and "▸ blocks.1 " not in drawn, drawn
+        assert "▾ blocks.1 · " in drawn and "▸ fc1" in drawn and "▸ blocks.1 " not in drawn, drawn
         assert "▸ blocks.0 " in drawn                     # the other blocks stay closed
         await press(pilot, "escape")                      # closes blocks.1 in the code
         drawn = picture(app)
-        assert "▸ blocks.1 " in drawn and "blocks.1/fc1" not in drawn, drawn
+        assert "▸ blocks.1 " in drawn and "▾ blocks.1" not in drawn and "▸ fc1" not in drawn, \
+            drawn
 
 
 @needs_dot

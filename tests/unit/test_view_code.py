@@ -59,3 +59,50 @@ def test_a_big_body_s_code_folds_to_its_blocks_in_execution_order(tmp_path):
     step = next(i for i, s in enumerate(spec.body.steps) if s.layer.name == "aten::linear/MatMul_9")
     assert code.reveal(step) and "aten::linear/MatMul_9 = MatMul(" in \
         code.rows()[code.row_of_step(step)].text
+
+
+def _interleaved(tmp_path):
+    """A body whose execution order interleaves two blocks (what each reads forces it):
+    blocks.0's first half, a node of blocks.1, blocks.0's second half, the rest of blocks.1."""
+    from loopdbg.builder import GraphBuilder
+    from loopdbg.ir.xml_writer import write_ir
+
+    b = GraphBuilder("interleaved")
+    x0 = b.parameter("x0", "f32", [1, 4])
+    loop = b.loop("loop", trip=2, cond=True)
+    x = loop.merged_input(x0, "x")
+    body = loop.body
+    a = body.op("Relu", [x], name="/blocks.0/Relu")
+    a = body.op("Sigmoid", [a], name="/blocks.0/Sigmoid")
+    early = body.op("Tanh", [a], name="/blocks.1/Tanh")
+    a = body.op("Exp", [early], name="/blocks.0/Exp")
+    a = body.op("Negative", [a], name="/blocks.0/Neg")
+    h = body.op("Add", [a, early], name="/blocks.1/Add")
+    h = body.op("Relu", [h], name="/blocks.1/Relu")
+    loop.back_edge(h, x)
+    b.result(loop.output_last(h, name="y"))
+    xml, _ = write_ir(b.build(), tmp_path / "model.xml")
+    return next(iter(Engine(read_model(xml)).loops.values()))
+
+
+def test_a_group_interleaved_with_another_in_execution_order_is_one_fold(tmp_path):
+    spec = _interleaved(tmp_path)
+    names = [s.layer.name for s in spec.body.steps]
+    assert names.index("/blocks.1/Tanh") < names.index("/blocks.0/Exp")   # interleaved
+    code = CodeView(spec, None, grouped_body(spec, always=True))
+    folds = [r.text.strip() for r in code.rows() if r.fold is not None]
+    assert folds == ["▸ blocks.0 { 4 lines, run in 2 parts }",
+                     "▸ blocks.1 { 3 lines, run in 2 parts }"], folds
+    code.opened = frozenset({("blocks.0",), ("blocks.1",)})
+    body = [r.text.strip().split(" =")[0] for r in code.rows() if r.phase == "body"]
+    # each group's lines together and in execution order; a note where another's ran between
+    assert body == ["▾ blocks.0", "/blocks.0/Relu", "/blocks.0/Sigmoid",
+                    "┄ 1 line shown elsewhere run here (blocks.1)", "/blocks.0/Exp",
+                    "/blocks.0/Neg", "▾ blocks.1", "/blocks.1/Tanh",
+                    "┄ 2 lines shown elsewhere run here (blocks.0)", "/blocks.1/Add",
+                    "/blocks.1/Relu"], body
+    # every step still on one row, and found where it is shown
+    rows = code.rows()
+    assert sorted(s for r in rows for s in r.steps) == list(range(len(spec.body.steps)))
+    k = code.row_of_step(names.index("/blocks.0/Exp"))
+    assert rows[k].text.strip().startswith("/blocks.0/Exp =")

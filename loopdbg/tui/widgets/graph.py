@@ -13,8 +13,10 @@ the nodes.
 
 A big body (converter output: a decoder's blocks) is drawn by its groups (loopdbg.layout.grouped):
 a group is one box; ``enter`` or ``+`` opens it in place, ``-`` or ``escape`` closes the group the
-cursor is in; finding a node opens the groups on the way to it. Each set of open groups is laid
-out once, in the background, while the picture before it stays on screen.
+cursor is in; finding a node opens the groups on the way to it. The top level and each open group
+are laid out alone (loopdbg.layout.compound), an open group in a frame in place of its box, in
+the background, while the picture before it stays on screen; ``enter`` on a frame's ``from
+outside`` (``to outside``) box goes to what it reads from (what reads what leaves).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ STYLES = {
     "value:changed": Style(color="yellow", bold=True),
     "edge": Style(color="grey62"),
     "back": Style(color="magenta"),
+    "frame": Style(color="blue", bold=True),
     "role": Style(color="green", italic=True),
     "note": Style(color="yellow"),
 }
@@ -233,6 +236,8 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         elif first is not None:
             self._scroll_to_box(first)
         self._show_first = False
+        if not stale:
+            self._lay_out_ahead(body)
 
     @property
     def laying_out(self) -> bool:
@@ -246,12 +251,16 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
             body = self._bodies[spec.path] = BodyView(spec)
         return body
 
-    def _lay_out(self, body: BodyView, detail: str, width: int) -> None:
+    def _lay_out(self, body: BodyView, detail: str, width: int, ahead=None) -> None:
         """Group the body (the first time) and run ``dot`` in a thread (it takes up to a second
         on a body of 100 nodes), then draw again; asked again meanwhile, the thread lays out
-        the latest request too."""
+        the latest request too. ``ahead``: a picture to lay out before it is asked for (what
+        opening the group under the cursor shows), not drawn, never before a picture asked
+        for."""
         with self._layout_lock:
-            self._wanted = (body, detail, width)
+            if ahead is not None and self._wanted is not None and self._wanted[3] is None:
+                return
+            self._wanted = (body, detail, width, ahead)
             if self._layout_busy:
                 return
             self._layout_busy = True
@@ -268,12 +277,14 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
                     return
                 self._wanted = None
             try:
-                body, detail, width = wanted
-                choose_layout(body.target(), detail, width)
+                body, detail, width, ahead = wanted
+                choose_layout(body.target() if ahead is None else ahead, detail, width)
             except LayoutUnavailable as exc:
                 self._unavailable = str(exc)
             except Exception as exc:  # noqa: BLE001 - shown, never a crash
                 self._unavailable = f"the body could not be laid out: {exc}"
+            if ahead is not None and self._unavailable is None:
+                continue                # laid out ahead: nothing new to draw
             try:                       # the redraw may ask for another width: the loop goes on
                 self.app.call_from_thread(self._redraw)
             except Exception:  # noqa: BLE001 - the app is closing
@@ -408,6 +419,10 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
             self.action_move("down")
             return
         if self.selected < 0:
+            outside = self._body(self._spec).outside_of(self.selected)
+            if outside is not None:                 # an open group's stub: where it leads
+                self.select(outside)
+                return
             self.action_open_group()
             return
         if not self._open_nested(self.selected):

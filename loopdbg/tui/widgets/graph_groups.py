@@ -8,6 +8,7 @@ so the pseudo-code folds the same way; the pseudo-code's changes come back throu
 from __future__ import annotations
 
 from loopdbg.tui.messages import GroupsShown
+from loopdbg.view.fit import choose_layout
 
 
 class GroupFolds:
@@ -25,6 +26,17 @@ class GroupFolds:
         if opened != body.opened:
             self.selected = body.follow(opened, self.selected)
             self._redraw()
+
+    def _lay_out_ahead(self, body) -> None:
+        """The cursor on a closed group: what opening it shows is laid out in the background
+        now, so that Enter draws it at once."""
+        opening = body.opening(self.selected) if body.ready else None
+        if opening is None or opening == body.opened:
+            return
+        ahead = body.target(opening)
+        width = self.size.width or 120
+        if choose_layout(ahead, self.detail, width, cached_only=True) is None:
+            self._lay_out(body, self.detail, width, ahead)
 
     def action_open_group(self) -> None:
         """Enter or ``+`` on a group's box: open it in place, the cursor on what it holds."""
