@@ -136,21 +136,30 @@ def value_kind(type_proto) -> tuple[str | None, Any]:
     return None, type_proto
 
 
-def collect_types(graph, types: dict[str, TensorType]) -> None:
-    """Types of every named value of ``graph`` and its subgraphs (inputs, outputs, value_info)."""
+def collect_types(graph, types: dict[str, TensorType],
+                  known: dict[bytes, TensorType | None] | None = None) -> None:
+    """Types of every named value of ``graph`` and its subgraphs (inputs, outputs, value_info);
+    ``known``: the types read so far by their TypeProto's bytes (a model's values share a few
+    dozen types: each is read field by field once)."""
+    known = {} if known is None else known
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-        t = tensor_type(vi.type)
-        if t is not None and vi.name and (vi.name not in types or t.dims is not None):
-            types[vi.name] = t
+        type_proto = vi.type
+        key = type_proto.SerializeToString()
+        t = known[key] if key in known else known.setdefault(key, tensor_type(type_proto))
+        name = vi.name
+        if t is not None and name and (name not in types or t.dims is not None):
+            types[name] = t
     for init in graph.initializer:        # its shape is fixed, whatever a value_info leaves open
-        known = types.get(init.name)
-        if init.name and (known is None or known.dims is None or -1 in known.dims):
-            types[init.name] = TensorType(ONNX_TYPES.get(init.data_type, "dynamic"),
-                                          tuple(int(d) for d in init.dims))
+        name = init.name
+        declared = types.get(name)
+        if name and (declared is None or declared.dims is None or -1 in declared.dims):
+            types[name] = TensorType(ONNX_TYPES.get(init.data_type, "dynamic"),
+                                     tuple(int(d) for d in init.dims))
     for node in graph.node:
         for a in node.attribute:
-            if a.type == a.GRAPH:
-                collect_types(a.g, types)
-            elif a.type == a.GRAPHS:
+            kind = a.type
+            if kind == GRAPH:
+                collect_types(a.g, types, known)
+            elif kind == GRAPHS:
                 for g in a.graphs:
-                    collect_types(g, types)
+                    collect_types(g, types, known)
