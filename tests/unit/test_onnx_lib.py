@@ -128,3 +128,33 @@ def test_a_reference_attribute_is_onnx_helpers_error():
     with pytest.raises(ValueError) as want:
         helper.get_attribute_value(attr)
     assert str(got.value) == str(want.value)
+
+
+FALLBACK = textwrap.dedent("""
+    import importlib, sys
+    from loopdbg.ir import onnx_lib
+    from loopdbg.ir.onnx_reader import read_onnx
+
+    real = importlib.import_module
+
+    def without_pb2(name, *args):          # an onnx whose protobuf module is named otherwise
+        if name == "onnx.onnx_ml_pb2":
+            raise ModuleNotFoundError(name)
+        return real(name, *args)
+
+    onnx_lib.importlib.import_module = without_pb2
+    model = read_onnx(sys.argv[1])
+    print(len(model.graph.layers), "onnx.helper" in sys.modules, onnx_lib.modules().cpp)
+""")
+
+
+def test_an_onnx_laid_out_otherwise_is_imported_whole(tmp_path):
+    path = tmp_path / "model.onnx"
+    _model(path)
+    done = subprocess.run([sys.executable, "-c", FALLBACK, str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    from loopdbg.ir.onnx_reader import from_proto
+
+    assert done.stdout.split() == [str(len(from_proto(onnx.load(str(path))).graph.layers)),
+                                   "True", "None"]
