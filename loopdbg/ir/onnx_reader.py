@@ -27,12 +27,14 @@ import numpy as np
 
 from loopdbg.errors import ModelError
 from loopdbg.files.read import read_regular
+from loopdbg.ir import onnx_lib
 from loopdbg.ir.model import Graph, Layer, Model, Port
 from loopdbg.ir.onnx_builder import Builder
 from loopdbg.ir.onnx_control import CONTROL, ControlFlow
 from loopdbg.ir.onnx_external import ExternalData, external_files
 from loopdbg.ir.onnx_names import NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE
-from loopdbg.ir.onnx_types import (TensorType, UNKNOWN, cast_target, collect_types, tensor_type,
+from loopdbg.ir.onnx_types import (GRAPH, GRAPHS, TENSOR, TENSORS, TensorType, UNKNOWN,
+                                   attribute_value, cast_target, collect_types, tensor_type,
                                    to_array, value_kind)
 from loopdbg.text import byte_size
 
@@ -42,13 +44,12 @@ READ_FACTOR = 6          # what reading an .onnx takes, in times its size (``rea
 READ_SLACK = 32 << 20    # ... allowed over the budget (ops.budget.SLACK; ir stands below ops)
 
 
-def _import_onnx():
+def _import_onnx() -> onnx_lib.Onnx:
+    """onnx's protobuf classes and extension, without its package __init__ (``onnx_lib``)."""
     try:
-        import onnx  # noqa: F401
-        from onnx import numpy_helper  # noqa: F401
+        return onnx_lib.modules()
     except ImportError:
         raise ModelError(INSTALL_HINT) from None
-    return onnx
 
 
 def free_names(graph) -> list[str]:
@@ -74,14 +75,14 @@ def free_names(graph) -> list[str]:
 def read_onnx(path: str | Path, limit: int | None = None) -> Model:
     """Read ``path`` (an ONNX model) into a ``Model`` with ``format="onnx"``; with ``limit``
     (the memory budget), a file whose reading would take more is refused before it is read."""
-    onnx = _import_onnx()
+    _import_onnx()
     path = Path(path)
     read_within(path, limit)
     data = read_regular(path, ModelError, "the model", ONNX_LIMIT)    # a FIFO: refused, not read
     if not data:
         raise ModelError(f"{path} is empty (0 bytes), not an ONNX model.")
     try:        # without its external data: onnx_external maps that, each file once
-        proto = onnx.load_model_from_string(data)
+        proto = onnx_lib.parse_model(data)
         del data
     except Exception as exc:  # DecodeError, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -114,7 +115,7 @@ def read_within(path: Path, limit: int | None) -> None:
 
 def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ()) -> Model:
     """Convert a loaded ``onnx.ModelProto`` (for tests and tools that build models in memory)."""
-    onnx = _import_onnx()
+    _import_onnx()
     opsets = {}
     for imp in proto.opset_import:
         opsets[imp.domain or "ai.onnx"] = int(imp.version)
@@ -122,7 +123,7 @@ def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ())
         opsets["ai.onnx"] = 1 if proto.ir_version < 3 else 21
     inferred = proto
     try:
-        inferred = onnx.shape_inference.infer_shapes(proto)
+        inferred = onnx_lib.infer_shapes(proto)
     except Exception:  # shape inference is only for the declared port shapes the UI shows
         pass
     types: dict[str, TensorType] = {}
@@ -141,10 +142,8 @@ def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ())
 def _arity(op_type: str, version: int, domain: str) -> tuple[int, int, int, int] | None:
     """(min inputs, max inputs, min outputs, max outputs) of an operator's schema, None for one
     onnx does not know; looked up once per operator (a schema lookup costs ~0.1 ms a node)."""
-    from onnx import defs
-
     try:
-        schema = defs.get_schema(op_type, version, domain)
+        schema = onnx_lib.get_schema(op_type, version, domain)
     except Exception:  # noqa: BLE001 - an operator or domain onnx does not know
         return None
     return schema.min_input, schema.max_input, schema.min_output, schema.max_output
@@ -229,9 +228,9 @@ class _Converter(ControlFlow):
         if onnx_domain and op_type in CONTROL:
             getattr(self, "_" + op_type.lower())(b, node)
             return
-        attrs = self.attributes(b, node)
+        attrs, graphs = self.attributes(b, node)
         attrs[NODE_PROTO] = node.SerializeToString()
-        if any(at.type in (at.GRAPH, at.GRAPHS) for at in node.attribute):
+        if graphs:
             attrs[OPSETS] = dict(self.opsets)
         type_ = f"onnx.{op_type}" if onnx_domain else f"onnx.{domain}.{op_type}"
         if type_ == "onnx.Cast" and "to" in attrs:
@@ -268,15 +267,17 @@ class _Converter(ControlFlow):
                 raise ModelError(f"{what} has {got} {kind if got != 1 else kind[:-1]}; its "
                                  f"operator takes {want}.")
 
-    def attributes(self, b: Builder, node) -> dict[str, Any]:
-        from onnx import helper
-
+    def attributes(self, b: Builder, node) -> tuple[dict[str, Any], bool]:
+        """The node's attributes as Python values, and whether it has graph attributes."""
         data: dict[str, Any] = {}
+        graphs = False
         if node.name:
             data["onnx_name"] = node.name
         for a in node.attribute:
-            if a.type in (a.GRAPH, a.GRAPHS):
-                subs = [a.g] if a.type == a.GRAPH else list(a.graphs)
+            kind = a.type                     # read once: each read of a field costs a call
+            if kind in (GRAPH, GRAPHS):
+                graphs = True
+                subs = [a.g] if kind == GRAPH else list(a.graphs)
                 outer = [n for g in subs for n in free_names(g)]
                 if outer:
                     raise ModelError(f"{b.where}node '{node.name or node.op_type}' "
@@ -287,21 +288,21 @@ class _Converter(ControlFlow):
             if a.ref_attr_name:
                 raise ModelError(f"{b.where}node '{node.name or node.op_type}' refers to a function "
                                  f"attribute '{a.ref_attr_name}'; loopdbg reads plain graphs only.")
-            if a.type == a.TENSOR:
+            if kind == TENSOR:
                 value: Any = self.tensor(b, a.t, f"attribute '{a.name}' of node "
                                                  f"'{node.name or node.op_type}'")
-            elif a.type == a.TENSORS:
+            elif kind == TENSORS:
                 value = [self.tensor(b, t, f"attribute '{a.name}' of node "
                                            f"'{node.name or node.op_type}'") for t in a.tensors]
             else:
-                value = helper.get_attribute_value(a)
+                value = attribute_value(a, kind)
                 if isinstance(value, bytes):
                     value = value.decode("utf-8", "replace")
                 elif isinstance(value, list):
                     value = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v
                              for v in value]
             data[a.name] = value
-        return data
+        return data, graphs
 
     def tensor(self, b: Builder, t, what: str) -> np.ndarray:
         """A tensor of the file (an initializer, a Constant's value, a tensor attribute) as an

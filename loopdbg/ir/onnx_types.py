@@ -24,13 +24,40 @@ def cast_target(to) -> str:
     enum (Cast-6 on) or its spelled name (Cast-1: ``"FLOAT"``). A type loopdbg lacks keeps ONNX's
     name (``string``), for the kernel to refuse by name."""
     if isinstance(to, str):
-        from onnx import TensorProto
+        from loopdbg.ir.onnx_lib import modules
 
         try:
-            to = TensorProto.DataType.Value(to.upper())
+            to = modules().pb.TensorProto.DataType.Value(to.upper())
         except ValueError:
             return to
     return onnx_type_name(int(to)) if isinstance(to, (int, np.integer)) else repr(to)
+
+
+# AttributeProto.AttributeType's values (fixed by the ONNX standard), and the field each type's
+# value is in, as onnx.helper.get_attribute_value reads it (a repeated field as a list)
+(FLOAT, INT, STRING, TENSOR, GRAPH, FLOATS, INTS, STRINGS, TENSORS, GRAPHS, SPARSE_TENSOR,
+ SPARSE_TENSORS, TYPE_PROTO, TYPE_PROTOS) = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+_SINGLE = {FLOAT: "f", INT: "i", STRING: "s", TENSOR: "t", GRAPH: "g", SPARSE_TENSOR:
+           "sparse_tensor", TYPE_PROTO: "tp"}
+_REPEATED = {FLOATS: "floats", INTS: "ints", STRINGS: "strings", TENSORS: "tensors",
+             GRAPHS: "graphs", SPARSE_TENSORS: "sparse_tensors", TYPE_PROTOS: "type_protos"}
+
+
+def attribute_value(attr, kind: int) -> Any:
+    """``onnx.helper.get_attribute_value(attr)`` for an attribute of type ``kind`` (its
+    ``attr.type``, read once), without importing onnx's helper; a type it does not list is
+    left to onnx's function (its error)."""
+    field = _SINGLE.get(kind)
+    if field is not None and not attr.ref_attr_name:
+        return getattr(attr, field)
+    field = _REPEATED.get(kind)
+    if field is not None and not attr.ref_attr_name:
+        return list(getattr(attr, field))
+    if kind == 0 and not attr.ref_attr_name:           # UNDEFINED
+        return None
+    from loopdbg.ir.onnx_lib import full
+
+    return full().helper.get_attribute_value(attr)
 
 
 # ONNX element types whose raw bytes numpy_helper.to_array reads as they are (no packing, no
@@ -109,21 +136,30 @@ def value_kind(type_proto) -> tuple[str | None, Any]:
     return None, type_proto
 
 
-def collect_types(graph, types: dict[str, TensorType]) -> None:
-    """Types of every named value of ``graph`` and its subgraphs (inputs, outputs, value_info)."""
+def collect_types(graph, types: dict[str, TensorType],
+                  known: dict[bytes, TensorType | None] | None = None) -> None:
+    """Types of every named value of ``graph`` and its subgraphs (inputs, outputs, value_info);
+    ``known``: the types read so far by their TypeProto's bytes (a model's values share a few
+    dozen types: each is read field by field once)."""
+    known = {} if known is None else known
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-        t = tensor_type(vi.type)
-        if t is not None and vi.name and (vi.name not in types or t.dims is not None):
-            types[vi.name] = t
+        type_proto = vi.type
+        key = type_proto.SerializeToString()
+        t = known[key] if key in known else known.setdefault(key, tensor_type(type_proto))
+        name = vi.name
+        if t is not None and name and (name not in types or t.dims is not None):
+            types[name] = t
     for init in graph.initializer:        # its shape is fixed, whatever a value_info leaves open
-        known = types.get(init.name)
-        if init.name and (known is None or known.dims is None or -1 in known.dims):
-            types[init.name] = TensorType(ONNX_TYPES.get(init.data_type, "dynamic"),
-                                          tuple(int(d) for d in init.dims))
+        name = init.name
+        declared = types.get(name)
+        if name and (declared is None or declared.dims is None or -1 in declared.dims):
+            types[name] = TensorType(ONNX_TYPES.get(init.data_type, "dynamic"),
+                                     tuple(int(d) for d in init.dims))
     for node in graph.node:
         for a in node.attribute:
-            if a.type == a.GRAPH:
-                collect_types(a.g, types)
-            elif a.type == a.GRAPHS:
+            kind = a.type
+            if kind == GRAPH:
+                collect_types(a.g, types, known)
+            elif kind == GRAPHS:
                 for g in a.graphs:
-                    collect_types(g, types)
+                    collect_types(g, types, known)
