@@ -10,7 +10,6 @@ carries them as much as a clone does.
 from __future__ import annotations
 
 import re
-from importlib import resources
 
 from loopdbg.cli import common
 
@@ -37,6 +36,8 @@ def add_parser(sub) -> None:
 
 def demos_root():
     """The folder of the demos inside the installed package (a Traversable)."""
+    from importlib import resources      # (~30 ms: only when a demo is asked for)
+
     return resources.files("loopdbg") / "demos"
 
 
@@ -93,6 +94,8 @@ def run(args) -> int:
         common.out(str(model))
         return 0
     from loopdbg.cli import cmd_open
+    from importlib import resources
+
     with resources.as_file(model.parent) as folder:
         args.model = str(folder / model.name)
         if not args.inputs and (folder / "inputs.npz").is_file():

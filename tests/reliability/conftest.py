@@ -55,7 +55,7 @@ def cli(capsys, monkeypatch):
 
     if not _PARSER:
         _PARSER.append(loopdbg.cli.build_parser())
-    monkeypatch.setattr(loopdbg.cli, "build_parser", lambda: _PARSER[0])
+    monkeypatch.setattr(loopdbg.cli, "build_parser", lambda *commands: _PARSER[0])
 
     def call(*argv) -> Outcome:
         capsys.readouterr()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import numpy as np
 
@@ -69,3 +73,26 @@ def test_inputs_by_position(tmp_path, capsys):
     np.savez(tmp_path / "short.npz", given[names[0]])
     assert main(["run", str(demo / "model.xml"), str(tmp_path / "short.npz")]) == 2
     assert "nor an array '1' or 'arr_1' for input number 1" in capsys.readouterr().err
+
+
+
+def _help(parser, command, capsys) -> str:
+    with pytest.raises(SystemExit):
+        parser.parse_args([command, "--help"])
+    return capsys.readouterr().out
+
+
+def test_a_command_builds_only_its_own_parser_and_says_the_same(tmp_path, capsys):
+    from loopdbg.cli import COMMANDS, build_parser
+
+    for command in COMMANDS:     # one sub-command's parser reads as it does among all ten
+        alone = _help(build_parser((command,)), command, capsys)
+        assert alone.startswith(f"usage: loopdbg {command}")
+        assert alone == _help(build_parser(), command, capsys)
+    code = ("import sys\nfrom loopdbg.cli import main\n"
+            f"assert main(['run', {str(tmp_path / 'missing.xml')!r}]) != 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith('loopdbg.cli.cmd_')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=tmp_path)
+    assert out.stdout.strip() == "['loopdbg.cli.cmd_run']"
+    assert "missing.xml" in out.stderr
