@@ -281,6 +281,18 @@ class PseudoCode(Lines):
         self._groups_shown()
         return True
 
+    def _show_group(self, path) -> None:
+        """Scroll to the group the graph just opened: its first row, and as many of its
+        rows as fit (the cursor stays where it is)."""
+        rows = self._rows or []
+        head = next((k for k, r in enumerate(rows) if r.head == path), None)
+        if head is None:
+            return
+        end = head
+        while end + 1 < len(rows) and rows[end + 1].scope[:len(path)] == path:
+            end += 1
+        self.call_after_refresh(self._reveal, head, end)
+
     def _groups_shown(self) -> None:
         """Tell the other panels (the graph) which groups are open now."""
         self.post_message(GroupsShown(self.parent, self._code.spec.path, self._code.opened))
@@ -292,8 +304,11 @@ class PseudoCode(Lines):
         if code is None or self._rows is None or code.spec.path != path or code.groups is None:
             return
         if opened != code.opened:
+            newly = sorted(set(opened) - code.opened, key=len)
             code.follow(opened)
             self._set_rows(code.rows())
+            if newly and found is None:
+                self._show_group(newly[-1])
         if found is not None:
             row = code.row_of(found)
             if row is not None:
