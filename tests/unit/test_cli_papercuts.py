@@ -96,3 +96,19 @@ def test_a_command_builds_only_its_own_parser_and_says_the_same(tmp_path, capsys
                          check=True, cwd=tmp_path)
     assert out.stdout.strip() == "['loopdbg.cli.cmd_run']"
     assert "missing.xml" in out.stderr
+
+
+def test_the_program_leaves_its_objects_to_the_exit_and_an_in_process_call_does_not(
+        monkeypatch, capsys):
+    import gc
+
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    demo = DEMOS / "for_loop"
+    argv = ["run", str(demo / "model.xml"), str(demo / "inputs.npz"), "-q"]
+    assert main(argv) == 0 and frozen == []         # a caller's process goes on: collected
+    monkeypatch.setattr(sys, "argv", ["loopdbg", *argv])
+    assert main() == 0 and frozen == [True]         # the process's own command line: it ends
+    monkeypatch.setattr(sys, "argv", ["loopdbg", "run", str(demo / "missing.xml")])
+    assert main() == 2 and frozen == [True, True]
+    assert "missing.xml" in capsys.readouterr().err
