@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` (default: the process's own command line, after which the
     process ends: see ``_ending``); return its exit code."""
     if argv is None:
+        from loopdbg.cli import common
+
+        common.PROGRAM = True
         code = main(sys.argv[1:])
         _ending()
         return code

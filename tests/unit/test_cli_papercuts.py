@@ -102,13 +102,35 @@ def test_the_program_leaves_its_objects_to_the_exit_and_an_in_process_call_does_
         monkeypatch, capsys):
     import gc
 
+    from loopdbg.cli import common
+    import loopdbg.engine
+
     frozen = []
-    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append("freeze"))
+    monkeypatch.setattr(loopdbg.engine, "Engine", _Collected(loopdbg.engine.Engine, frozen))
+    monkeypatch.setattr(common, "PROGRAM", False)
     demo = DEMOS / "for_loop"
     argv = ["run", str(demo / "model.xml"), str(demo / "inputs.npz"), "-q"]
-    assert main(argv) == 0 and frozen == []         # a caller's process goes on: collected
+    assert main(argv) == 0 and frozen == [True]      # a caller's process goes on: collected
     monkeypatch.setattr(sys, "argv", ["loopdbg", *argv])
-    assert main() == 0 and frozen == [True]         # the process's own command line: it ends
+    frozen.clear()
+    # the process's own command line: the model and plan are made without the collector and
+    # then frozen, and so is everything else at the end
+    assert main() == 0 and frozen == [False, "freeze", "freeze"] and gc.isenabled()
     monkeypatch.setattr(sys, "argv", ["loopdbg", "run", str(demo / "missing.xml")])
-    assert main() == 2 and frozen == [True, True]
+    frozen.clear()
+    assert main() == 2 and frozen == ["freeze"] and gc.isenabled()
     assert "missing.xml" in capsys.readouterr().err
+
+
+class _Collected:
+    """Engine, noting whether the collector ran while it was made (in ``log``)."""
+
+    def __init__(self, engine, log):
+        self.engine, self.log = engine, log
+
+    def __call__(self, *args, **kwargs):
+        import gc
+
+        self.log.append(gc.isenabled())
+        return self.engine(*args, **kwargs)
