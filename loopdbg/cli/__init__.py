@@ -81,9 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` (default: the process's own command line, after which the
     process ends: see ``_ending``); return its exit code."""
     if argv is None:
+        import gc
+
         from loopdbg.cli import common
 
         common.PROGRAM = True
+        gc.disable()            # until the command starts (common.kept, common.collecting)
         code = main(sys.argv[1:])
         _ending()
         return code
@@ -141,9 +144,18 @@ def backstop_for(args):
                                             else 0))
 
 
+# The commands that start the cyclic collector themselves, once their model is read and
+# planned (common.kept); it runs again before every other command's handler.
+KEEPING = ("run",)
+
+
 def _handled(args) -> int:
     """The command's handler; a MemoryError (past the backstop's cap, outside any kernel) is
     told while the cap it ran under is still known."""
+    if getattr(args, "command", None) not in KEEPING:
+        from loopdbg.cli import common
+
+        common.collecting()
     try:
         return int(args.handler(args) or 0)
     except MemoryError as exc:

@@ -23,22 +23,30 @@ PROGRAM = False
 @contextlib.contextmanager
 def kept():
     """Reading and planning a model to run it: in the loopdbg program, without the cyclic
-    collector, and what they made is then left out of its passes for good (``gc.freeze``): some
-    100,000 objects that live until the process ends, one pass over which costs ~20 ms on a
-    real model. Called in another process (``PROGRAM`` False), nothing."""
+    collector (main() starts it paused: the modules a command imports live as long as the
+    process too), and what they made is then left out of its passes for good (``gc.freeze``):
+    some 100,000 objects that live until the process ends, one pass over which costs ~20 ms on
+    a real model; the collector runs again after. Called in another process (``PROGRAM``
+    False), nothing."""
     if not PROGRAM:
         yield
         return
     import gc
 
-    was = gc.isenabled()
     gc.disable()
     try:
         yield
         gc.freeze()
     finally:
-        if was:
-            gc.enable()
+        gc.enable()
+
+
+def collecting() -> None:
+    """The cyclic collector runs again (in the loopdbg program, main() starts it paused)."""
+    if PROGRAM:
+        import gc
+
+        gc.enable()
 
 
 def out(text: str = "") -> None:

@@ -121,6 +121,11 @@ def test_the_program_leaves_its_objects_to_the_exit_and_an_in_process_call_does_
     frozen.clear()
     assert main() == 2 and frozen == ["freeze"] and gc.isenabled()
     assert "missing.xml" in capsys.readouterr().err
+    from loopdbg.cli import cmd_explain        # any other command runs with the collector
+
+    monkeypatch.setattr(cmd_explain, "run", lambda args: 0 if gc.isenabled() else 3)
+    monkeypatch.setattr(sys, "argv", ["loopdbg", "explain", str(demo / "model.xml")])
+    assert main() == 0
 
 
 class _Collected:
