@@ -77,15 +77,19 @@ def _wanted(argv: list[str]) -> tuple[str, ...]:
     return (argv[0],) if argv and argv[0] in COMMANDS else COMMANDS
 
 
+# Whether the command runs as the process's own command line (``loopdbg ...``: set by main()),
+# which ends with it, rather than as main(argv) called in a process that goes on.
+PROGRAM = False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` (default: the process's own command line, after which the
     process ends: see ``_ending``); return its exit code."""
+    global PROGRAM
     if argv is None:
         import gc
 
-        from loopdbg.cli import common
-
-        common.PROGRAM = True
+        PROGRAM = True
         gc.disable()            # until the command starts (common.kept, common.collecting)
         code = main(sys.argv[1:])
         _ending()

@@ -15,20 +15,17 @@ from pathlib import Path
 
 from loopdbg.text import safe, safe_lines
 
-# Whether the command runs as the process's own command line (``loopdbg ...``: set by main()),
-# which ends with it, rather than as main(argv) called in a process that goes on.
-PROGRAM = False
-
-
 @contextlib.contextmanager
 def kept():
     """Reading and planning a model to run it: in the loopdbg program, without the cyclic
     collector (main() starts it paused: the modules a command imports live as long as the
     process too), and what they made is then left out of its passes for good (``gc.freeze``):
     some 100,000 objects that live until the process ends, one pass over which costs ~20 ms on
-    a real model; the collector runs again after. Called in another process (``PROGRAM``
-    False), nothing."""
-    if not PROGRAM:
+    a real model; the collector runs again after. Called in another process
+    (``loopdbg.cli.PROGRAM`` False), nothing."""
+    from loopdbg import cli
+
+    if not cli.PROGRAM:
         yield
         return
     import gc
@@ -43,7 +40,9 @@ def kept():
 
 def collecting() -> None:
     """The cyclic collector runs again (in the loopdbg program, main() starts it paused)."""
-    if PROGRAM:
+    from loopdbg import cli
+
+    if cli.PROGRAM:
         import gc
 
         gc.enable()

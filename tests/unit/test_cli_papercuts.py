@@ -102,13 +102,13 @@ def test_the_program_leaves_its_objects_to_the_exit_and_an_in_process_call_does_
         monkeypatch, capsys):
     import gc
 
-    from loopdbg.cli import common
+    import loopdbg.cli
     import loopdbg.engine
 
     frozen = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append("freeze"))
     monkeypatch.setattr(loopdbg.engine, "Engine", _Collected(loopdbg.engine.Engine, frozen))
-    monkeypatch.setattr(common, "PROGRAM", False)
+    monkeypatch.setattr(loopdbg.cli, "PROGRAM", False)
     demo = DEMOS / "for_loop"
     argv = ["run", str(demo / "model.xml"), str(demo / "inputs.npz"), "-q"]
     assert main(argv) == 0 and frozen == [True]      # a caller's process goes on: collected
