@@ -63,14 +63,15 @@ def _run(args) -> int:
     from loopdbg.files import Output, distinct_outputs
 
     say = (lambda text: None) if args.quiet else common.err
-    model, inputs, source = common.load_model_and_inputs(args, say=say)
-    args.model_file = model.path
-    reads = common.model_reads(model, getattr(args, "inputs_file", None))
-    output = None
-    if args.output is not None:      # checked before the run, written after it
-        output = Output(args.output, reads, npz=True, what="the outputs (-o)")
-        distinct_outputs(("-o", output.path), ("--trace", args.trace))
-    engine = Engine(model)
+    with common.kept():             # the model and its plans live as long as the run
+        model, inputs, source = common.load_model_and_inputs(args, say=say)
+        args.model_file = model.path
+        reads = common.model_reads(model, getattr(args, "inputs_file", None))
+        output = None
+        if args.output is not None:      # checked before the run, written after it
+            output = Output(args.output, reads, npz=True, what="the outputs (-o)")
+            distinct_outputs(("-o", output.path), ("--trace", args.trace))
+        engine = Engine(model)
     budget = args.max_memory or common.default_memory_budget()
     if args.breaks or args.watch or args.on_nan:
         return run_to_stop(args, engine, inputs, source, budget, model, reads)

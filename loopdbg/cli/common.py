@@ -9,10 +9,44 @@ cannot forge a line of the report either.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 from loopdbg.text import safe, safe_lines
+
+@contextlib.contextmanager
+def kept():
+    """Reading and planning a model to run it: in the loopdbg program, without the cyclic
+    collector (main() starts it paused: the modules a command imports live as long as the
+    process too), and what they made is then left out of its passes for good (``gc.freeze``):
+    some 100,000 objects that live until the process ends, one pass over which costs ~20 ms on
+    a real model; the collector runs again after. Called in another process
+    (``loopdbg.cli.PROGRAM`` False), nothing."""
+    from loopdbg import cli
+
+    if not cli.PROGRAM:
+        yield
+        return
+    import gc
+
+    gc.disable()
+    try:
+        yield
+        gc.freeze()
+    finally:
+        gc.enable()
+
+
+def collecting() -> None:
+    """The cyclic collector runs again (in the loopdbg program, main() starts it paused)."""
+    from loopdbg import cli
+
+    if cli.PROGRAM:
+        import gc
+
+        gc.enable()
+
 
 def out(text: str = "") -> None:
     """Print to stdout, every control character from a file escaped (newlines kept)."""

@@ -26,7 +26,6 @@ import importlib.util
 import marshal
 import os
 import stat
-import tempfile
 import types
 from pathlib import Path
 
@@ -88,6 +87,8 @@ def store(source: str, code: types.CodeType) -> None:
     """Keep ``code``, compiled from ``source``, for the next run (quietly not, if that fails)."""
     if source.count("\n") < MIN_LINES or (where := directory()) is None:
         return
+    import tempfile         # here: a run that finds its code kept stores nothing
+
     try:
         fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
         try:

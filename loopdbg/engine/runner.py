@@ -85,8 +85,11 @@ class Engine:
             source: str = "inputs") -> Iterator[ev.Event]:
         """Check ``inputs`` now (raising InputError), then return the event generator of the run."""
         values = match_inputs(self.model, inputs, source)
-        budget.start(max_memory)                # what the run may add to the process (ops.budget)
+        # BLAS's threads first: the budget's start makes BLAS's buffers with a matrix product
+        # (ops.budget._warm_blas), which on a busy machine waits ~10-30 ms for a descheduled
+        # second thread; and what setting the threads maps is then in the baseline, not the run
         threads.settle()                        # BLAS threads for the cores free now (ops.threads)
+        budget.start(max_memory)                # what the run may add to the process (ops.budget)
         ctx = RunContext(max_iterations=max_iterations, max_memory=max_memory,
                          record_nodes=record_nodes)
         for spec in self.ifs.values():          # what the Ifs chose is told per run

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import zipfile
 from pathlib import Path
@@ -281,6 +280,8 @@ class Output:
 def _temporary(target: Path, folder: int | None) -> tuple[int, str]:
     """A new file beside ``target`` (in the open ``folder`` when there is one): its descriptor
     and its name there, made with O_CREAT | O_EXCL | O_NOFOLLOW under a name nobody else made."""
+    import secrets          # here: its hmac, random and base64 cost a run that writes nothing
+
     flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
     for _ in range(100):

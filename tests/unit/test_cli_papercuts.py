@@ -96,3 +96,46 @@ def test_a_command_builds_only_its_own_parser_and_says_the_same(tmp_path, capsys
                          check=True, cwd=tmp_path)
     assert out.stdout.strip() == "['loopdbg.cli.cmd_run']"
     assert "missing.xml" in out.stderr
+
+
+def test_the_program_leaves_its_objects_to_the_exit_and_an_in_process_call_does_not(
+        monkeypatch, capsys):
+    import gc
+
+    import loopdbg.cli
+    import loopdbg.engine
+
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append("freeze"))
+    monkeypatch.setattr(loopdbg.engine, "Engine", _Collected(loopdbg.engine.Engine, frozen))
+    monkeypatch.setattr(loopdbg.cli, "PROGRAM", False)
+    demo = DEMOS / "for_loop"
+    argv = ["run", str(demo / "model.xml"), str(demo / "inputs.npz"), "-q"]
+    assert main(argv) == 0 and frozen == [True]      # a caller's process goes on: collected
+    monkeypatch.setattr(sys, "argv", ["loopdbg", *argv])
+    frozen.clear()
+    # the process's own command line: the model and plan are made without the collector and
+    # then frozen, and so is everything else at the end
+    assert main() == 0 and frozen == [False, "freeze", "freeze"] and gc.isenabled()
+    monkeypatch.setattr(sys, "argv", ["loopdbg", "run", str(demo / "missing.xml")])
+    frozen.clear()
+    assert main() == 2 and frozen == ["freeze"] and gc.isenabled()
+    assert "missing.xml" in capsys.readouterr().err
+    from loopdbg.cli import cmd_explain        # any other command runs with the collector
+
+    monkeypatch.setattr(cmd_explain, "run", lambda args: 0 if gc.isenabled() else 3)
+    monkeypatch.setattr(sys, "argv", ["loopdbg", "explain", str(demo / "model.xml")])
+    assert main() == 0
+
+
+class _Collected:
+    """Engine, noting whether the collector ran while it was made (in ``log``)."""
+
+    def __init__(self, engine, log):
+        self.engine, self.log = engine, log
+
+    def __call__(self, *args, **kwargs):
+        import gc
+
+        self.log.append(gc.isenabled())
+        return self.engine(*args, **kwargs)

@@ -158,3 +158,41 @@ def test_an_onnx_laid_out_otherwise_is_imported_whole(tmp_path):
 
     assert done.stdout.split() == [str(len(from_proto(onnx.load(str(path))).graph.layers)),
                                    "True", "None"]
+
+
+def _weighted():
+    """A MatMul by a 64x32 weight (an initializer shape inference needs the dims of only), then
+    a Reshape to a shape held by an initializer (one whose values inference reads) and a
+    Resize by scales (floats it reads)."""
+    f = TensorProto.FLOAT
+    w = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"]),
+         helper.make_node("Reshape", ["y", "shape"], ["r"]),
+         helper.make_node("Resize", ["r", "", "scales"], ["out"], mode="nearest")],
+        "m", [helper.make_tensor_value_info("x", f, [4, 64])],
+        [helper.make_tensor_value_info("out", f, None)],
+        initializer=[numpy_helper.from_array(w, "w"),
+                     numpy_helper.from_array(np.array([1, 1, 8, 16], np.int64), "shape"),
+                     numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model, w
+
+
+def test_shape_inference_sees_the_weights_dims_not_their_values():
+    from loopdbg.ir import onnx_lib
+
+    model, w = _weighted()
+    before = model.SerializeToString()
+    sent = onnx_lib.for_inference(model)
+    assert len(sent) < w.nbytes // 4             # the weight's 8 KiB are not serialized
+    assert model.SerializeToString() == before    # the model itself is left as it was
+    got = onnx_lib.infer_shapes(model)
+    want = onnx.shape_inference.infer_shapes(model)
+    assert [v.SerializeToString() for v in got.graph.value_info] == \
+        [v.SerializeToString() for v in want.graph.value_info]
+    assert got.graph.output[0] == want.graph.output[0]
+    assert list(want.graph.output[0].type.tensor_type.shape.dim) != []    # it did infer
+    model.graph.initializer[0].dims[:] = [64, 15]                # 960 elements: sent as it is
+    assert len(onnx_lib.for_inference(model)) > w.nbytes
