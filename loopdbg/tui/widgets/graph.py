@@ -193,9 +193,10 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         if stale:
             self.border_title = Text(self._title + "  (laying out…)")
         ids = {b.id for b in layout.boxes}
+        pending = None                  # the box waited for, scrolled to once drawn
         if self._pending is not None and self._pending in ids:
             self.selected, self._pending = self._pending, None
-            self._scroll_to_box(layout.box(self.selected), center=self._center_pending)
+            pending = (layout.box(self.selected), self._center_pending)
             self._center_pending = False
         if self.selected not in ids and not stale:
             self.selected = None
@@ -230,6 +231,8 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         self._styles = [[None] * dx + tags for tags in canvas.styles] if dx else canvas.styles
         self.virtual_size = Size(canvas.width + dx, canvas.height)
         self.refresh()
+        if pending is not None:
+            self._scroll_to_box(*pending)
         target = current if follow is not None else None
         if target is not None:                 # node stepping: keep the node just run in view
             self._scroll_to_box(layout.box(target))
@@ -267,7 +270,7 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         threading.Thread(target=self._layout_work, daemon=True, name="loopdbg-layout").start()
 
     def _layout_work(self) -> None:
-        from loopdbg.layout import LayoutUnavailable
+        from loopdbg.layout import LayoutUnavailable, render
 
         while True:
             with self._layout_lock:
@@ -278,7 +281,9 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
                 self._wanted = None
             try:
                 body, detail, width, ahead = wanted
-                choose_layout(body.target() if ahead is None else ahead, detail, width)
+                layout = choose_layout(body.target() if ahead is None else ahead, detail, width)
+                if ahead is not None and layout is not None:
+                    render(layout)      # its boxes and edges drawn now (kept): Enter adds values
             except LayoutUnavailable as exc:
                 self._unavailable = str(exc)
             except Exception as exc:  # noqa: BLE001 - shown, never a crash
@@ -293,9 +298,13 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
                 return
 
     def _scroll_to_box(self, box, center: bool = False) -> None:
-        self.call_after_refresh(self.scroll_to_region,
-                                Region(box.x + self._dx, box.y, box.w, box.h), animate=False,
-                                center=center)
+        """Scroll ``box`` into view: now, so that the next frame draws the picture where it
+        will stay (not once here and once scrolled), and again after the refresh, when a
+        scroll bar that came or went has changed how far the pane scrolls."""
+        region = Region(box.x + self._dx, box.y, box.w, box.h)
+        if self.size.height:
+            self.scroll_to_region(region, animate=False, center=center, immediate=True)
+        self.call_after_refresh(self.scroll_to_region, region, animate=False, center=center)
 
     def on_resize(self, event) -> None:
         if self._spec is not None and self.detail == "fit":
