@@ -239,8 +239,8 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         elif first is not None:
             self._scroll_to_box(first)
         self._show_first = False
-        if not stale:
-            self._lay_out_ahead(body)
+        if not stale:           # once this picture is on the screen: its building holds the GIL
+            self.call_after_refresh(self._lay_out_ahead, body)
 
     @property
     def laying_out(self) -> bool:
