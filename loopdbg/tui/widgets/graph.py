@@ -300,10 +300,11 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
     def _scroll_to_box(self, box, center: bool = False) -> None:
         """Scroll ``box`` into view: now, so that the next frame draws the picture where it
         will stay (not once here and once scrolled), and again after the refresh, when a
-        scroll bar that came or went has changed how far the pane scrolls."""
+        scroll bar that came or went has changed how far the pane scrolls. Centred (a find),
+        only after the refresh: the find's prompt closing gives the pane its rows back."""
         region = Region(box.x + self._dx, box.y, box.w, box.h)
-        if self.size.height:
-            self.scroll_to_region(region, animate=False, center=center, immediate=True)
+        if self.size.height and not center:
+            self.scroll_to_region(region, animate=False, immediate=True)
         self.call_after_refresh(self.scroll_to_region, region, animate=False, center=center)
 
     def on_resize(self, event) -> None:
