@@ -28,7 +28,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Region, Size
+from textual.geometry import Region, Size, Spacing
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -304,7 +304,14 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         only after the refresh: the find's prompt closing gives the pane its rows back."""
         region = Region(box.x + self._dx, box.y, box.w, box.h)
         if self.size.height and not center:
-            self.scroll_to_region(region, animate=False, immediate=True)
+            # a scroll bar the new picture brings takes a row (column) of the pane: kept free
+            virtual, size, styles = self.virtual_size, self.size, self.styles
+            below = styles.scrollbar_size_horizontal if virtual.width > size.width and \
+                not self.show_horizontal_scrollbar else 0
+            right = styles.scrollbar_size_vertical if virtual.height > size.height and \
+                not self.show_vertical_scrollbar else 0
+            self.scroll_to_region(region, spacing=Spacing(0, right, below, 0), animate=False,
+                                  immediate=True)
         self.call_after_refresh(self.scroll_to_region, region, animate=False, center=center)
 
     def on_resize(self, event) -> None:
