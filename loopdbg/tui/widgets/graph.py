@@ -28,7 +28,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Region, Size, Spacing
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -40,6 +40,7 @@ from loopdbg.view.body import BodyView
 from loopdbg.view.branch import BranchBody
 from loopdbg.tui.widgets.graph_branches import IfBranches
 from loopdbg.tui.widgets.graph_groups import GroupFolds
+from loopdbg.tui.widgets.scroll import scroll_into_view
 from loopdbg.view.diff import Changes
 from loopdbg.view.search import Search
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
@@ -298,21 +299,7 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
                 return
 
     def _scroll_to_box(self, box, center: bool = False) -> None:
-        """Scroll ``box`` into view: now, so that the next frame draws the picture where it
-        will stay (not once here and once scrolled), and again after the refresh, when a
-        scroll bar that came or went has changed how far the pane scrolls. Centred (a find),
-        only after the refresh: the find's prompt closing gives the pane its rows back."""
-        region = Region(box.x + self._dx, box.y, box.w, box.h)
-        if self.size.height and not center:
-            # a scroll bar the new picture brings takes a row (column) of the pane: kept free
-            virtual, size, styles = self.virtual_size, self.size, self.styles
-            below = styles.scrollbar_size_horizontal if virtual.width > size.width and \
-                not self.show_horizontal_scrollbar else 0
-            right = styles.scrollbar_size_vertical if virtual.height > size.height and \
-                not self.show_vertical_scrollbar else 0
-            self.scroll_to_region(region, spacing=Spacing(0, right, below, 0), animate=False,
-                                  immediate=True)
-        self.call_after_refresh(self.scroll_to_region, region, animate=False, center=center)
+        scroll_into_view(self, Region(box.x + self._dx, box.y, box.w, box.h), center)
 
     def on_resize(self, event) -> None:
         if self._spec is not None and self.detail == "fit":
