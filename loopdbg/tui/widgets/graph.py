@@ -241,12 +241,14 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
             self._scroll_to_box(first)
         self._show_first = False
         if not stale:           # once this picture is on the screen: its building holds the GIL
+            self._ahead_due += 1
             self.call_after_refresh(self._lay_out_ahead, body)
 
     @property
     def laying_out(self) -> bool:
-        """Whether ``dot`` is running for this panel (the picture follows when it is done)."""
-        return self._layout_busy
+        """Whether ``dot`` is running for this panel, or is about to lay out ahead (the picture
+        follows when it is done)."""
+        return self._layout_busy or self._ahead_due > 0
 
     def _body(self, spec) -> BodyView:
         """The body of ``spec`` as shown, kept per loop (its open groups stay open)."""

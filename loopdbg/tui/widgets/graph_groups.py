@@ -24,6 +24,7 @@ class GroupFolds:
         self.post_message(GroupsShown(self, self._spec.path, self._body(self._spec).opened, found))
 
     _groups_undrawn = False     # groups opened or closed here, drawn when handed round
+    _ahead_due = 0              # pictures drawn whose laying out ahead is still to start
 
     def follow_groups(self, path: str, opened: frozenset, found: int | None) -> None:
         """The pseudo-code opened or closed a group of this body: the picture does too (or
@@ -40,7 +41,8 @@ class GroupFolds:
 
     def _lay_out_ahead(self, body) -> None:
         """The cursor on a closed group: what opening it shows is laid out in the background
-        now, so that Enter draws it at once."""
+        now, so that Enter draws it at once (called once the picture is drawn)."""
+        self._ahead_due -= 1
         opening = body.opening(self.selected) if body.ready else None
         if opening is None or opening == body.opened:
             return
