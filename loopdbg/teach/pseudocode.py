@@ -251,7 +251,7 @@ def pseudocode(spec: LoopSpec, trip_text: str | None = None, cond_text: str | No
     if spec.kind == "Loop" and spec.cond_result is not None and \
             modes.body_condition(spec) is not True:
         lines.append(Line("cond", f"cond = {result_source(spec, spec.cond_result)};"
-                                  "  // false: this iteration still counts, then stop", 1))
+                                  "  // if false: this iteration still counts, then stop", 1))
     for p, r in spec.back_edges:
         if p == spec.current_iteration:
             lines.append(Line("carry", f"{back_edge_text(spec, p, r)};  // overrides {i}++", 1))

@@ -131,3 +131,19 @@ def test_the_picture_follows_the_code_s_open_groups_within_its_box_limit(decoder
     fresh = bodymod.BodyView(spec)
     fresh.follow(frozenset(every), None)             # all at once: none fits, none opens
     assert fresh.opened == frozenset()
+
+
+@needs_dot
+async def test_a_group_the_graph_opens_is_scrolled_into_view_in_the_code(decoder):
+    app = LoopdbgApp(Session.open(*decoder), title="m")
+    async with app.run_test(size=(80, 24)) as pilot:       # a few rows of pseudo-code
+        await settle(pilot)
+        await press(pilot, "n")
+        app.query_one(CodePanel).focus()
+        await press(pilot, "end")                         # the code scrolled to its last lines
+        assert not any("blocks.0" in r for r in code_rows(app))
+        app.query_one(GraphView).focus()
+        await press(pilot, "enter")                       # the graph's cursor is on blocks.0
+        rows = code_rows(app)
+        assert any(r.strip() == "▾ blocks.0" for r in rows), rows       # its head on screen
+        assert not any("▸ blocks.1 {" in r for r in rows[:2]), rows

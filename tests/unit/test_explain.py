@@ -136,7 +136,7 @@ mode: while
         x_next = Multiply(x, 2.0);
         keep_going = Less(x_next, lim);
         x_trace.append(x_next);
-        cond = keep_going;  // false: this iteration still counts, then stop
+        cond = keep_going;  // if false: this iteration still counts, then stop
         x <- x_next;
     }
     x_final = x;  // x_next of the last iteration, carried into x (x0 if none ran)

@@ -280,6 +280,18 @@ class PseudoCode(Lines):
 
     _undrawn: int | None = None   # the cursor's row after a group opened or closed here
 
+    def _show_group(self, path) -> None:
+        """Scroll to the group the graph just opened: its first row, and as many of its
+        rows as fit (the cursor stays where it is)."""
+        rows = self._rows or []
+        head = next((k for k, r in enumerate(rows) if r.head == path), None)
+        if head is None:
+            return
+        end = head
+        while end + 1 < len(rows) and rows[end + 1].scope[:len(path)] == path:
+            end += 1
+        self.call_after_refresh(self._reveal, head, end)
+
     def _groups_shown(self) -> None:
         """Tell the other panels (the graph) which groups are open now: the rows are drawn
         when the app hands the change round (``follow_groups``), the graph's picture in the
@@ -293,8 +305,11 @@ class PseudoCode(Lines):
         if code is None or self._rows is None or code.spec.path != path or code.groups is None:
             return
         if opened != code.opened:
+            newly = sorted(set(opened) - code.opened, key=len)
             code.follow(opened)
             self._set_rows(code.rows())
+            if newly and found is None:
+                self._show_group(newly[-1])
         elif self._undrawn is not None:          # this panel's own change, handed round
             to, self._undrawn = self._undrawn, None
             self._set_rows(code.rows())
