@@ -307,9 +307,10 @@ class LoopdbgApp(Guarded, PromptActions, App):
 
     @on(GroupsShown)
     def _groups_shown(self, message: GroupsShown) -> None:
-        """A group opened or closed (or a node found) in one panel: the others follow."""
-        for panel in self.panels:
-            if panel is not message.origin:
+        """A group opened or closed (or a node found) in one panel: the others follow, and the
+        panel it came from draws it, all in one screen update."""
+        with self.batch_update():
+            for panel in self.panels:
                 panel.follow_groups(message.path, message.opened, message.layer_id)
 
     # -- drawing ------------------------------------------------------------------------------

@@ -34,5 +34,7 @@ class Panel(Guarded):
         raise NotImplementedError(f"{type(self).__name__} must implement show(view)")
 
     def follow_groups(self, path: str, opened: frozenset, layer_id: int | None) -> None:
-        """Another panel opened or closed groups of loop ``path``'s body (``opened``: the scopes
-        open now) or found layer ``layer_id`` in it: a panel showing that body shows the same."""
+        """A panel opened or closed groups of loop ``path``'s body (``opened``: the scopes open
+        now) or found layer ``layer_id`` in it: a panel showing that body shows the same. Called
+        on every panel in one go, the one that posted ``GroupsShown`` too (it may draw its own
+        change here, in the same screen update as the others)."""

@@ -250,3 +250,40 @@ def test_enter_on_an_open_group_s_outside_boxes_goes_where_they_lead(decoder):
     view.open(gb.ids[("blocks.3",)])                      # open too: the node itself
     assert gb.by_id.get(view.outside_of(stubs["in"].id)) is None
     assert view.outside_of(gb.ids[("blocks.4",)]) is None and view.outside_of(None) is None
+
+
+async def test_an_opened_group_is_drawn_in_one_frame_with_the_code_and_where_it_stays(decoder):
+    """Enter on a group laid out ahead: the first frame that shows its picture shows it scrolled
+    where it stays (not moved a frame later) and the pseudo-code opened with it (its lines laid
+    out in the same screen update, not the next)."""
+    pytest.importorskip("textual")
+    from test_keyboard import settle
+
+    from loopdbg.debug.session import Session
+    from loopdbg.tui.app import LoopdbgApp
+    from loopdbg.tui.widgets.code import PseudoCode
+    from loopdbg.tui.widgets.graph import GraphView
+
+    spec, files = decoder
+    app = LoopdbgApp(Session.open(*files), title="m")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        graph, code = app.query_one(GraphView), app.query_one(PseudoCode)
+        gb = grouped_body(graph._spec)
+        graph.focus()
+        graph.select(gb.ids[("blocks.5",)])
+        await settle(pilot)                          # resting on it: laid out meanwhile
+        frames = []
+        shown = app._display
+
+        def display(screen, renderable):
+            shown(screen, renderable)
+            if renderable is not None and any("▾ blocks.5 · " in line for line in graph._lines):
+                frames.append((graph.scroll_offset, code.size.height, code.line_count()))
+        app._display = display
+        await pilot.press("enter")
+        await settle(pilot)
+        assert frames
+        offset, height, rows = frames[0]
+        assert offset == graph.scroll_offset and offset.y > 0
+        assert any(r.head == ("blocks.5",) for r in code._rows) and height == rows

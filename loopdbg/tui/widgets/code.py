@@ -263,9 +263,7 @@ class PseudoCode(Lines):
         """Open the closed group under the cursor; whether there was one."""
         if self._code is None or self.row is None or self.row.fold is None:
             return False
-        to = self._code.open(self.cursor)
-        self._set_rows(self._code.rows())
-        self._set_cursor(to)
+        self._undrawn = self._code.open(self.cursor)
         self._groups_shown()
         return True
 
@@ -276,10 +274,11 @@ class PseudoCode(Lines):
         to = self._code.close_at(self.cursor)
         if to is None:
             return False
-        self._set_rows(self._code.rows())
-        self._set_cursor(to)
+        self._undrawn = to
         self._groups_shown()
         return True
+
+    _undrawn: int | None = None   # the cursor's row after a group opened or closed here
 
     def _show_group(self, path) -> None:
         """Scroll to the group the graph just opened: its first row, and as many of its
@@ -294,7 +293,9 @@ class PseudoCode(Lines):
         self.call_after_refresh(self._reveal, head, end)
 
     def _groups_shown(self) -> None:
-        """Tell the other panels (the graph) which groups are open now."""
+        """Tell the other panels (the graph) which groups are open now: the rows are drawn
+        when the app hands the change round (``follow_groups``), the graph's picture in the
+        same screen update."""
         self.post_message(GroupsShown(self.parent, self._code.spec.path, self._code.opened))
 
     def follow_groups(self, path: str, opened: frozenset, found: int | None) -> None:
@@ -309,6 +310,10 @@ class PseudoCode(Lines):
             self._set_rows(code.rows())
             if newly and found is None:
                 self._show_group(newly[-1])
+        elif self._undrawn is not None:          # this panel's own change, handed round
+            to, self._undrawn = self._undrawn, None
+            self._set_rows(code.rows())
+            self._set_cursor(to)
         if found is not None:
             row = code.row_of(found)
             if row is not None:

@@ -40,6 +40,7 @@ from loopdbg.view.body import BodyView
 from loopdbg.view.branch import BranchBody
 from loopdbg.tui.widgets.graph_branches import IfBranches
 from loopdbg.tui.widgets.graph_groups import GroupFolds
+from loopdbg.tui.widgets.scroll import scroll_into_view
 from loopdbg.view.diff import Changes
 from loopdbg.view.search import Search
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
@@ -193,9 +194,10 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         if stale:
             self.border_title = Text(self._title + "  (laying out…)")
         ids = {b.id for b in layout.boxes}
+        pending = None                  # the box waited for, scrolled to once drawn
         if self._pending is not None and self._pending in ids:
             self.selected, self._pending = self._pending, None
-            self._scroll_to_box(layout.box(self.selected), center=self._center_pending)
+            pending = (layout.box(self.selected), self._center_pending)
             self._center_pending = False
         if self.selected not in ids and not stale:
             self.selected = None
@@ -230,19 +232,23 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         self._styles = [[None] * dx + tags for tags in canvas.styles] if dx else canvas.styles
         self.virtual_size = Size(canvas.width + dx, canvas.height)
         self.refresh()
+        if pending is not None:
+            self._scroll_to_box(*pending)
         target = current if follow is not None else None
         if target is not None:                 # node stepping: keep the node just run in view
             self._scroll_to_box(layout.box(target))
         elif first is not None:
             self._scroll_to_box(first)
         self._show_first = False
-        if not stale:
-            self._lay_out_ahead(body)
+        if not stale:           # once this picture is on the screen: its building holds the GIL
+            self._ahead_due += 1
+            self.call_after_refresh(self._lay_out_ahead, body)
 
     @property
     def laying_out(self) -> bool:
-        """Whether ``dot`` is running for this panel (the picture follows when it is done)."""
-        return self._layout_busy
+        """Whether ``dot`` is running for this panel, or is about to lay out ahead (the picture
+        follows when it is done)."""
+        return self._layout_busy or self._ahead_due > 0
 
     def _body(self, spec) -> BodyView:
         """The body of ``spec`` as shown, kept per loop (its open groups stay open)."""
@@ -267,7 +273,7 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         threading.Thread(target=self._layout_work, daemon=True, name="loopdbg-layout").start()
 
     def _layout_work(self) -> None:
-        from loopdbg.layout import LayoutUnavailable
+        from loopdbg.layout import LayoutUnavailable, render
 
         while True:
             with self._layout_lock:
@@ -278,7 +284,9 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
                 self._wanted = None
             try:
                 body, detail, width, ahead = wanted
-                choose_layout(body.target() if ahead is None else ahead, detail, width)
+                layout = choose_layout(body.target() if ahead is None else ahead, detail, width)
+                if ahead is not None and layout is not None:
+                    render(layout)      # its boxes and edges drawn now (kept): Enter adds values
             except LayoutUnavailable as exc:
                 self._unavailable = str(exc)
             except Exception as exc:  # noqa: BLE001 - shown, never a crash
@@ -293,9 +301,7 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
                 return
 
     def _scroll_to_box(self, box, center: bool = False) -> None:
-        self.call_after_refresh(self.scroll_to_region,
-                                Region(box.x + self._dx, box.y, box.w, box.h), animate=False,
-                                center=center)
+        scroll_into_view(self, Region(box.x + self._dx, box.y, box.w, box.h), center)
 
     def on_resize(self, event) -> None:
         if self._spec is not None and self.detail == "fit":
