@@ -1,11 +1,18 @@
 """OpenVINO in the child process (``python -m loopdbg.oracle.child openvino ...``).
 
-Besides the requests of every runtime (``backend``), OpenVINO answers two of its own:
+Besides the requests of every runtime (``backend``), OpenVINO answers three of its own:
 
     evaluate  path + arrays  -> the outputs computed node by node by OpenVINO's reference
                                 implementations (``Node.evaluate``), no plugin involved
     describe  path           -> every node's output element types and shapes, by name, nested
                                 bodies too (what OpenVINO's reader inferred)
+    batch     cases + arrays -> many small models answered in one request (for test suites):
+                                each case ``{"kind": "run"|"evaluate", "path", "inputs": n}``
+                                takes the next n arrays; the ``run`` cases are compiled together
+                                as one model (one compile instead of one each: a compile costs
+                                ~30 ms however small the model), each alone when that fails.
+                                The reply's ``results`` say per case ``{"ok", "outputs": m}`` or
+                                ``{"ok": false, "error"}``; the outputs follow in case order.
 
 ``compile`` reads a model file (.xml with its .bin, or .onnx through OpenVINO's ONNX frontend)
 and compiles it with the precision hint asked for (f32), falling back to the device's default
@@ -17,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopdbg.oracle.backend import Backend as _Backend
+from loopdbg.oracle.backend import first_line
 
 
 class Backend(_Backend):
@@ -45,25 +53,92 @@ class Backend(_Backend):
 
     def compile(self, header: dict):
         model = self.core.read_model(header["path"])
-        device, precision = header.get("device", "CPU"), header.get("precision", "f32")
-        config = {"INFERENCE_PRECISION_HINT": precision} if precision else {}
-        try:
-            compiled = self.core.compile_model(model, device, config)
-        except Exception as exc:         # noqa: BLE001
-            if not config or "precision" not in str(exc).lower():
-                raise
-            compiled = self.core.compile_model(model, device)
-            precision = "device default"
+        compiled, precision = self._compile_model(model, header.get("device", "CPU"),
+                                                  header.get("precision", "f32"))
         reply = {"precision": precision,
                  "outputs": [sorted(_names(p)) for p in compiled.outputs],
                  "inputs": [sorted(_names(p)) for p in compiled.inputs]}
         return (compiled, compiled.create_infer_request()), reply
+
+    def _compile_model(self, model, device: str, precision: str):
+        """(the compiled model, the precision used): the hint asked for, or the device's default
+        when the device refuses the hint."""
+        config = {"INFERENCE_PRECISION_HINT": precision} if precision else {}
+        try:
+            return self.core.compile_model(model, device, config), precision
+        except Exception as exc:         # noqa: BLE001
+            if not config or "precision" not in str(exc).lower():
+                raise
+            return self.core.compile_model(model, device), "device default"
 
     def infer(self, compiled, arrays: list, names: list | None) -> list:
         model, request = compiled
         request.infer({(names[k] if names else k): np.array(v) for k, v in enumerate(arrays)})
         return [np.array(request.get_output_tensor(k).data, copy=True)
                 for k in range(len(model.outputs))]
+
+    def op_batch(self, header: dict, arrays: list):
+        cases, feeds, k = header["cases"], [], 0
+        for case in cases:
+            feeds.append(list(arrays[k:k + case["inputs"]]))
+            k += case["inputs"]
+        runs = [i for i, case in enumerate(cases) if case["kind"] == "run"]
+        answers: dict = {}
+        try:
+            together = self._run_together([cases[i]["path"] for i in runs], [feeds[i] for i in runs],
+                                          header)
+            answers.update(zip(runs, together))
+        except Exception:                # noqa: BLE001 - a case the plugin refuses: each alone
+            answers.update((i, self._answer(self._run_alone, cases[i]["path"], feeds[i], header))
+                           for i in runs)
+        answers.update((i, self._answer(self._evaluate_alone, case["path"], feeds[i], header))
+                       for i, case in enumerate(cases) if case["kind"] == "evaluate")
+        results, out = [], []
+        for i in range(len(cases)):
+            if isinstance(answers[i], str):
+                results.append({"ok": False, "error": answers[i]})
+            else:
+                results.append({"ok": True, "outputs": len(answers[i])})
+                out += answers[i]
+        return {"results": results}, out
+
+    @staticmethod
+    def _answer(how, path, values, header):
+        try:
+            return how(path, values, header)
+        except Exception as exc:         # noqa: BLE001 - that case's error; the others go on
+            return first_line(exc)
+
+    def _run_alone(self, path, values, header):
+        compiled, _ = self.compile({**header, "path": path})
+        return self.infer(compiled, values, None)
+
+    def _evaluate_alone(self, path, values, header):
+        return self.op_evaluate({"path": path}, values)[1]
+
+    def _run_together(self, paths, feeds, header):
+        """Every model's outputs, the models compiled as one (their Parameters and Results side
+        by side, nothing shared), so one compile serves them all."""
+        if not paths:
+            return []
+        models = [self.core.read_model(path) for path in paths]
+        params = [p for m in models for p in m.get_parameters()]
+        results = [r for m in models for r in m.get_results()]
+        compiled = self._compile_model(self.ov.Model(results, params),
+                                       header.get("device", "CPU"),
+                                       header.get("precision", "f32"))[0]
+        request = compiled.create_infer_request()
+        flat = [np.array(v) for values in feeds for v in values]
+        if len(flat) != len(params):
+            raise ValueError(f"{len(flat)} inputs for {len(params)} Parameters")
+        request.infer(dict(enumerate(flat)))
+        outs, k = [], 0
+        for m in models:
+            n = len(m.outputs)
+            outs.append([np.array(request.get_output_tensor(k + j).data, copy=True)
+                         for j in range(n)])
+            k += n
+        return outs
 
     def op_evaluate(self, header: dict, arrays: list):
         ov = self.ov

@@ -18,6 +18,8 @@ request fail that way; ``...:compile`` (or ``:infer``) limits it to one kind of 
 fault fires before the runtime is imported, so a suite run with a fault on is quick. ``wrongN``
 (``wrong`` for ``wrong1``) makes the runtime answer wrongly instead: from this child's N-th
 ``infer`` on, every float output comes back with 1 added (a plugin that goes astray mid-run).
+Under any fault a ``batch`` request (many models in one, for test suites) is refused, so that its
+models are asked one by one and meet the fault as they would alone.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def main(argv: list[str]) -> int:
                 raise ValueError(f"this is the {runtime} worker, not {header.get('runtime')!r}")
             if _fault_for(env, op) == "raise":
                 raise RuntimeError(f"fault injected ({env}={os.environ[env]})")
+            if op == "batch" and os.environ.get(env):
+                raise RuntimeError(f"no batches under fault injection ({env}={os.environ[env]})")
             if backend is None:
                 backend = importlib.import_module(BACKENDS[runtime]).Backend()
             reply, out = backend.handle(op, header, arrays)

@@ -173,6 +173,26 @@ class OpenVINO(Runtime):
         return self._call({"op": "evaluate", "path": programs.absolute(path)}, values,
                           f"evaluating {what}", f"cannot evaluate {what}")[1]
 
+    def batch(self, cases: Sequence[tuple[str, str | Path, Sequence[np.ndarray]]],
+              what: str = "a batch of models") -> list[list[np.ndarray] | str]:
+        """Many small models answered in one request (for test suites): each case is ``("run",
+        path, values)`` (compiled and run on the device, all such cases compiled together as one
+        model) or ``("evaluate", path, values)``; per case its outputs, or its error sentence.
+        A crash, hang or memory blow-up of the child fails the whole batch (OracleFailure)."""
+        header = {"op": "batch", "device": self.device, "precision": "f32",
+                  "cases": [{"kind": kind, "path": programs.absolute(path), "inputs": len(values)}
+                            for kind, path, values in cases]}
+        arrays = [v for _, _, values in cases for v in values]
+        reply, out = self._call(header, arrays, f"running {what}", f"cannot run {what}")
+        answers, k = [], 0
+        for result in reply["results"]:
+            if not result.get("ok"):
+                answers.append(f"{self.label}: {result.get('error', '?')}")
+                continue
+            answers.append(out[k:k + result["outputs"]])
+            k += result["outputs"]
+        return answers
+
     def describe(self, path: str | Path, what: str = "the model") -> dict:
         """What OpenVINO's reader makes of a model: every node's output types and shapes."""
         return self._call({"op": "describe", "path": programs.absolute(path)}, (), f"reading {what}",

@@ -13,12 +13,11 @@ identically.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("openvino")
 
-from _ov_single_op import C, P  # noqa: E402
+from _ov_single_op import C, P, agree  # noqa: E402
 
 from loopdbg.builder import GraphBuilder  # noqa: E402
 from loopdbg.ir import elements  # noqa: E402
@@ -53,12 +52,5 @@ def check_ir(tmp_path, type_: str, version: str, inputs, backend="cpu", rtol=1e-
     kernel, n_out = make_kernel(layer)
     got = kernel(*(x.value for x in inputs))
     got = list(got) if isinstance(got, tuple) else [got]
-    assert n_out == len(expected) == len(got)
-    for k, (g, e) in enumerate(zip(got, expected)):
-        g = np.asarray(g)
-        assert g.shape == e.shape and g.dtype == e.dtype, (k, g.shape, g.dtype, e.shape, e.dtype)
-        if e.dtype.kind in "fc":
-            np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=f"output {k}")
-        else:
-            np.testing.assert_array_equal(g, e, err_msg=f"output {k}")
+    agree(got, n_out, expected, path, feeds, backend, rtol, atol)
     return got

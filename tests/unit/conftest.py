@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+import _ov_batch
 import pytest
 
 
@@ -23,9 +24,22 @@ class _OpenVINOKit(dict):
         return value
 
 
-@pytest.fixture(scope="session")
-def ovm():
-    """OpenVINO's opset factories and the single-op checks (skips without OpenVINO)."""
+def _openvino_kit() -> _OpenVINOKit:
     pytest.importorskip("openvino")
     from _ov_single_op import C, P, check
     return _OpenVINOKit(C=C, P=P, check=check)
+
+
+@pytest.fixture(scope="session")
+def ovm():
+    """OpenVINO's opset factories and the single-op checks (skips without OpenVINO)."""
+    return _openvino_kit()
+
+
+def pytest_collection_modifyitems(config, items):
+    _ov_batch.mark_groups(items)
+
+
+def pytest_runtest_setup(item):
+    # the cases of a single-op oracle test asked of OpenVINO together (_ov_batch.py)
+    _ov_batch.prefetch(item, {"ovm": _openvino_kit})
