@@ -2,7 +2,7 @@
 
 A compile in OpenVINO's CPU plugin costs ~30 ms however small the model, and the single-op tests
 (``_ov_single_op.check``, ``_ov_ir_op.check_ir``) compile one model per case, thousands in all.
-For a test function in a module marked ``ov_batch``, before its first case runs, every case of it
+For a test function marked ``oracle`` in a module marked ``ov_batch``, before its first case runs, every case of it
 still to run here is run once *recording* (``loopdbg.oracle.testing.recording``): its body builds
 its models and inputs as it will for real, but ``ovt.run``/``ovt.evaluate`` only note them (and
 ``check`` compares nothing). The notes go to OpenVINO's child in a few requests, each compiling
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 import random
 import tempfile
 from pathlib import Path
@@ -38,19 +39,20 @@ _OUTCOMES = (Exception, pytest.skip.Exception, pytest.fail.Exception, pytest.xfa
 def mark_groups(items) -> None:
     """Each function's cases one xdist group (they share their batch), unless grouped already."""
     for item in items:
-        if item.get_closest_marker(MARK) and not item.get_closest_marker("xdist_group"):
+        if _batched(item) and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(f"ov-{_function_key(item)}"))
 
 
 def prefetch(item, fixtures: dict) -> None:
     """Record the cases of ``item``'s function from ``item`` on and ask their requests in batches.
     ``fixtures``: a factory per fixture the bodies may take besides ``tmp_path`` and parameters."""
-    if item.nodeid in _RECORDED or not item.get_closest_marker(MARK):
+    if item.nodeid in _RECORDED or not _batched(item):
         return
     key = _function_key(item)
     items = item.session.items
-    cases = [it for it in items[items.index(item):]
-             if _function_key(it) == key and it.nodeid not in _RECORDED]
+    cases = list(itertools.takewhile(lambda it: _function_key(it) == key,
+                                     items[items.index(item):]))
+    cases = [it for it in cases if it.nodeid not in _RECORDED]
     _RECORDED.update(it.nodeid for it in cases)
     names = list(inspect.signature(item.function).parameters)
     if getattr(item, "cls", None) is not None or any(
@@ -69,6 +71,10 @@ def prefetch(item, fixtures: dict) -> None:
             ovt.answer_batch(asked)
     finally:
         _restore(state)
+
+
+def _batched(item) -> bool:
+    return bool(item.get_closest_marker(MARK) and item.get_closest_marker("oracle"))
 
 
 def _function_key(item) -> str:

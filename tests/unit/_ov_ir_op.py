@@ -48,6 +48,8 @@ def check_ir(tmp_path, type_: str, version: str, inputs, backend="cpu", rtol=1e-
     write_ir(model, path)
     feeds = [x.value for x in inputs if type(x) is not C]
     expected = ovt.run(path, feeds) if backend == "cpu" else ovt.evaluate(path, feeds)
+    if expected is None:                 # recorded for a batch (_ov_batch): nothing to compare
+        return None
     layer = next(layer for layer in model.graph.layers.values() if layer.name == "op")
     kernel, n_out = make_kernel(layer)
     got = kernel(*(x.value for x in inputs))

@@ -36,6 +36,7 @@ def ovm():
     return _openvino_kit()
 
 
+@pytest.hookimpl(tryfirst=True)     # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     _ov_batch.mark_groups(items)
 

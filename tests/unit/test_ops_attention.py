@@ -86,6 +86,7 @@ def test_inverse_of_a_singular_matrix_is_an_error():
 # ---- against OpenVINO --------------------------------------------------------------------------
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 SDPA_SHAPES = [((2, 3, 4), (2, 5, 4), (2, 5, 6)), ((1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)),

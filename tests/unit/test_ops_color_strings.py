@@ -38,6 +38,7 @@ def test_one_plane_and_two_planes_agree():
 # ---- colour: against OpenVINO ------------------------------------------------------------------
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 def _ties() -> tuple[np.ndarray, np.ndarray]:

@@ -42,6 +42,7 @@ def _layer(type_, **data):
 # ---- against OpenVINO -------------------------------------------------------------------------
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 CASES = list(itertools.product(SPATIAL, AUTO_PADS, WINDOWS))
 
 

@@ -9,6 +9,7 @@ from loopdbg.ir.model import Layer, Port
 from loopdbg.ops.registry import make_kernel
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 def kernel(type_, version, n_in=1, n_out=1, **data):

@@ -8,6 +8,7 @@ from loopdbg.ir.model import Layer, Port
 from loopdbg.ops.registry import make_kernel
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 def kernel(type_, n_in, n_out, **data):

@@ -37,6 +37,7 @@ def test_mean_with_weights_is_an_error():
 
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 INDICES = np.array([0, 2, 5, 1, 1, 3, 4], np.int32)

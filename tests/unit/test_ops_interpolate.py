@@ -21,6 +21,7 @@ from loopdbg.ops.shape_rules import TensorInfo, infer
 
 RNG = np.random.default_rng(20260418)
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn",
               "align_corners")
 NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")

@@ -93,6 +93,7 @@ def test_unique_unsorted_keeps_first_appearance():
 # ---- against OpenVINO --------------------------------------------------------------------------
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 @oracle

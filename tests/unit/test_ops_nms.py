@@ -95,6 +95,7 @@ def random_case(seed, batches, classes, n, dtype=np.float32):
 
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 @oracle

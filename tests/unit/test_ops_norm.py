@@ -64,6 +64,7 @@ def test_normalize_l2_empty_axes_is_one_or_zero():
 # ---- against OpenVINO --------------------------------------------------------------------------
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 @oracle

@@ -36,7 +36,7 @@ import openvino.opset16 as o16  # noqa: E402
 
 from _ov_single_op import C, P, check  # noqa: E402  (the one-op differential helper)
 
-pytestmark = pytest.mark.oracle
+pytestmark = [pytest.mark.oracle, pytest.mark.ov_batch]
 
 
 RNG = np.random.default_rng(42)

@@ -9,6 +9,7 @@ from loopdbg.ops.registry import make_kernel
 from loopdbg.ops.shape_rules import TensorInfo, infer
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 I64 = np.int64
 
 

@@ -74,6 +74,7 @@ def test_read_value_gives_the_last_assigned_value():
 # ---- state: against OpenVINO -------------------------------------------------------------------
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 @pytest.fixture(scope="module")

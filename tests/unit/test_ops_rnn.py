@@ -445,6 +445,7 @@ def oracle_close(ours, theirs):
 
 
 SHAPES = [(1, 3, 4), (2, 5, 8), (4, 16, 16)]
+pytestmark = pytest.mark.ov_batch
 
 
 @pytest.mark.oracle

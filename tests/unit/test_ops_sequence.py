@@ -81,6 +81,7 @@ def test_ctc_loss_is_the_sum_over_all_alignments(target, merge):
 # ---- against OpenVINO --------------------------------------------------------------------------
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 @oracle

@@ -17,6 +17,7 @@ from loopdbg.ops.shape_rules import TensorInfo, infer
 
 RNG = np.random.default_rng(20260419)
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 DTYPES = [np.float32, np.int8, np.int64]
 
 

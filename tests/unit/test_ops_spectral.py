@@ -46,6 +46,7 @@ def test_shape_rules():
 
 
 oracle = pytest.mark.oracle
+pytestmark = pytest.mark.ov_batch
 
 
 DFT_CASES = [((4, 6, 2), [0, 1], None), ((2, 5, 2), [-1], None), ((3, 4, 5, 2), [1, 2], [3, 8]),
