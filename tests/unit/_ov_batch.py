@@ -62,7 +62,8 @@ def prefetch(item, fixtures: dict) -> None:
     try:
         with ovt.recording() as asked, tempfile.TemporaryDirectory(prefix="ov-batch-") as tmp:
             for k, case in enumerate(cases):
-                kwargs = {n: _params(case)[n] if n in _params(case) else
+                params = copy.deepcopy(_params(case))     # a body may change its own
+                kwargs = {n: params[n] if n in params else
                           _tmp(tmp, k) if n == "tmp_path" else fixtures[n]() for n in names}
                 try:
                     case.function(**kwargs)
