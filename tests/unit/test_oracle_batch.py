@@ -136,14 +136,15 @@ def pytest_runtest_setup(item):
 '''
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
-def test_a_wrong_kernel_fails_exactly_its_case_among_batched_ones(tmp_path, workers):
+def test_a_wrong_kernel_fails_exactly_its_case_among_batched_ones(tmp_path):
+    """Under pytest-xdist (the README's command): the cases of the function stay on one worker,
+    each is answered by the batch, and only the case whose kernel is wrong fails."""
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(INNER_TEST))
     (tmp_path / "conftest.py").write_text(INNER_CONFTEST)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    oracle: x\n    ov_batch: x\n"
                                          "addopts = --dist loadgroup\n")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-rf", *workers, "test_inner.py"], capture_output=True, text=True,
+                           "-rf", "-n", "2", "test_inner.py"], capture_output=True, text=True,
                           cwd=tmp_path, timeout=300, env=dict(os.environ, PYTHONPATH=str(HERE)))
     failed = [ln.split()[1].split("@")[0] for ln in proc.stdout.splitlines()
               if ln.startswith("FAILED")]
