@@ -30,8 +30,24 @@ def test_sdpa_by_hand():
     w = np.exp(w - w.max(-1, keepdims=True))
     want = (w / w.sum(-1, keepdims=True)) @ v
     got = kernel("ScaledDotProductAttention", 13, causal="false")(q, k, v)
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)    # worked in float32
     assert got.dtype == np.float32 and got.shape == (2, 3, 6)
+    exact = kernel("ScaledDotProductAttention", 13, causal="false")(
+        *(x.astype(np.float64) for x in (q, k, v)))                  # float64: in float64
+    np.testing.assert_allclose(exact, want, rtol=1e-13)
+    assert exact.dtype == np.float64
+
+
+def test_sdpa_causal_and_boolean_mask_in_float32():
+    q, k, v = f32(1, 2, 4, 3), f32(1, 2, 4, 3), f32(1, 2, 4, 5)
+    causal = kernel("ScaledDotProductAttention", 13, causal="true")(q, k, v)
+    keep = np.tril(np.ones((4, 4), bool))
+    masked = kernel("ScaledDotProductAttention", 13, causal="false")(q, k, v, keep)
+    np.testing.assert_array_equal(causal, masked)
+    w = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 1, 3, 2) / np.sqrt(3)
+    w = np.exp(np.where(keep, w, -np.inf) - w.max(-1, keepdims=True))
+    want = (w / w.sum(-1, keepdims=True)) @ v
+    np.testing.assert_allclose(causal, want, rtol=1e-5, atol=1e-7)
 
 
 def test_sdpa_sink_takes_part_in_the_softmax_only():
