@@ -234,8 +234,8 @@ class GraphPlan:
         return "\n".join(lines) + "\n", line_to_step
 
     def step_lines(self, indent: str, elide: bool = False, guard: bool = True,
-                   once: frozenset[int] = frozenset(), once_if: str | None = None
-                   ) -> list[tuple[str, int]]:
+                   once: frozenset[int] = frozenset(), once_if: str | None = None,
+                   folded: bool = True) -> list[tuple[str, int]]:
         """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
         body's lines into the code of its loop; the names are this plan's). With ``elide``, a
         step that may write into a big temporary input does so when ``_E_fits`` (see
@@ -245,10 +245,15 @@ class GraphPlan:
         (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
-        ``once_if`` holds, and are left out when it is None; nothing writes into their values."""
+        ``once_if`` holds, and are left out when it is None; nothing writes into their values.
+        Without ``folded``, the steps folded at plan time (``hoist.Folded``) get no line: their
+        readers and the Results read the constants they became, so only ``run_all``'s every
+        value names their outputs."""
         into = candidates(self.steps, self.result_locals, once) if elide else {}
         out = []
         for k, step in enumerate(self.steps):
+            if not folded and type(step.fn) is hoist.Folded:
+                continue
             when = ""
             if k in once:
                 if once_if is None:
