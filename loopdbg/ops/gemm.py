@@ -54,6 +54,28 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
+def with_constant(b: np.ndarray):
+    """``kernel(a, _b) = matmul(a, b)`` for a constant 2-D ``b``: what ``matmul`` decides from
+    ``b`` alone is decided once. A float operand of ``b``'s type and rank 2 or 3 takes the path
+    ``matmul`` would take for it, inline (a decoder's linear layer on a few rows costs little
+    more than the Python around it); anything else is ``matmul``'s."""
+    if b.ndim != 2 or b.dtype.kind != "f" or b.dtype.itemsize < 4 or b.size >= WEIGHT_FIRST_SIZE:
+        return lambda a, _b=None: matmul(a, b)
+    dtype, n = b.dtype, b.shape[1]
+    ndarray, np_matmul = np.ndarray, np.matmul
+
+    def matmul_constant(a, _b=None):
+        if type(a) is ndarray and a.dtype == dtype:
+            if a.ndim == 2:
+                return np_matmul(a, b)
+            if a.ndim == 3:                     # matmul's stack as one GEMM, as it does
+                lead, rows, k = a.shape
+                return np_matmul(a.reshape(-1, k), b).reshape(lead, rows, n)
+        return matmul(a, b)
+
+    return matmul_constant
+
+
 def _gemm_types(a: np.ndarray, b: np.ndarray) -> bool:
     """Both of one float type BLAS multiplies (float32, float64): numpy's matmul of them is
     one GEMM."""
