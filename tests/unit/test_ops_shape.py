@@ -158,6 +158,21 @@ def test_tile_and_transpose():
     assert t(X, i64()).shape == (4, 3, 2)
 
 
+def test_transpose_by_a_constant_order():
+    layer = Layer(id=1, name="t", type="Transpose", version="opset1", data={},
+                  inputs=(Port(0, 0), Port(1, 1)), outputs=(Port(2, 0),))
+    for order in (i64(2, 0, 1), i64()):
+        fn, _ = make_kernel(layer, "", (None, order))
+        want = X.transpose(tuple(order.tolist()) or None)
+        got = fn(X, order)
+        np.testing.assert_array_equal(got, want)
+        assert got.strides == want.strides and np.shares_memory(got, X)    # a view, as numpy's
+    fn, _ = make_kernel(layer, "", (None, i64(1, 0)))
+    np.testing.assert_array_equal(fn([[1, 2]], None), [[1], [2]])          # not an array
+    with pytest.raises(ValueError):
+        fn(X, None)                                                         # rank 3, order of 2
+
+
 # ---- Split, VariadicSplit --------------------------------------------------------------------
 
 def test_split_is_multi_output():
