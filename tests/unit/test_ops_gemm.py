@@ -138,3 +138,20 @@ def test_a_constant_operand_of_the_wrong_size_fails_as_matmul_does():
     with pytest.raises(ValueError) as want:
         gemm.matmul(np.ones((1, 3, 47), np.float32), np.ones((48, 16), np.float32))
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32])
+@pytest.mark.parametrize("a_shape", [(1, 20, 192), (1, 5, 192), (2, 9, 192), (20, 192), (192,),
+                                     (3, 4, 5, 192), (1, 8, 192)])
+def test_a_weight_stored_transposed_gives_matmuls_values(dtype, a_shape):
+    a, w = _operands(dtype, a_shape, (576, 192), seed=4)        # (N, K): 110,592 elements
+    kernel = gemm.with_transposed_constant(w)
+    want = gemm.matmul(a, gemm.transposed_constant(w))
+    got = kernel(a, w)
+    assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype != np.float16 else 1e-2, atol=1e-4)
+    strided = np.asfortranarray(a)
+    np.testing.assert_allclose(kernel(strided, w), want, rtol=1e-5 if dtype != np.float16
+                               else 1e-2, atol=1e-4)
+    with pytest.raises(ValueError):
+        kernel(a[..., :100], w)                                 # K of 100, not 192
