@@ -242,7 +242,8 @@ class GraphPlan:
         ``engine.elide``) says it computes the same. With ``guard``, a numpy ufunc of two or more
         inputs is preceded by the budget's check of its broadcast output when their shapes
         differ and the product of their sizes could reach the budget's SMALL
-        (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise); a
+        (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise: with a
+        constant, of the other input's last dimensions with the constant's shape); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
         ``once_if`` holds, and are left out when it is None; nothing writes into their values.
@@ -268,6 +269,11 @@ class GraphPlan:
                 first, *others = grow           # (the output has at most the product of the
                 differ = " or ".join(f"{a}.shape != {first}.shape" for a in others)   # sizes)
                 product = " * ".join(f"{a}.size" for a in grow)
+                fixed = [a for a in grow if a in self.consts]
+                if len(grow) == 2 and len(fixed) == 1:      # x and a constant (a bias, a scale):
+                    c = fixed[0]                            # no bigger than x when x ends in
+                    x = grow[1] if c == grow[0] else grow[0]        # the constant's shape
+                    differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
                 out.append((f"{indent}if {when}({differ}) and {product} > _S_CHECKED: "
                             f"_S_broadcast_check({args})", k))
             if step.nested:
