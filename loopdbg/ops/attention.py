@@ -31,9 +31,16 @@ from loopdbg.ops.shape_rules import TensorInfo, broadcast, same
 
 def _softmax_last(w: np.ndarray) -> np.ndarray:
     """The softmax over the last axis of ``w``, a float temporary of the caller's that it
-    overwrites (the same operations as out of place, without their temporaries)."""
+    overwrites (the same operations as out of place, without their temporaries). When every
+    row's maximum is finite (no row masked whole, no inf or NaN), each row's sum is at least 1
+    (its maximum's exp), so nothing divides by zero: no ``where``, no ``errstate``."""
     top = np.maximum.reduce(w, axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
+    finite = np.isfinite(top)
+    if finite.all():
+        np.subtract(w, top, out=w)
+        np.exp(w, out=w)
+        return np.divide(w, np.add.reduce(w, axis=-1, keepdims=True), out=w)
+    top = np.where(finite, top, 0.0)
     np.subtract(w, top, out=w)
     np.exp(w, out=w)
     with np.errstate(invalid="ignore", divide="ignore"):

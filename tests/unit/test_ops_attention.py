@@ -50,6 +50,22 @@ def test_sdpa_causal_and_boolean_mask_in_float32():
     np.testing.assert_allclose(causal, want, rtol=1e-5, atol=1e-7)
 
 
+def test_sdpa_a_row_masked_whole_is_nan_without_a_warning_and_the_others_exact():
+    import warnings
+
+    q, k, v = f32(1, 3, 4), f32(1, 3, 4), f32(1, 3, 2)
+    keep = np.ones((3, 3), bool)
+    keep[1] = False                                         # row 1 sees nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = kernel("ScaledDotProductAttention", 13)(q, k, v, keep)
+        nan_in = kernel("ScaledDotProductAttention", 13)(q, k, v, np.where(keep, 0, np.nan))
+    assert np.isnan(got[0, 1]).all() and np.isnan(nan_in[0, 1]).all()
+    plain = kernel("ScaledDotProductAttention", 13)(q, k, v)
+    np.testing.assert_array_equal(got[0, [0, 2]], plain[0, [0, 2]])
+    np.testing.assert_array_equal(nan_in[0, [0, 2]], plain[0, [0, 2]])
+
+
 def test_sdpa_sink_takes_part_in_the_softmax_only():
     q, k, v = f32(1, 2, 4), f32(1, 3, 4), f32(1, 3, 2)
     sink = np.full((1, 2, 1), -np.inf, np.float32)
