@@ -84,17 +84,22 @@ def _sdpa_shape(layer: Layer, ins, consts):
 @op("ScaledDotProductAttention", versions=(13,), shape=_sdpa_shape)
 def _sdpa(layer: Layer):
     causal = flag(layer, "causal", False)
+    constant = [None, 0.0]      # a read-only scale input (a constant) and its value, kept
 
     def scaled_dot_product_attention(q, k, v, mask=None, scale=None, sink=None):
         q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
         work = _work_type(q, k, v)
         if scale is None:
             s = 1.0 / np.sqrt(float(q.shape[-1]))
+        elif scale is constant[0]:
+            s = constant[1]
         else:
             flat = np.asarray(scale).reshape(-1)
             if flat.size != 1:
                 raise ValueError(f"scale must be a scalar, got shape {np.shape(scale)}")
             s = float(flat[0])
+            if type(scale) is np.ndarray and not scale.flags.writeable:
+                constant[:] = scale, s
         w = np.matmul(q.astype(work, copy=False), np.swapaxes(k.astype(work, copy=False), -1, -2))
         w *= work.type(s)
         n_l, n_s = w.shape[-2], w.shape[-1]
@@ -104,6 +109,11 @@ def _sdpa(layer: Layer):
             m = np.asarray(mask)
             if m.dtype == np.bool_:
                 w = np.where(m, w, work.type(-np.inf))
+            elif m.dtype == work:
+                try:                    # into w when the mask broadcasts to its shape
+                    np.add(w, m, out=w)
+                except ValueError:      # it broadcasts w up (or not at all: numpy says so)
+                    w = w + m
             else:
                 w = w + m.astype(work, copy=False)
         if sink is not None:

@@ -66,6 +66,29 @@ def test_sdpa_a_row_masked_whole_is_nan_without_a_warning_and_the_others_exact()
     np.testing.assert_array_equal(nan_in[0, [0, 2]], plain[0, [0, 2]])
 
 
+def test_sdpa_scale_and_mask_inputs_that_change_between_calls():
+    q, k, v = f32(1, 2, 3, 4), f32(1, 2, 5, 4), f32(1, 2, 5, 6)
+    fn = kernel("ScaledDotProductAttention", 13)
+    fresh = kernel("ScaledDotProductAttention", 13)
+    half = np.array(0.5, np.float32)
+    half.flags.writeable = False                    # a constant: its value is kept
+    mask = f32(3, 5)
+    first = fn(q, k, v, mask, half)
+    np.testing.assert_array_equal(first, fresh(q, k, v, mask, np.array(0.5, np.float32)))
+    other = np.array(0.25, np.float32)              # another scale, then it changes in place
+    np.testing.assert_array_equal(fn(q, k, v, mask, other),
+                                  fresh(q, k, v, mask, np.array(0.25, np.float32)))
+    other[...] = 2.0
+    np.testing.assert_array_equal(fn(q, k, v, mask, other),
+                                  fresh(q, k, v, mask, np.array(2.0, np.float32)))
+    np.testing.assert_array_equal(fn(q, k, v, mask, half), first)
+    wide = f32(3, 2, 3, 5)                          # a mask that broadcasts the scores up
+    got = fn(q, k, v, wide, half)
+    assert got.shape == (3, 2, 3, 6)
+    for b in range(3):
+        np.testing.assert_array_equal(got[b], fresh(q, k, v, wide[b], half)[0])
+
+
 def test_sdpa_sink_takes_part_in_the_softmax_only():
     q, k, v = f32(1, 2, 4), f32(1, 3, 4), f32(1, 3, 2)
     sink = np.full((1, 2, 1), -np.inf, np.float32)
