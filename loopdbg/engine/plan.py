@@ -261,11 +261,12 @@ class GraphPlan:
                     continue
                 when = f"{once_if} and "
             args = ", ".join(a if a is not None else "None" for a in step.ins)
+            checked = guard and type(step.fn) is np.ufunc and step.fn.nin >= 2 and \
+                None not in step.ins
             # a constant of one element never makes a broadcast bigger than its other inputs
             grow = [a for a in dict.fromkeys(step.ins)
-                    if not (a in self.consts and np.size(self.consts[a]) <= 1)]
-            if guard and type(step.fn) is np.ufunc and step.fn.nin >= 2 and \
-                    all(a is not None for a in step.ins) and len(grow) > 1:
+                    if not (a in self.consts and self.consts[a].size <= 1)] if checked else ()
+            if len(grow) > 1:
                 first, *others = grow           # (the output has at most the product of the
                 differ = " or ".join(f"{a}.shape != {first}.shape" for a in others)   # sizes)
                 product = " * ".join(f"{a}.size" for a in grow)
