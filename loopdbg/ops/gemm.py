@@ -73,6 +73,8 @@ def with_constant(b: np.ndarray):
                 return np_matmul(a, b)
             if a.ndim == 3:                     # matmul's stack as one GEMM, as it does
                 lead, rows, k = a.shape
+                if lead == 1 and a.flags.c_contiguous:      # a stack of one: that GEMM itself
+                    return np_matmul(a, b)
                 return np_matmul(a.reshape(-1, k), b).reshape(lead, rows, n)
         return matmul(a, b)
 

@@ -117,6 +117,7 @@ def test_few_rows_or_a_small_weight_keep_the_usual_order(monkeypatch, a_shape, b
 @pytest.mark.parametrize("a_shape, b_shape", [
     ((1, 7, 48), (48, 144)), ((3, 5, 48), (48, 16)), ((7, 48), (48, 16)), ((48,), (48, 16)),
     ((2, 3, 4, 48), (48, 16)), ((4, 20, 192), (192, 192)), ((1, 7, 12), (12,)),
+    ((1, 1, 48), (48, 144)), ((1, 2, 9), (9, 1)), ((1, 25, 1), (1, 9)),
 ])
 def test_a_constant_operand_gives_matmuls_values_bit_for_bit(dtype, a_shape, b_shape):
     a, b = _operands(dtype, a_shape, b_shape, seed=3)
