@@ -87,7 +87,8 @@ def with_transposed_constant(w: np.ndarray):
     transposed into a copy (the copy of a decoder's weights cost as much as their decompression,
     at every plan): GEMM reads it as it is stored, with the transpose flag, both ways round
     (see the module docstring; the same products as ``matmul`` of the transposed copy, from
-    ``STORED_FIRST_ROWS`` rows weight first). Another ``w`` is transposed once (``transposed_constant``) for ``with_constant``."""
+    ``STORED_FIRST_ROWS`` rows weight first). Another ``w`` is transposed once
+    (``transposed_constant``) for ``with_constant``."""
     if w.ndim != 2 or w.dtype.kind != "f" or w.dtype.itemsize < 4 or w.size < WEIGHT_FIRST_SIZE:
         return with_constant(transposed_constant(w))
     dtype, (n, k) = w.dtype, w.shape
