@@ -46,6 +46,7 @@ from loopdbg.ops.registry import make_kernel
 from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
+_NOT_CONSTANT = object()        # (what ``consts.get`` gives for a name not a constant)
 
 
 # The one template of the generated functions, by name: (parameters after ctx, lines before the
@@ -140,7 +141,7 @@ class GraphPlan:
                 n_out = len(layer.outputs)
                 nested = True
             else:
-                consts = tuple(self.consts.get(a) if a is not None else None for a in ins)
+                consts = tuple([self.consts.get(a) for a in ins])    # (None: None)
                 fn, n_out = self.kernel_factory(layer, self.where, consts)
                 nested = False
                 said = getattr(fn, "notice", None)
@@ -153,7 +154,7 @@ class GraphPlan:
                         local[(lid, j)] = name = f"c{len(self.consts)}"
                         self.consts[name] = value
             k = len(self.steps)
-            outs = tuple(f"v{k}_{j}" for j in range(max(n_out, 1)))
+            outs = (f"v{k}_0",) if n_out <= 1 else tuple([f"v{k}_{j}" for j in range(n_out)])
             for j, name in enumerate(outs):
                 local.setdefault((lid, j), name)
             self.steps.append(Step(layer, fn, ins, outs, nested,
@@ -167,11 +168,16 @@ class GraphPlan:
 
     def _fold(self, fn, ins, n_out: int):
         """A loop body's step on constants alone, computed now (``engine.hoist``), or None."""
-        if not self.path or any(a is not None and a not in self.consts for a in ins):
+        if not self.path:
             return None
+        values = []
+        for a in ins:                   # every input a constant (or unconnected: None)
+            value = None if a is None else self.consts.get(a, _NOT_CONSTANT)
+            if value is _NOT_CONSTANT:
+                return None
+            values.append(value)
         room = hoist.bound() - self.folded_bytes
-        folded = hoist.fold(fn, tuple(None if a is None else self.consts[a] for a in ins),
-                            n_out, room)
+        folded = hoist.fold(fn, tuple(values), n_out, room)
         if folded is not None:
             self.folded_bytes += sum(v.nbytes for v in folded)
         return folded
@@ -186,7 +192,7 @@ class GraphPlan:
                 raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
                                  f"of {what}, which does not exist.")
         n = max(connected, default=-1) + 1
-        return tuple(connected.get(i) for i in range(n))
+        return tuple([connected.get(i) for i in range(n)])
 
     # -- compiling ----------------------------------------------------------------------------
     @property
