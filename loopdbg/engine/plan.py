@@ -388,14 +388,20 @@ def topological_order(graph: Graph, where: str = "") -> list[int]:
         if e.to_layer in preds:
             preds[e.to_layer].append(e.from_layer)
     position = {lid: k for k, lid in enumerate(graph.layers)}
+    layers = graph.layers
     order: list[int] = []
     state: dict[int, int] = {}        # 1 = on the stack, 2 = done
-    sinks = [lid for lid, layer in graph.layers.items() if layer.type in SINK_TYPES]
+    sinks = [lid for lid, layer in layers.items() if layer.type in SINK_TYPES]
     roots = list(graph.parameters) + list(graph.results) + sinks
+
+    def producers(lid):             # in XML order (most layers have one: nothing to sort)
+        p = preds.get(lid, ())
+        return iter(p) if len(p) < 2 else iter(sorted(set(p), key=position.get))
+
     for root in roots:
         if state.get(root) == 2:
             continue
-        stack = [(root, iter(sorted(set(preds.get(root, ())), key=position.get)))]
+        stack = [(root, producers(root))]
         state[root] = 1
         while stack:
             node, it = stack[-1]
@@ -405,13 +411,12 @@ def topological_order(graph: Graph, where: str = "") -> list[int]:
                 state[node] = 2
                 order.append(node)
                 continue
-            if nxt not in graph.layers:
+            if nxt not in layers:
                 continue
             st = state.get(nxt)
             if st == 1:
-                layer = graph.layers[nxt]
-                raise ModelError(f"{where}the graph has a cycle through {layer.describe()}.")
+                raise ModelError(f"{where}the graph has a cycle through {layers[nxt].describe()}.")
             if st is None:
                 state[nxt] = 1
-                stack.append((nxt, iter(sorted(set(preds[nxt]), key=position.get))))
+                stack.append((nxt, producers(nxt)))
     return order
