@@ -97,10 +97,11 @@ class Builder:
         return self.source[tensor]
 
     def connect(self, lid: int, names) -> None:
+        source, edges = self.source, self.edges
         for k, name in enumerate(names):
             if name:
-                src = self.lookup(name)
-                self.edges.append(Edge(src[0], src[1], lid, k))
+                src = source.get(name) or self.lookup(name)
+                edges.append(Edge(src[0], src[1], lid, k))
 
     def graph(self) -> Graph:
         return Graph(self.name, dict(self.layers), tuple(self.edges), tuple(self.params),

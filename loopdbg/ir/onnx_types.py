@@ -96,8 +96,31 @@ class TensorType:
         return ",".join("?" if d < 0 else str(d) for d in self.dims)
 
     def port(self, index: int, port_id: int, names: tuple[str, ...] = ()) -> Port:
+        """The Port of this type at ``index`` (id ``port_id``); one object per distinct unnamed
+        port (``shared_port``)."""
+        if not names:
+            return shared_port(self.element_type, self.dims, index, port_id)
         precision = None if self.element_type == "dynamic" else _precision(self.element_type)
         return Port(port_id, index, precision, tuple(self.dims or ()), names)
+
+
+_PORTS: dict[tuple, Port] = {}
+PORTS_KEPT = 1 << 16
+
+
+def shared_port(element_type: str, dims: tuple[int, ...] | None, index: int,
+                port_id: int) -> Port:
+    """The unnamed Port of these fields, one object for them all: Ports are immutable, and a
+    model's input ports repeat a few dozen declarations (a decoder body: thousands of ports,
+    each a frozen dataclass that takes microseconds to make). At most PORTS_KEPT are kept."""
+    key = (element_type, dims, index, port_id)
+    found = _PORTS.get(key)
+    if found is None:
+        if len(_PORTS) >= PORTS_KEPT:
+            _PORTS.clear()
+        precision = None if element_type == "dynamic" else _precision(element_type)
+        found = _PORTS[key] = Port(port_id, index, precision, tuple(dims or ()))
+    return found
 
 
 UNKNOWN = TensorType("dynamic", None)
