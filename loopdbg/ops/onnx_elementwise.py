@@ -414,7 +414,11 @@ def _cast(layer: Layer):
         # a converter's Cast of every size it computes): ``cast``'s first case, at once
         src = getattr(x, "dtype", None)
         if src is not None and (src == dtype or to_int and src.kind in "iub"):
-            return (x if type(x) is np.ndarray else np.asarray(x)).astype(dtype)
+            if type(x) is np.ndarray:
+                return x.astype(dtype)
+            if src == dtype and isinstance(x, np.generic):
+                return x                # a numpy scalar of the type: immutable, as it is
+            return np.asarray(x).astype(dtype)
         return general(x)
 
     return cast_kernel

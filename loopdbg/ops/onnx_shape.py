@@ -80,7 +80,21 @@ def _reshape(layer: Layer):
         target = ints_of(a(layer, "shape", []))
         return lambda x: reshape_to(x, target, False)
     allowzero = bool(a(layer, "allowzero", 0))
-    return lambda x, shape: reshape_to(x, ints_of(shape), allowzero)
+    if allowzero:
+        return lambda x, shape: reshape_to(x, ints_of(shape), allowzero)
+
+    def reshape(x, shape):
+        target = ints_of(shape)
+        # no 0 to copy from x's shape: numpy's reshape is ONNX's (one -1 inferred); what it
+        # refuses, reshape_to says in ONNX's words (or allows: -1 beside a 0 of an empty x)
+        if 0 not in target and type(x) is np.ndarray:
+            try:
+                return x.reshape(target)
+            except ValueError:
+                pass
+        return reshape_to(x, target, False)
+
+    return reshape
 
 
 @op("onnx.Flatten")
@@ -136,11 +150,12 @@ def _unsqueeze(layer: Layer, consts=None):
     known = const_input(consts, 1)
     if known is not None and np.size(known) == 1 and int(np.reshape(known, -1)[0]) >= 0:
         k = int(np.reshape(known, -1)[0])       # one constant axis (what exporters write)
+        at = (slice(None),) * k + (None,)       # x[at]: a view with a new axis at k, as
+                                                # reshape makes (a numpy scalar: a new array)
 
         def unsqueeze_at(x, axes):
-            shape = x.shape
-            if k <= len(shape):
-                return x.reshape(shape[:k] + (1,) + shape[k:])
+            if k <= x.ndim:
+                return x[at]
             return unsqueeze(x, ints_of(axes))      # says what is out of range
 
         return unsqueeze_at
@@ -149,14 +164,21 @@ def _unsqueeze(layer: Layer, consts=None):
 
 # ---- Concat, Split, Transpose, Tile, Expand --------------------------------------------------
 
+_NONE = type(None)
+
 
 @op("onnx.Concat", versions=(1, 4))
 def _concat(layer: Layer):
     axis = int(a(layer, "axis", 1))
 
     def concat(*xs):
-        xs = [x for x in xs if x is not None]
-        return np.concatenate(xs, axis=axis_of(axis, np.ndim(xs[0])))
+        if _NONE in map(type, xs):      # an unconnected input (``None in xs`` would compare
+                                        # each array with None, element by element)
+            xs = [x for x in xs if x is not None]
+        first = xs[0]
+        rank = first.ndim if type(first) is np.ndarray else np.ndim(first)
+        return np.concatenate(xs, axis=axis + rank if -rank <= axis < 0 else
+                              axis if 0 <= axis < rank else axis_of(axis, rank))
 
     return concat
 
@@ -196,8 +218,12 @@ def _split(layer: Layer):
 def _transpose(layer: Layer):
     perm = a(layer, "perm")
 
+    order = tuple(perm) if perm else None
+
     def transpose(x):
-        return np.transpose(x, perm if perm else None)
+        if type(x) is np.ndarray:       # the method: np.transpose's Python layer costs 1 us
+            return x.transpose(order)
+        return np.transpose(x, order)
 
     return transpose
 

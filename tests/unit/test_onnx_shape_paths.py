@@ -75,3 +75,75 @@ def test_integer_casts_wrap_as_numpy_does(src, dst):
     out = cast(x, np.dtype(dst))
     assert out.dtype == dst and out.tolist() == x.astype(dst).tolist()
     assert not np.shares_memory(out, x)
+
+
+@pytest.mark.parametrize("target", [[2, 3], [-1], [3, -1], [0, -1], [-1, -1], [4, 2], [6, 0],
+                                    [1, 2, 1, 3], [2, 0, 3]])
+@pytest.mark.parametrize("shape", [(2, 3), (0, 3), (6,)])
+def test_reshape_takes_numpy_s_reshape_only_where_it_is_onnx_s(shape, target):
+    from loopdbg.ops.onnx_shape import reshape_to
+
+    reshape = _kernel("Reshape")
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    got = _outcome(reshape, x, np.array(target, np.int64))
+    assert got == _outcome(lambda v: reshape_to(v, list(target), False), x)
+    if got[0] != "error":
+        assert np.shares_memory(reshape(x, np.array(target, np.int64)), x) or x.size == 0
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -2, 2, -3])
+def test_concat_with_an_unconnected_input_and_any_axis(axis):
+    concat = _kernel("Concat", axis=axis)
+    a, b = np.arange(6).reshape(2, 3), np.arange(6, 12).reshape(2, 3)
+    got = _outcome(concat, a, None, b)
+    if -2 <= axis < 2:
+        want = np.concatenate([a, b], axis=axis)
+        assert got == (np.ndarray, want.dtype, want.shape, want.tolist())
+    else:
+        assert got == ("error", f"axis {axis} is out of range for rank 2")
+
+
+@pytest.mark.parametrize("perm", [None, [1, 0, 2], [2, 0, 1]])
+def test_transpose_is_numpy_s_with_or_without_perm(perm):
+    transpose = _kernel("Transpose", **({"perm": perm} if perm else {}))
+    x = np.arange(24).reshape(2, 3, 4)
+    assert transpose(x).tolist() == np.transpose(x, perm).tolist()
+    if perm is None:
+        assert transpose(np.int64(3)).tolist() == 3        # a numpy scalar: np.transpose
+
+
+def test_sequence_at_takes_a_one_element_position_of_any_rank():
+    at = _kernel("SequenceAt")
+    s = [np.array([k]) for k in range(3)]
+    for pos, want in ((np.array([1]), 1), (np.array(-1), 2), (np.int64(-3), 0),
+                      (np.array([[2]], np.int32), 2)):
+        assert at(s, pos) is s[want]
+    for pos in (np.array([3]), np.int64(-4)):
+        with pytest.raises(ValueError, match="out of range for a sequence of length 3"):
+            at(s, pos)
+    with pytest.raises(ValueError, match="expected a scalar"):
+        at(s, np.array([0, 1]))
+    with pytest.raises(ValueError, match="not a sequence"):
+        at(np.array([1]), np.array(0))
+
+
+@pytest.mark.parametrize("length", [0, 1, 5, 6, 200])
+@pytest.mark.parametrize("step", [1, 2, 6])
+def test_split_to_sequence_cuts_the_same_way_when_the_lengths_are_kept(length, step):
+    split = _kernel("SplitToSequence", axis=1)
+    x = np.arange(2 * length).reshape(2, length)
+    for _ in range(2):                              # the second time from the kept lengths
+        parts = split(x, np.int64(step))
+        want = [min(step, length - s) for s in range(0, length, step)] or [0]
+        assert [p.shape[1] for p in parts] == want
+        assert np.concatenate(parts, axis=1).tolist() == x.tolist()
+
+
+def test_a_cast_of_a_numpy_scalar_to_its_own_type_is_that_scalar():
+    to_i64 = _kernel("Cast", to="i64")
+    x = np.int64(7)
+    assert to_i64(x) is x                          # immutable: no 0-d copy made of it
+    out = to_i64(np.int32(7))
+    assert type(out) is np.ndarray and out.dtype == np.int64 and out.tolist() == 7
+    arr = np.array([1, 2], np.int64)
+    assert to_i64(arr) is not arr and not np.shares_memory(to_i64(arr), arr)
