@@ -148,8 +148,9 @@ def _unsqueeze(layer: Layer, consts=None):
         axes = list(a(layer, "axes", []))
         return lambda x: unsqueeze(x, axes)
     known = const_input(consts, 1)
-    if known is not None and np.size(known) == 1 and int(np.reshape(known, -1)[0]) >= 0:
-        k = int(np.reshape(known, -1)[0])       # one constant axis (what exporters write)
+    k = known.item() if type(known) is np.ndarray and known.size == 1 and \
+        known.dtype.kind in "iu" else -1
+    if k >= 0:                                  # one constant axis (what exporters write)
         at = (slice(None),) * k + (None,)       # x[at]: a view with a new axis at k, as
                                                 # reshape makes (a numpy scalar: a new array)
 
