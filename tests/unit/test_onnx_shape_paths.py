@@ -1,7 +1,9 @@
-"""The direct paths of the ONNX kernels a decoder's shape arithmetic runs (Unsqueeze on a constant
-axis, Gather of one index, Div of two int64 scalars, integer Cast) give what the general code
-gives: the same values, types and errors. The backend node tests feed every input at run time, so
-the constant-axis kernel is checked here against the general one."""
+"""The direct paths of the ONNX kernels a decoder runs give what the general code gives: the
+same values, types and errors. Its shape arithmetic (Unsqueeze on a constant axis, Gather of one
+index, Div of two int64 scalars, integer Cast, Reshape, Concat, Transpose, SequenceAt,
+SplitToSequence) and its linear layers (MatMul of a stack of one matrix, bit for bit). The
+backend node tests feed every input at run time, so the constant-axis kernel is checked here
+against the general one."""
 
 from __future__ import annotations
 
@@ -147,3 +149,21 @@ def test_a_cast_of_a_numpy_scalar_to_its_own_type_is_that_scalar():
     assert type(out) is np.ndarray and out.dtype == np.int64 and out.tolist() == 7
     arr = np.array([1, 2], np.int64)
     assert to_i64(arr) is not arr and not np.shares_memory(to_i64(arr), arr)
+
+
+@pytest.mark.parametrize("shape", [(1, 15, 48), (1, 1, 7, 48), (2, 15, 48), (15, 48), (1, 48)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
+@pytest.mark.parametrize("strided", [False, True])
+def test_matmul_of_a_stack_of_one_is_gemm_s_product_bit_for_bit(shape, dtype, strided):
+    from loopdbg.ops import gemm
+
+    matmul = _kernel("MatMul")
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape[:-1] + (96,)) * 4).astype(dtype)
+    x = x[..., ::2] if strided else x[..., :48]                  # a strided or a contiguous x
+    x = np.ascontiguousarray(x) if not strided else x
+    for n in (48, 700):                                          # under / past WEIGHT_FIRST_SIZE
+        w = (rng.standard_normal((48, n)) * 4).astype(dtype)
+        got, want = matmul(x, w), gemm.matmul(x, w).astype(dtype)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want)
