@@ -55,6 +55,8 @@ _I64_RANGE = range(-(1 << 63), 1 << 63)
 
 
 def _div(x, y):
+    if x.dtype.kind == "f":                 # (float: numpy's true division, first)
+        return np.true_divide(x, y)
     if x.dtype is _I64 and not x.ndim and getattr(y, "dtype", None) is _I64 and not y.ndim:
         a, b = int(x), int(y)               # one int64 by another (shape arithmetic): exactly
         if b:                               # the same truncated quotient, in Python's ints

@@ -25,9 +25,11 @@ from loopdbg.ops.registry import op
 def _shape(layer: Layer):
     start, end = a(layer, "start", 0), a(layer, "end")
 
+    whole = not start and end is None
+
     def shape(x):
-        dims = np.shape(x)
-        return np.array(dims[start:end] if (start or end is not None) else dims, dtype=np.int64)
+        dims = x.shape if type(x) is np.ndarray else np.shape(x)
+        return np.array(dims if whole else dims[start:end], dtype=np.int64)
 
     return shape
 
