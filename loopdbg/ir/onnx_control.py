@@ -29,8 +29,6 @@ empty. A Loop or Scan whose scan outputs have shapes the file leaves open keeps 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from loopdbg.errors import ModelError
 from loopdbg.ir.model import BackEdge, InputMapping, Layer, OutputMapping, SubGraph
 from loopdbg.ir.onnx_builder import Builder
@@ -305,7 +303,11 @@ def _kind(vi) -> str | None:
     return kind if kind in (SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE) else None
 
 
-@dataclass(frozen=True)
 class _NodeView:
-    op_type: str
-    name: str
+    """The op type and name of a node (what ``_control_layer`` reads of one)."""
+
+    __slots__ = ("op_type", "name")
+
+    def __init__(self, op_type: str, name: str):
+        self.op_type = op_type
+        self.name = name
