@@ -86,7 +86,8 @@ def _reshape(layer: Layer):
         return lambda x, shape: reshape_to(x, ints_of(shape), allowzero)
 
     def reshape(x, shape):
-        target = ints_of(shape)
+        target = shape.tolist() if type(shape) is np.ndarray and shape.ndim == 1 and \
+            shape.dtype == np.int64 else ints_of(shape)
         # no 0 to copy from x's shape: numpy's reshape is ONNX's (one -1 inferred); what it
         # refuses, reshape_to says in ONNX's words (or allows: -1 beside a 0 of an empty x)
         if 0 not in target and type(x) is np.ndarray:
@@ -248,9 +249,26 @@ def _expand(layer: Layer):
 # ---- Gather, Slice ---------------------------------------------------------------------------
 
 
-@op("onnx.Gather")
-def _gather(layer: Layer):
+@op("onnx.Gather", constants=True)
+def _gather(layer: Layer, consts=None):
     axis = int(a(layer, "axis", 0))
+    general = gather_on(axis)
+    known = const_input(consts, 1)
+    if axis == 0 and type(known) is np.ndarray and known.shape == () and known.dtype == np.int64:
+        i = int(known)                  # a constant index (an exporter's entry of a shape)
+
+        def gather_at(x, indices):
+            if type(x) is np.ndarray and x.ndim == 1 and -x.shape[0] <= i < x.shape[0]:
+                return x[i]             # (as np.take: a numpy scalar)
+            return general(x, indices)
+
+        return gather_at
+    return general
+
+
+def gather_on(axis: int):
+    """ONNX Gather on ``axis`` of its data (``indices`` of any rank, negative ones counted from
+    the end)."""
 
     def gather(x, indices):
         if axis == 0 and type(x) is np.ndarray and x.ndim and (

@@ -41,8 +41,10 @@ def test_unsqueeze_on_a_constant_axis_is_the_general_unsqueeze(shape, axis):
 
 
 @pytest.mark.parametrize("index", [0, 1, 2, -1, -3, 3, -4])
-def test_gather_of_one_index_is_take(index):
-    gather = _kernel("Gather", axis=0)
+@pytest.mark.parametrize("constant", [False, True])
+def test_gather_of_one_index_is_take(index, constant):
+    gather = _kernel("Gather", (None, np.array(index, np.int64)) if constant else None, axis=0)
+    assert gather.__name__ == ("gather_at" if constant else "gather")
     for x in (np.array([1, 5, 48], np.int64), np.arange(6, dtype=np.float32).reshape(3, 2)):
         for idx in (np.array(index, np.int64), np.int64(index)):
             got = _outcome(gather, x, idx)
