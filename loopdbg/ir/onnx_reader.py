@@ -262,8 +262,8 @@ class _Converter(ControlFlow):
         Constant without an output or an If without a condition is one sentence, not an
         IndexError in a kernel. Operators onnx does not know are left to their kernels."""
         arity = _arity(op_type, self.opsets.get(domain or "ai.onnx", 1) or 1, domain)
-        if arity is None:
-            return
+        if arity is None or (arity[0] <= n_in <= arity[1] and arity[2] <= n_out <= arity[3]):
+            return                      # (the usual case, without building the message's parts)
         for kind, got, low, high in (("inputs", n_in, arity[0], arity[1]),
                                      ("outputs", n_out, arity[2], arity[3])):
             if not low <= got <= high:
