@@ -21,7 +21,8 @@ The body runs as the ``mode`` says. ``FAST``, what a run takes: a small body's l
 (a scalar while loop runs its two kernels in about a microsecond, so a call and a loop over
 outputs would cost as much as the work); a body step that gives the same value at every
 iteration of an execution (it reads constants and the loop's invariant inputs only:
-``hoist.invariant_steps``) runs in the first iteration only, ``if _L_i == 0:``; big elementwise
+``hoist.invariant_steps``) runs in the first iteration only, ``if _L_i == 0:``, and a step folded
+at plan time (``hoist.fold``) not at all (what reads it reads the constant); big elementwise
 temporaries are reused in place (``engine.elide``); and a body of numpy ufuncs only gets a second
 copy of the iteration, from the same emitter with ``checked=False``, without the per-iteration
 checks of the scan pieces' shapes and the back edges' dtypes, entered once
@@ -171,7 +172,8 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
         once = hoist.invariant_steps(body.steps, body.consts,
                                      {f"p{p}" for p, _ in spec.invariant})
         for line, k in body.step_lines(ind, elide=True, guard=checked, once=once,
-                                       once_if="_L_i == 0" if checked else None):
+                                       once_if="_L_i == 0" if checked else None,
+                                       folded=False):
             line_map[len(src) + 1] = k
             src.append(line)
     else:                                   # the body's own function (interp past the limit)

@@ -46,6 +46,7 @@ from loopdbg.ops.registry import make_kernel
 from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
+_NOT_CONSTANT = object()        # (what ``consts.get`` gives for a name not a constant)
 
 
 # The one template of the generated functions, by name: (parameters after ctx, lines before the
@@ -140,7 +141,7 @@ class GraphPlan:
                 n_out = len(layer.outputs)
                 nested = True
             else:
-                consts = tuple(self.consts.get(a) if a is not None else None for a in ins)
+                consts = tuple([self.consts.get(a) for a in ins])    # (None: None)
                 fn, n_out = self.kernel_factory(layer, self.where, consts)
                 nested = False
                 said = getattr(fn, "notice", None)
@@ -153,7 +154,7 @@ class GraphPlan:
                         local[(lid, j)] = name = f"c{len(self.consts)}"
                         self.consts[name] = value
             k = len(self.steps)
-            outs = tuple(f"v{k}_{j}" for j in range(max(n_out, 1)))
+            outs = (f"v{k}_0",) if n_out <= 1 else tuple([f"v{k}_{j}" for j in range(n_out)])
             for j, name in enumerate(outs):
                 local.setdefault((lid, j), name)
             self.steps.append(Step(layer, fn, ins, outs, nested,
@@ -167,11 +168,16 @@ class GraphPlan:
 
     def _fold(self, fn, ins, n_out: int):
         """A loop body's step on constants alone, computed now (``engine.hoist``), or None."""
-        if not self.path or any(a is not None and a not in self.consts for a in ins):
+        if not self.path:
             return None
+        values = []
+        for a in ins:                   # every input a constant (or unconnected: None)
+            value = None if a is None else self.consts.get(a, _NOT_CONSTANT)
+            if value is _NOT_CONSTANT:
+                return None
+            values.append(value)
         room = hoist.bound() - self.folded_bytes
-        folded = hoist.fold(fn, tuple(None if a is None else self.consts[a] for a in ins),
-                            n_out, room)
+        folded = hoist.fold(fn, tuple(values), n_out, room)
         if folded is not None:
             self.folded_bytes += sum(v.nbytes for v in folded)
         return folded
@@ -186,7 +192,7 @@ class GraphPlan:
                 raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
                                  f"of {what}, which does not exist.")
         n = max(connected, default=-1) + 1
-        return tuple(connected.get(i) for i in range(n))
+        return tuple([connected.get(i) for i in range(n)])
 
     # -- compiling ----------------------------------------------------------------------------
     @property
@@ -234,35 +240,47 @@ class GraphPlan:
         return "\n".join(lines) + "\n", line_to_step
 
     def step_lines(self, indent: str, elide: bool = False, guard: bool = True,
-                   once: frozenset[int] = frozenset(), once_if: str | None = None
-                   ) -> list[tuple[str, int]]:
+                   once: frozenset[int] = frozenset(), once_if: str | None = None,
+                   folded: bool = True) -> list[tuple[str, int]]:
         """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
         body's lines into the code of its loop; the names are this plan's). With ``elide``, a
         step that may write into a big temporary input does so when ``_E_fits`` (see
         ``engine.elide``) says it computes the same. With ``guard``, a numpy ufunc of two or more
         inputs is preceded by the budget's check of its broadcast output when their shapes
         differ and the product of their sizes could reach the budget's SMALL
-        (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise); a
+        (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise: with a
+        constant, of the other input's last dimensions with the constant's shape); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
-        ``once_if`` holds, and are left out when it is None; nothing writes into their values."""
+        ``once_if`` holds, and are left out when it is None; nothing writes into their values.
+        Without ``folded``, the steps folded at plan time (``hoist.Folded``) get no line: their
+        readers and the Results read the constants they became, so only ``run_all``'s every
+        value names their outputs."""
         into = candidates(self.steps, self.result_locals, once) if elide else {}
         out = []
         for k, step in enumerate(self.steps):
+            if not folded and type(step.fn) is hoist.Folded:
+                continue
             when = ""
             if k in once:
                 if once_if is None:
                     continue
                 when = f"{once_if} and "
             args = ", ".join(a if a is not None else "None" for a in step.ins)
+            checked = guard and type(step.fn) is np.ufunc and step.fn.nin >= 2 and \
+                None not in step.ins
             # a constant of one element never makes a broadcast bigger than its other inputs
             grow = [a for a in dict.fromkeys(step.ins)
-                    if not (a in self.consts and np.size(self.consts[a]) <= 1)]
-            if guard and type(step.fn) is np.ufunc and step.fn.nin >= 2 and \
-                    all(a is not None for a in step.ins) and len(grow) > 1:
+                    if not (a in self.consts and self.consts[a].size <= 1)] if checked else ()
+            if len(grow) > 1:
                 first, *others = grow           # (the output has at most the product of the
                 differ = " or ".join(f"{a}.shape != {first}.shape" for a in others)   # sizes)
                 product = " * ".join(f"{a}.size" for a in grow)
+                fixed = [a for a in grow if a in self.consts]
+                if len(grow) == 2 and len(fixed) == 1:      # x and a constant (a bias, a scale):
+                    c = fixed[0]                            # no bigger than x when x ends in
+                    x = grow[1] if c == grow[0] else grow[0]        # the constant's shape
+                    differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
                 out.append((f"{indent}if {when}({differ}) and {product} > _S_CHECKED: "
                             f"_S_broadcast_check({args})", k))
             if step.nested:
@@ -370,14 +388,20 @@ def topological_order(graph: Graph, where: str = "") -> list[int]:
         if e.to_layer in preds:
             preds[e.to_layer].append(e.from_layer)
     position = {lid: k for k, lid in enumerate(graph.layers)}
+    layers = graph.layers
     order: list[int] = []
     state: dict[int, int] = {}        # 1 = on the stack, 2 = done
-    sinks = [lid for lid, layer in graph.layers.items() if layer.type in SINK_TYPES]
+    sinks = [lid for lid, layer in layers.items() if layer.type in SINK_TYPES]
     roots = list(graph.parameters) + list(graph.results) + sinks
+
+    def producers(lid):             # in XML order (most layers have one: nothing to sort)
+        p = preds.get(lid, ())
+        return iter(p) if len(p) < 2 else iter(sorted(set(p), key=position.get))
+
     for root in roots:
         if state.get(root) == 2:
             continue
-        stack = [(root, iter(sorted(set(preds.get(root, ())), key=position.get)))]
+        stack = [(root, producers(root))]
         state[root] = 1
         while stack:
             node, it = stack[-1]
@@ -387,13 +411,12 @@ def topological_order(graph: Graph, where: str = "") -> list[int]:
                 state[node] = 2
                 order.append(node)
                 continue
-            if nxt not in graph.layers:
+            if nxt not in layers:
                 continue
             st = state.get(nxt)
             if st == 1:
-                layer = graph.layers[nxt]
-                raise ModelError(f"{where}the graph has a cycle through {layer.describe()}.")
+                raise ModelError(f"{where}the graph has a cycle through {layers[nxt].describe()}.")
             if st is None:
                 state[nxt] = 1
-                stack.append((nxt, iter(sorted(set(preds[nxt]), key=position.get))))
+                stack.append((nxt, producers(nxt)))
     return order

@@ -88,7 +88,10 @@ class OutputMapping:
     purpose: str | None = None
 
 
-@dataclass(frozen=True, eq=False)
+_FRESH: Any = object()      # Layer's ``data`` not given: a new dict
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class Layer:
     """One layer (operation) of a graph.
 
@@ -96,6 +99,10 @@ class Layer:
     ``ir_type`` keeps the spelling of the file. ``data`` holds the raw ``<data>`` strings; kernels
     parse what they need once, when the execution plan is built. ``value`` is the array of a
     Constant. ``subgraphs`` holds the bodies of Loop, TensorIterator and If.
+
+    Its ``__init__`` is the dataclass's, with the fields set in one update of the instance's
+    dict: a frozen dataclass's own sets each through ``object.__setattr__``, about 4x slower,
+    and reading a model makes one Layer per node (a real decoder's loop body: thousands).
     """
 
     id: int
@@ -109,6 +116,14 @@ class Layer:
     value: Any = None
     ir_type: str | None = None
     line: int | None = None
+
+    def __init__(self, id: int, name: str, type: str, version: str,  # noqa: A002 - the fields
+                 data: Mapping[str, str] = _FRESH, inputs: tuple[Port, ...] = (),
+                 outputs: tuple[Port, ...] = (), subgraphs: tuple["SubGraph", ...] = (),
+                 value: Any = None, ir_type: str | None = None, line: int | None = None):
+        self.__dict__.update(id=id, name=name, type=type, version=version,
+                             data={} if data is _FRESH else data, inputs=inputs, outputs=outputs,
+                             subgraphs=subgraphs, value=value, ir_type=ir_type, line=line)
 
     def describe(self) -> str:
         """How error messages name a layer: ``layer 7 'h_new' (Add)``."""

@@ -3,7 +3,6 @@ its layers and edges, where each ONNX name comes from, and the outer values a bo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,23 +14,24 @@ from loopdbg.ir.onnx_names import VALUE_KIND
 from loopdbg.ir.onnx_types import UNKNOWN, TensorType
 
 
-@dataclass
 class Builder:
-    """One loopdbg Graph being assembled."""
+    """One loopdbg Graph being assembled (a plain class: reading imports it, and a dataclass
+    costs a millisecond of compiling its methods at every start)."""
 
-    name: str
-    top: bool
-    conv: Any                    # the onnx_reader converter (its types)
-    where: str
-    layers: dict[int, Layer] = field(default_factory=dict)
-    edges: list[Edge] = field(default_factory=list)
-    params: list[int] = field(default_factory=list)
-    results: list[int] = field(default_factory=list)
-    source: dict[str, tuple[int, int]] = field(default_factory=dict)
-    captures: list[str] = field(default_factory=list)
-    local: set[str] = field(default_factory=set)
-    result_names: set[str] = field(default_factory=set)
-    _next: int = 0
+    def __init__(self, name: str, top: bool, conv: Any, where: str):
+        self.name = name
+        self.top = top
+        self.conv = conv                        # the onnx_reader converter (its types)
+        self.where = where
+        self.layers: dict[int, Layer] = {}
+        self.edges: list[Edge] = []
+        self.params: list[int] = []
+        self.results: list[int] = []
+        self.source: dict[str, tuple[int, int]] = {}
+        self.captures: list[str] = []
+        self.local: set[str] = set()
+        self.result_names: set[str] = set()
+        self._next = 0
 
     def new_id(self) -> int:
         self._next += 1
@@ -97,10 +97,11 @@ class Builder:
         return self.source[tensor]
 
     def connect(self, lid: int, names) -> None:
+        source, edges = self.source, self.edges
         for k, name in enumerate(names):
             if name:
-                src = self.lookup(name)
-                self.edges.append(Edge(src[0], src[1], lid, k))
+                src = source.get(name) or self.lookup(name)
+                edges.append(Edge(src[0], src[1], lid, k))
 
     def graph(self) -> Graph:
         return Graph(self.name, dict(self.layers), tuple(self.edges), tuple(self.params),

@@ -29,14 +29,12 @@ empty. A Loop or Scan whose scan outputs have shapes the file leaves open keeps 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from loopdbg.errors import ModelError
-from loopdbg.ir.model import BackEdge, InputMapping, Layer, OutputMapping, Port, SubGraph
+from loopdbg.ir.model import BackEdge, InputMapping, Layer, OutputMapping, SubGraph
 from loopdbg.ir.onnx_builder import Builder
 from loopdbg.ir.onnx_names import (BODY_PROTO, OPEN_OUTPUTS, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE,
                                    SCAN8_STATES, SEQUENCE)
-from loopdbg.ir.onnx_types import TensorType, tensor_type, value_kind
+from loopdbg.ir.onnx_types import TensorType, shared_port, tensor_type, value_kind
 
 ONNX_FLAG = "onnx_semantics"
 CONTROL = ("Loop", "Scan", "If")
@@ -67,7 +65,8 @@ class ControlFlow:
                        extra: dict | None = None) -> None:
         lid = b.new_id()
         n_in = len(in_names)
-        ins = tuple(self._ttype(t).port(k, k) if t else Port(k, k) for k, t in enumerate(in_names))
+        ins = tuple(self._ttype(t).port(k, k) if t else shared_port("dynamic", None, k, k)
+                    for k, t in enumerate(in_names))
         outs = tuple(self._ttype(t).port(j, n_in + j, (t,) if t else ())
                      for j, t in enumerate(out_names))
         data = {ONNX_FLAG: "true", "onnx_op": node.op_type}
@@ -304,7 +303,11 @@ def _kind(vi) -> str | None:
     return kind if kind in (SEQUENCE, OPTIONAL, OPTIONAL_SEQUENCE) else None
 
 
-@dataclass(frozen=True)
 class _NodeView:
-    op_type: str
-    name: str
+    """The op type and name of a node (what ``_control_layer`` reads of one)."""
+
+    __slots__ = ("op_type", "name")
+
+    def __init__(self, op_type: str, name: str):
+        self.op_type = op_type
+        self.name = name

@@ -28,14 +28,14 @@ import numpy as np
 from loopdbg.errors import ModelError
 from loopdbg.files.read import read_regular
 from loopdbg.ir import onnx_lib
-from loopdbg.ir.model import Graph, Layer, Model, Port
+from loopdbg.ir.model import Graph, Layer, Model
 from loopdbg.ir.onnx_builder import Builder
 from loopdbg.ir.onnx_control import CONTROL, ControlFlow
 from loopdbg.ir.onnx_external import ExternalData, external_files
 from loopdbg.ir.onnx_names import NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE
 from loopdbg.ir.onnx_types import (GRAPH, GRAPHS, TENSOR, TENSORS, TensorType, UNKNOWN,
-                                   attribute_value, cast_target, collect_types, tensor_type,
-                                   to_array, value_kind)
+                                   attribute_value, cast_target, collect_types, shared_port,
+                                   tensor_type, to_array, value_kind)
 from loopdbg.text import byte_size
 
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
@@ -161,6 +161,7 @@ class _Converter(ControlFlow):
         self.where = where
         self.warnings: list[str] = []
         self._names: dict[str, int] = {}
+        self._versions: dict[str, str] = {}     # domain -> its layers' version
 
     # -- naming -----------------------------------------------------------------------------------
     def control_name(self, node) -> str:
@@ -211,9 +212,14 @@ class _Converter(ControlFlow):
         return b
 
     # -- nodes ------------------------------------------------------------------------------------
-    def version(self, node) -> str:
-        domain = node.domain or "ai.onnx"
-        return f"opset{self.opsets.get(domain, self.opsets.get('ai.onnx', 1))}"
+    def version(self, node, domain: str | None = None) -> str:
+        """``opset<N>`` of the node's domain (``domain``: node.domain, when read already)."""
+        domain = (node.domain if domain is None else domain) or "ai.onnx"
+        found = self._versions.get(domain)
+        if found is None:
+            found = self._versions[domain] = \
+                f"opset{self.opsets.get(domain, self.opsets.get('ai.onnx', 1))}"
+        return found
 
     def node(self, b: Builder, node) -> None:
         # each protobuf field read once: reading one builds a new Python object every time
@@ -235,16 +241,17 @@ class _Converter(ControlFlow):
         type_ = f"onnx.{op_type}" if onnx_domain else f"onnx.{domain}.{op_type}"
         if type_ == "onnx.Cast" and "to" in attrs:
             attrs["to"] = cast_target(attrs["to"])
-        name = next((o for o in outputs if o), node.name or op_type)
+        name = outputs[0] if outputs and outputs[0] else \
+            next((o for o in outputs if o), node.name or op_type)
         lid = b.new_id()
         types = self.types
-        ins = tuple((types.get(t) or UNKNOWN).port(k, k) if t else Port(k, k)
+        ins = tuple((types.get(t) or UNKNOWN).port(k, k) if t else shared_port("dynamic", None, k, k)
                     for k, t in enumerate(inputs))
         outs = tuple((types.get(t) or UNKNOWN).port(j, n_in + j, (t,) if t else ())
                      for j, t in enumerate(outputs))
         b.connect(lid, inputs)
-        b.add(Layer(lid, name, type_, self.version(node), data=attrs, inputs=ins, outputs=outs,
-                    ir_type=op_type))
+        b.add(Layer(lid, name, type_, self.version(node, domain), data=attrs, inputs=ins,
+                    outputs=outs, ir_type=op_type))
         for j, t in enumerate(outputs):
             if t:
                 b.source[t] = (lid, j)
@@ -255,8 +262,8 @@ class _Converter(ControlFlow):
         Constant without an output or an If without a condition is one sentence, not an
         IndexError in a kernel. Operators onnx does not know are left to their kernels."""
         arity = _arity(op_type, self.opsets.get(domain or "ai.onnx", 1) or 1, domain)
-        if arity is None:
-            return
+        if arity is None or (arity[0] <= n_in <= arity[1] and arity[2] <= n_out <= arity[3]):
+            return                      # (the usual case, without building the message's parts)
         for kind, got, low, high in (("inputs", n_in, arity[0], arity[1]),
                                      ("outputs", n_out, arity[2], arity[3])):
             if not low <= got <= high:

@@ -67,13 +67,37 @@ _PLAIN = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: 
 _LITTLE = sys.byteorder == "little"
 
 
+# The same types held in the TensorProto's typed fields instead (what helper.make_tensor writes
+# without raw=True): (field, the field's dtype); numpy_helper reads them as that dtype, then
+# converts to the element type (16-bit ones: their bits, kept in int32_data, viewed as the type;
+# bool: the bytes of those ints)
+_TYPED = {1: ("float_data", np.float32), 2: ("int32_data", np.int32), 3: ("int32_data", np.int32),
+          6: ("int32_data", np.int32), 7: ("int64_data", np.int64), 11: ("double_data", np.float64),
+          12: ("uint64_data", np.uint64), 13: ("uint64_data", np.uint64)}
+_BITS = {4: (np.uint16, np.uint16), 5: (np.uint16, np.int16), 10: (np.uint16, np.float16),
+         9: (np.uint8, np.bool_)}
+
+
 def to_array(tensor) -> np.ndarray:
     """A TensorProto as loopdbg holds values: numpy_helper's array, but strings as numpy unicode
-    (numpy_helper gives Python objects, which loopdbg never holds)."""
-    plain = _PLAIN.get(tensor.data_type)
-    if (plain is not None and _LITTLE and tensor.HasField("raw_data")
-            and tensor.data_location != tensor.EXTERNAL and not tensor.HasField("segment")):
-        return np.frombuffer(tensor.raw_data, dtype=plain).reshape(tensor.dims)
+    (numpy_helper gives Python objects, which loopdbg never holds). The plain numeric types
+    are read here as numpy_helper reads them (the module imports the whole onnx package: ~80 ms
+    of opening a small model whose tensors sit in typed fields)."""
+    kind = tensor.data_type
+    plain = _PLAIN.get(kind)
+    if plain is not None and tensor.data_location != tensor.EXTERNAL and \
+            not tensor.HasField("segment"):
+        if tensor.HasField("raw_data"):
+            if _LITTLE:
+                return np.frombuffer(tensor.raw_data, dtype=plain).reshape(tensor.dims)
+        elif kind in _TYPED:
+            field, stored = _TYPED[kind]
+            return np.asarray(getattr(tensor, field), dtype=stored).astype(plain).reshape(
+                tensor.dims)
+        else:
+            bits, view = _BITS[kind]
+            return np.array(tensor.int32_data, dtype=np.int32).view(np.uint32).astype(
+                bits).reshape(tensor.dims).view(view)
     from onnx import numpy_helper
 
     value = numpy_helper.to_array(tensor)
@@ -96,8 +120,31 @@ class TensorType:
         return ",".join("?" if d < 0 else str(d) for d in self.dims)
 
     def port(self, index: int, port_id: int, names: tuple[str, ...] = ()) -> Port:
+        """The Port of this type at ``index`` (id ``port_id``); one object per distinct unnamed
+        port (``shared_port``)."""
+        if not names:
+            return shared_port(self.element_type, self.dims, index, port_id)
         precision = None if self.element_type == "dynamic" else _precision(self.element_type)
         return Port(port_id, index, precision, tuple(self.dims or ()), names)
+
+
+_PORTS: dict[tuple, Port] = {}
+PORTS_KEPT = 1 << 16
+
+
+def shared_port(element_type: str, dims: tuple[int, ...] | None, index: int,
+                port_id: int) -> Port:
+    """The unnamed Port of these fields, one object for them all: Ports are immutable, and a
+    model's input ports repeat a few dozen declarations (a decoder body: thousands of ports,
+    each a frozen dataclass that takes microseconds to make). At most PORTS_KEPT are kept."""
+    key = (element_type, dims, index, port_id)
+    found = _PORTS.get(key)
+    if found is None:
+        if len(_PORTS) >= PORTS_KEPT:
+            _PORTS.clear()
+        precision = None if element_type == "dynamic" else _precision(element_type)
+        found = _PORTS[key] = Port(port_id, index, precision, tuple(dims or ()))
+    return found
 
 
 UNKNOWN = TensorType("dynamic", None)

@@ -113,6 +113,37 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
     return split
 
 
+def _by_computed_lengths(axis_c, general: Callable) -> Callable:
+    """VariadicSplit by a constant axis and lengths computed in the graph (from a ShapeOf, as
+    converters write it: the same few lengths at every iteration): the slices are made once per
+    input shape and lengths, the checks and the errors ``general``'s."""
+    if axis_c is None or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
+        return general
+    memo: dict = {}
+
+    def variadic_split_computed(x, axis, split_lengths):
+        if type(x) is not np.ndarray:
+            x = np.asarray(x)
+        key = (x.shape, tuple(ints(split_lengths)))
+        keys = memo.get(key)
+        if keys is None:
+            parts = general(x, axis, split_lengths)         # raises as it does
+            if type(parts) is not tuple:
+                return parts
+            ax = axis_of(scalar(axis), x.ndim)
+            lead = (slice(None),) * ax
+            keys, start = [], 0
+            for n in _split_lengths(list(key[1]), x.shape, ax):
+                keys.append(lead + (slice(start, start + n),))
+                start += n
+            if len(memo) < 64:
+                memo[key] = keys
+            return parts
+        return tuple([x[k] for k in keys])
+
+    return variadic_split_computed
+
+
 @op("Split", outputs=_num_splits, shape=_split_shape, constants=True)
 def _split(layer: Layer, consts=None):
     n = int_attr(layer, "num_splits")
@@ -169,7 +200,7 @@ def _variadic_split(layer: Layer, consts=None):
 
     listed = const_input(consts, 2)
     if listed is None:
-        return variadic_split
+        return _by_computed_lengths(const_input(consts, 1), variadic_split)
     listed = ints(listed)
     return _splitter(lambda shape, ax: _split_lengths(listed, shape, ax), const_input(consts, 1),
                      len(listed), variadic_split)

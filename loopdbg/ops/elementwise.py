@@ -424,11 +424,11 @@ def _matmul_shape(layer: Layer, ins, consts) -> TensorInfo:
 @op("MatMul", shape=_matmul_shape, constants=True)
 def _matmul(layer: Layer, consts=None):
     ta, tb = flag(layer, "transpose_a"), flag(layer, "transpose_b")
-    # A transposed constant (converters write weights so) is transposed once, into C order.
+    # A transposed constant (converters write weights so): small ones transposed once into C
+    # order, big ones read by GEMM as stored (gemm.with_transposed_constant).
     b_c = const_input(consts, 1)
     if not ta and tb and b_c is not None and b_c.ndim > 1:
-        b_t = gemm.transposed_constant(b_c)
-        return lambda a, b: gemm.matmul(a, b_t)
+        return gemm.with_transposed_constant(b_c)
     if not (ta or tb):
         # a first operand declared of rank 1 or 2 is no stack: numpy's matmul itself, one C call
         # (a declaration that lies costs speed only: np.matmul is right for every rank)

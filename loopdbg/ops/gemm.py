@@ -32,6 +32,9 @@ import numpy as np
 WEIGHT_FIRST_ROWS = 8           # rows of A from which a big matrix goes first (see above)
 WEIGHT_FIRST_SIZE = 32768       # elements of the matrix: 192x192 and up
 STRIDED_COPY_SIZE = 16384       # elements of a strided stack worth a contiguous copy (see above)
+STORED_FIRST_ROWS = 2           # the same, for a weight read as stored (with_transposed_constant):
+#                                 (W · Aᵀ)ᵀ is faster from 2 rows (1.1x-1.3x at 3-7 rows, 576x192
+#                                 to 1024x192 weights, one thread), A · Wᵀ (transpose flag) at 1
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -52,6 +55,58 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                                                            or b.flags.f_contiguous):
         b = np.ascontiguousarray(b)
     return np.matmul(a, b)
+
+
+def with_constant(b: np.ndarray):
+    """``kernel(a, _b) = matmul(a, b)`` for a constant 2-D ``b``: what ``matmul`` decides from
+    ``b`` alone is decided once. A float operand of ``b``'s type and rank 2 or 3 takes the path
+    ``matmul`` would take for it, inline (a decoder's linear layer on a few rows costs little
+    more than the Python around it); anything else is ``matmul``'s."""
+    if b.ndim != 2 or b.dtype.kind != "f" or b.dtype.itemsize < 4 or b.size >= WEIGHT_FIRST_SIZE:
+        return lambda a, _b=None: matmul(a, b)
+    dtype, n = b.dtype, b.shape[1]
+    ndarray, np_matmul = np.ndarray, np.matmul
+
+    def matmul_constant(a, _b=None):
+        if type(a) is ndarray and a.dtype == dtype:
+            if a.ndim == 2:
+                return np_matmul(a, b)
+            if a.ndim == 3:                     # matmul's stack as one GEMM, as it does
+                lead, rows, k = a.shape
+                if lead == 1 and a.flags.c_contiguous:      # a stack of one: that GEMM itself
+                    return np_matmul(a, b)
+                return np_matmul(a.reshape(-1, k), b).reshape(lead, rows, n)
+        return matmul(a, b)
+
+    return matmul_constant
+
+
+def with_transposed_constant(w: np.ndarray):
+    """``kernel(a, _b) = matmul(a, wᵀ)`` for a constant 2-D ``w`` stored (N, K), as converters
+    write a linear layer's weight (MatMul's ``transpose_b``). A big float weight is never
+    transposed into a copy (the copy of a decoder's weights cost as much as their decompression,
+    at every plan): GEMM reads it as it is stored, with the transpose flag, both ways round
+    (see the module docstring; the same products as ``matmul`` of the transposed copy, from
+    ``STORED_FIRST_ROWS`` rows weight first). Another ``w`` is transposed once
+    (``transposed_constant``) for ``with_constant``."""
+    if w.ndim != 2 or w.dtype.kind != "f" or w.dtype.itemsize < 4 or w.size < WEIGHT_FIRST_SIZE:
+        return with_constant(transposed_constant(w))
+    dtype, (n, k) = w.dtype, w.shape
+    wt = w.T                                    # (K, N), a view
+    ndarray, np_matmul = np.ndarray, np.matmul
+
+    def matmul_transposed(a, _b=None):
+        if type(a) is ndarray and a.dtype == dtype and a.ndim >= 2 and a.shape[-1] == k:
+            lead = a.shape[:-1]
+            a2 = a.reshape(-1, k)
+            if a2.shape[0] >= STORED_FIRST_ROWS:       # (W · Aᵀ)ᵀ, into C order
+                out = np.ascontiguousarray(np_matmul(w, a2.T).T)
+            else:
+                out = np_matmul(a2, wt)
+            return out.reshape(*lead, n)
+        return matmul(a, wt)
+
+    return matmul_transposed
 
 
 def _gemm_types(a: np.ndarray, b: np.ndarray) -> bool:

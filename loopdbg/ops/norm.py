@@ -51,6 +51,12 @@ def _mvn(x: np.ndarray, axes: tuple[int, ...], variance: bool, eps: float,
     # numpy's mean, without its Python layers: the sum divided by the count (the same values);
     # the count and eps as float64 0-d arrays (what numpy converts the Python numbers to)
     count, eps_ = _float64s(math.prod(xf.shape[a] for a in axes), eps)
+    return _normalised(x, xf, axes, count, eps_, variance, inside)
+
+
+def _normalised(x: np.ndarray, xf: np.ndarray, axes: tuple[int, ...], count: np.ndarray,
+                eps_: np.ndarray, variance: bool, inside: bool) -> np.ndarray:
+    """``_mvn`` over non-empty ``axes`` of ``x`` (``xf``: it in float64), its numbers given."""
     mean = np.add.reduce(xf, axis=axes, keepdims=True)
     np.divide(mean, count, out=mean)
     centred = np.subtract(xf, mean)
@@ -111,14 +117,21 @@ def _mvn6(layer: Layer, consts=None):
     given = const_input(consts, 1)
     if given is None:
         return mvn6
-    by_rank: dict[int, tuple[int, ...]] = {}       # constant axes: normalised once per rank
+    by_shape: dict[tuple, tuple] = {}     # constant axes: (axes, count, eps) once per shape
 
     def mvn6_constant_axes(x, axes):
-        x = np.asarray(x)
-        found = by_rank.get(x.ndim)
+        if type(x) is not np.ndarray:
+            x = np.asarray(x)
+        found = by_shape.get(x.shape)
         if found is None:
-            found = by_rank[x.ndim] = _axes(given, x.ndim)     # raises as mvn6 would
-        return _mvn(x, found, variance, eps, inside)
+            found = _axes(given, x.ndim)                        # raises as mvn6 would
+            if not found:
+                return _mvn(x, found, variance, eps, inside)
+            found = (found, *_float64s(math.prod(x.shape[a] for a in found), eps))
+            if len(by_shape) < 64:
+                by_shape[x.shape] = found
+        xf = x if x.dtype == np.float64 else x.astype(np.float64)
+        return _normalised(x, xf, *found, variance, inside)
 
     return mvn6_constant_axes
 

@@ -55,6 +55,8 @@ _I64_RANGE = range(-(1 << 63), 1 << 63)
 
 
 def _div(x, y):
+    if x.dtype.kind == "f":                 # (float: numpy's true division, first)
+        return np.true_divide(x, y)
     if x.dtype is _I64 and not x.ndim and getattr(y, "dtype", None) is _I64 and not y.ndim:
         a, b = int(x), int(y)               # one int64 by another (shape arithmetic): exactly
         if b:                               # the same truncated quotient, in Python's ints
@@ -318,12 +320,26 @@ def _clip(layer: Layer):
 # ---- MatMul, Gemm ----------------------------------------------------------------------------
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 @op("onnx.MatMul")
 def _matmul(layer: Layer):
-    """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it."""
+    """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it.
+
+    An exporter's linear layer is ``(1, T, K) @ (K, N)``: a stack of one matrix, which numpy's
+    matmul hands to BLAS's GEMM as it is, the GEMM ``gemm.matmul`` makes of it by viewing it as
+    ``(T, K)`` (the same call on the same memory: the same sums); its checks and views cost ~4 us
+    of a small model's ~6 us product, so a C-contiguous float stack of one and a weight under
+    ``gemm.WEIGHT_FIRST_SIZE`` go to numpy's matmul directly."""
     def kernel(x, y):
+        dt = x.dtype
+        if (dt is _F32 or dt is _F64) and y.dtype is dt and y.ndim == 2 and x.ndim > 2 and \
+                y.size < gemm.WEIGHT_FIRST_SIZE and x.shape[0] == 1 and x.flags.c_contiguous \
+                and math.prod(x.shape[:-2]) == 1:
+            return np.matmul(x, y)
         out = gemm.matmul(x, y)
-        return out if out.dtype == x.dtype else out.astype(x.dtype)
+        return out if out.dtype == dt else out.astype(dt)
 
     return kernel
 
@@ -414,7 +430,11 @@ def _cast(layer: Layer):
         # a converter's Cast of every size it computes): ``cast``'s first case, at once
         src = getattr(x, "dtype", None)
         if src is not None and (src == dtype or to_int and src.kind in "iub"):
-            return (x if type(x) is np.ndarray else np.asarray(x)).astype(dtype)
+            if type(x) is np.ndarray:
+                return x.astype(dtype)
+            if src == dtype and isinstance(x, np.generic):
+                return x                # a numpy scalar of the type: immutable, as it is
+            return np.asarray(x).astype(dtype)
         return general(x)
 
     return cast_kernel

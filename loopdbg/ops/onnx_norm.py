@@ -36,15 +36,17 @@ def _layer_normalization(layer: Layer):
     if stash != 1:
         raise ValueError(f"stash_type={stash}: ONNX defines only 1 (float32)")
     count = declared_outputs(layer)
+    shapes: dict[tuple, tuple] = {}     # (X's shape, dtype) -> what follows from them
 
     def layer_normalization(x, scale, b=None):
-        ax = axis + x.ndim if axis < 0 else axis
-        if not 0 <= ax < x.ndim:
-            raise ValueError(f"axis={axis} is out of range for X of rank {x.ndim}")
-        work = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
-        rows, cols = math.prod(x.shape[:ax]), math.prod(x.shape[ax:])
-        mat = x.astype(work, copy=False).reshape(rows, cols)
-        n_cols, eps = _scalars(work, cols, epsilon)
+        known = shapes.get((x.shape, x.dtype))
+        if known is None:
+            known = _layout(x, axis, epsilon)
+            if len(shapes) >= 64:
+                shapes.clear()
+            shapes[(x.shape, x.dtype)] = known
+        ax, work, rows_cols, n_cols, eps = known
+        mat = x.astype(work, copy=False).reshape(rows_cols)
         # np.sum is add.reduce behind Python layers; the rest works in place, the Python numbers
         # as arrays of the computing type (what numpy converts them to: the same values)
         mean = np.add.reduce(mat, axis=1, keepdims=True)
@@ -69,6 +71,17 @@ def _layer_normalization(layer: Layer):
                 inv_std.reshape(reduced).astype(stats_type, copy=False))[:count]
 
     return layer_normalization
+
+
+def _layout(x: np.ndarray, axis: int, epsilon: float) -> tuple:
+    """(axis, computing dtype, (rows, columns), columns and epsilon as 0-d arrays) of a
+    LayerNormalization of ``x``: a function of its shape and dtype, kept per kernel."""
+    ax = axis + x.ndim if axis < 0 else axis
+    if not 0 <= ax < x.ndim:
+        raise ValueError(f"axis={axis} is out of range for X of rank {x.ndim}")
+    work = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    rows, cols = math.prod(x.shape[:ax]), math.prod(x.shape[ax:])
+    return (ax, work, (rows, cols)) + _scalars(work, cols, epsilon)
 
 
 _SCALARS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}

@@ -86,6 +86,12 @@ def _sequence_insert(layer: Layer):
 @op("onnx.SequenceAt", versions=(11,))
 def _sequence_at(layer: Layer):
     def at(s, pos):
+        kind = type(pos)
+        if type(s) is list and (kind is np.int64 or kind is np.ndarray and pos.size == 1
+                                and pos.dtype.kind in "iu"):    # one position, as exported
+            p = pos.item()
+            if -len(s) <= p < len(s):
+                return s[p]
         s = _sequence(s)
         return s[_position(pos, len(s), end_ok=False)]
 
@@ -143,7 +149,7 @@ def _split_to_sequence(layer: Layer):
             step = int(sizes)
             if step <= 0:
                 raise ValueError(f"split {step} is not positive")
-            lengths = [min(step, length - start) for start in range(0, length, step)] or [0]
+            lengths = _even(length, step)
         else:
             lengths = [int(v) for v in sizes.reshape(-1).tolist()]
             if any(v < 0 for v in lengths) or sum(lengths) != length:
@@ -151,6 +157,23 @@ def _split_to_sequence(layer: Layer):
         return pieces(x, ax, lengths)
 
     return split
+
+
+_EVEN: dict[tuple[int, int], list[int]] = {}
+
+
+def _even(length: int, step: int) -> list[int]:
+    """The lengths of the pieces ``step`` long (the last one shorter) cutting ``length``: a few
+    are kept per (length, step), read-only to callers (a decoder cuts the same shapes at every
+    iteration)."""
+    found = _EVEN.get((length, step))
+    if found is None:
+        found = [min(step, length - start) for start in range(0, length, step)] or [0]
+        if len(found) <= 64:                # (a few pieces: a list per shape is small)
+            if len(_EVEN) >= 1024:
+                _EVEN.clear()
+            _EVEN[(length, step)] = found
+    return found
 
 
 # ---- optionals ---------------------------------------------------------------------------------

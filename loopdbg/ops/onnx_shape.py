@@ -25,9 +25,11 @@ from loopdbg.ops.registry import op
 def _shape(layer: Layer):
     start, end = a(layer, "start", 0), a(layer, "end")
 
+    whole = not start and end is None
+
     def shape(x):
-        dims = np.shape(x)
-        return np.array(dims[start:end] if (start or end is not None) else dims, dtype=np.int64)
+        dims = x.shape if type(x) is np.ndarray else np.shape(x)
+        return np.array(dims if whole else dims[start:end], dtype=np.int64)
 
     return shape
 
@@ -80,7 +82,22 @@ def _reshape(layer: Layer):
         target = ints_of(a(layer, "shape", []))
         return lambda x: reshape_to(x, target, False)
     allowzero = bool(a(layer, "allowzero", 0))
-    return lambda x, shape: reshape_to(x, ints_of(shape), allowzero)
+    if allowzero:
+        return lambda x, shape: reshape_to(x, ints_of(shape), allowzero)
+
+    def reshape(x, shape):
+        target = shape.tolist() if type(shape) is np.ndarray and shape.ndim == 1 and \
+            shape.dtype == np.int64 else ints_of(shape)
+        # no 0 to copy from x's shape: numpy's reshape is ONNX's (one -1 inferred); what it
+        # refuses, reshape_to says in ONNX's words (or allows: -1 beside a 0 of an empty x)
+        if 0 not in target and type(x) is np.ndarray:
+            try:
+                return x.reshape(target)
+            except ValueError:
+                pass
+        return reshape_to(x, target, False)
+
+    return reshape
 
 
 @op("onnx.Flatten")
@@ -134,13 +151,15 @@ def _unsqueeze(layer: Layer, consts=None):
         axes = list(a(layer, "axes", []))
         return lambda x: unsqueeze(x, axes)
     known = const_input(consts, 1)
-    if known is not None and np.size(known) == 1 and int(np.reshape(known, -1)[0]) >= 0:
-        k = int(np.reshape(known, -1)[0])       # one constant axis (what exporters write)
+    k = known.item() if type(known) is np.ndarray and known.size == 1 and \
+        known.dtype.kind in "iu" else -1
+    if k >= 0:                                  # one constant axis (what exporters write)
+        at = (slice(None),) * k + (None,)       # x[at]: a view with a new axis at k, as
+                                                # reshape makes (a numpy scalar: a new array)
 
         def unsqueeze_at(x, axes):
-            shape = x.shape
-            if k <= len(shape):
-                return x.reshape(shape[:k] + (1,) + shape[k:])
+            if k <= x.ndim:
+                return x[at]
             return unsqueeze(x, ints_of(axes))      # says what is out of range
 
         return unsqueeze_at
@@ -149,14 +168,21 @@ def _unsqueeze(layer: Layer, consts=None):
 
 # ---- Concat, Split, Transpose, Tile, Expand --------------------------------------------------
 
+_NONE = type(None)
+
 
 @op("onnx.Concat", versions=(1, 4))
 def _concat(layer: Layer):
     axis = int(a(layer, "axis", 1))
 
     def concat(*xs):
-        xs = [x for x in xs if x is not None]
-        return np.concatenate(xs, axis=axis_of(axis, np.ndim(xs[0])))
+        if _NONE in map(type, xs):      # an unconnected input (``None in xs`` would compare
+                                        # each array with None, element by element)
+            xs = [x for x in xs if x is not None]
+        first = xs[0]
+        rank = first.ndim if type(first) is np.ndarray else np.ndim(first)
+        return np.concatenate(xs, axis=axis + rank if -rank <= axis < 0 else
+                              axis if 0 <= axis < rank else axis_of(axis, rank))
 
     return concat
 
@@ -196,8 +222,12 @@ def _split(layer: Layer):
 def _transpose(layer: Layer):
     perm = a(layer, "perm")
 
+    order = tuple(perm) if perm else None
+
     def transpose(x):
-        return np.transpose(x, perm if perm else None)
+        if type(x) is np.ndarray:       # the method: np.transpose's Python layer costs 1 us
+            return x.transpose(order)
+        return np.transpose(x, order)
 
     return transpose
 
@@ -219,9 +249,26 @@ def _expand(layer: Layer):
 # ---- Gather, Slice ---------------------------------------------------------------------------
 
 
-@op("onnx.Gather")
-def _gather(layer: Layer):
+@op("onnx.Gather", constants=True)
+def _gather(layer: Layer, consts=None):
     axis = int(a(layer, "axis", 0))
+    general = gather_on(axis)
+    known = const_input(consts, 1)
+    if axis == 0 and type(known) is np.ndarray and known.shape == () and known.dtype == np.int64:
+        i = int(known)                  # a constant index (an exporter's entry of a shape)
+
+        def gather_at(x, indices):
+            if type(x) is np.ndarray and x.ndim == 1 and -x.shape[0] <= i < x.shape[0]:
+                return x[i]             # (as np.take: a numpy scalar)
+            return general(x, indices)
+
+        return gather_at
+    return general
+
+
+def gather_on(axis: int):
+    """ONNX Gather on ``axis`` of its data (``indices`` of any rank, negative ones counted from
+    the end)."""
 
     def gather(x, indices):
         if axis == 0 and type(x) is np.ndarray and x.ndim and (

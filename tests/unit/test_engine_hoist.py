@@ -104,6 +104,21 @@ def test_a_decompressed_weight_is_folded_and_shown_at_every_iteration(monkeypatc
         assert not e.nodes["decompress"].flags.writeable
 
 
+def test_the_fast_loop_code_leaves_folded_steps_out_and_records_them_still(monkeypatch):
+    """A folded step's line would only call Folded for a value nobody reads: the loop's FAST
+    code has none (its readers read the constant); a run recording every node still shows it."""
+    model, w16 = _decompressing_loop()
+    engine = Engine(model)
+    fast = [e for e in engine.run({"x0": np.ones((1, 4), np.float32)})]
+    body = next(p for p in engine.plans if p.path)
+    code = "".join(src for name, src in body.generated.items() if "loop code" in name)
+    assert "'mm'" in code and "'decompress'" not in code and "'w_t'" not in code
+    _, recorded, _ = _events(model, {"x0": np.ones((1, 4), np.float32)}, True, monkeypatch)
+    _same(fast[-1].outputs, recorded[-1].outputs)
+    for e in (e for e in recorded if type(e).__name__ == "IterationDone"):
+        np.testing.assert_array_equal(e.nodes["w_t"], w16.astype(np.float32).T)
+
+
 def test_nothing_is_folded_past_the_bound(monkeypatch):
     monkeypatch.setattr(hoist, "FOLD_BYTES", 16)      # the decompressed weight is 48 bytes
     model, _ = _decompressing_loop()

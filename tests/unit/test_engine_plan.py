@@ -379,3 +379,38 @@ def test_stepping_node_by_node_checks_a_broadcast_as_a_run_does():
     assert stepped == ["r"]
     assert [layer.name for layer, _ in engine.plan.interpret(RunContext(), values)] == \
         ["r", "outer_sum"]
+
+
+def _bias_loop(x_shape, bias_shape):
+    b = GraphBuilder("net")
+    x0 = b.parameter("x0", "f32", list(x_shape))
+    loop = b.loop("loop", trip=3, cond=True)
+    x = loop.merged_input(x0, "x")
+    y = loop.body.op("Add", [x, np.full(bias_shape, 0.5, np.float32)], name="bias")
+    loop.back_edge(loop.body.op("Relu", [y], name="act"), x)
+    b.result(loop.output_last(y, name="out"))
+    return b.build()
+
+
+def test_a_constant_that_fits_the_end_of_its_other_input_is_never_checked(monkeypatch):
+    """A bias or a scale ends the shape of the value it is added to: the output is that value's
+    size, so the loop's code compares shapes and calls no broadcast check; a constant that
+    broadcasts the other input up (an outer sum) is still checked and refused."""
+    from loopdbg.engine import plan as plan_module
+
+    calls = []
+
+    def counting(*ins):
+        calls.append([np.shape(a) for a in ins])
+        return broadcast_check(*ins)
+
+    from loopdbg.ops.sizes import broadcast_check
+    monkeypatch.setattr(plan_module, "broadcast_check", counting)
+    x = np.ones((1, 64, 512), np.float32)           # 64x512 times 512: past _S_CHECKED
+    events = list(Engine(_bias_loop(x.shape, (512,))).run({"x0": x}))
+    np.testing.assert_array_equal(events[-1].outputs["out"], x + 1.5)
+    assert calls == []
+    x = np.ones((4096, 1), np.float32)              # (4096, 1) + (4096,): 64 MiB out
+    with pytest.raises(RunError, match="'bias'.*would need"):
+        Engine(_bias_loop(x.shape, (4096,))).run_to_end({"x0": x}, max_memory=32 << 20)
+    assert calls and calls[0] == [(4096, 1), (4096,)]

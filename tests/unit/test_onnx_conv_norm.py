@@ -118,3 +118,29 @@ def test_layer_normalization_gives_mean_and_inverse_deviation():
     for name, w in zip(("y", "mean", "inv"), want):
         np.testing.assert_allclose(got[name], w, rtol=1e-6, atol=1e-6)
         assert got[name].shape == w.shape
+
+
+def test_one_layer_normalization_kernel_over_changing_shapes_and_types():
+    """A loop body's LayerNormalization sees a new sequence length at each iteration: what the
+    kernel keeps per (shape, dtype) gives each the values a fresh kernel gives, and an axis out
+    of X's rank is refused every time, not kept."""
+    from loopdbg.ir.model import Layer
+    from loopdbg.ops.registry import make_kernel
+
+    def kernel():
+        layer = Layer(1, "ln", "onnx.LayerNormalization", "opset17",
+                      data={"axis": -2, "epsilon": 1e-3}, outputs=(None, None, None))
+        return make_kernel(layer)[0]
+
+    rng = np.random.default_rng(5)
+    kept = kernel()
+    scale, bias = rng.standard_normal((4, 6)), rng.standard_normal((4, 6))
+    for t in (3, 5, 3, 1, 5):
+        for dtype in (np.float32, np.float64, np.float32):
+            x = rng.standard_normal((2, t, 4, 6)).astype(dtype)
+            s, b = scale.astype(dtype), bias.astype(dtype)
+            for got, want in zip(kept(x, s, b), kernel()(x, s, b)):
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert np.array_equal(got, want)
+        with pytest.raises(ValueError, match="axis=-2 is out of range for X of rank 1"):
+            kept(np.ones(t, np.float32), np.ones(t, np.float32))

@@ -272,3 +272,21 @@ def test_onnx_models_round_trip_through_onnx_save(tmp_path):
     onnx.save(m, str(path))
     out = Engine(read_model(path)).run_to_end(feeds).outputs
     assert_outputs(out, want)
+
+
+@pytest.mark.parametrize("node, message", [
+    (helper.make_node("Relu", ["x", "x"], ["y"]), "node 'y' (Relu) has 2 inputs; its operator takes 1."),
+    (helper.make_node("Clip", ["x", "", "", "x"], ["y"]), "has 4 inputs; its operator takes 1 to 3."),
+    (helper.make_node("Split", ["x"], ["y", "z"], name="cut", axis=0),
+     None),                                                  # outputs 1 or more: accepted
+    (helper.make_node("Concat", [], ["y"], axis=0), "has 0 inputs; its operator takes at least 1."),
+])
+def test_a_node_s_input_and_output_counts_are_checked_against_its_schema(node, message):
+    outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in node.output]
+    m = om.model([node], [om.vi("x", TensorProto.FLOAT, [2])], outs)
+    if message is None:
+        from_proto(m)
+        return
+    with pytest.raises(ModelError) as info:
+        from_proto(m)
+    assert str(info.value).endswith(message)

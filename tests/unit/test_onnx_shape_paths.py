@@ -1,7 +1,9 @@
-"""The direct paths of the ONNX kernels a decoder's shape arithmetic runs (Unsqueeze on a constant
-axis, Gather of one index, Div of two int64 scalars, integer Cast) give what the general code
-gives: the same values, types and errors. The backend node tests feed every input at run time, so
-the constant-axis kernel is checked here against the general one."""
+"""The direct paths of the ONNX kernels a decoder runs give what the general code gives: the
+same values, types and errors. Its shape arithmetic (Unsqueeze on a constant axis, Gather of one
+index, Div of two int64 scalars, integer Cast, Reshape, Concat, Transpose, SequenceAt,
+SplitToSequence) and its linear layers (MatMul of a stack of one matrix, bit for bit). The
+backend node tests feed every input at run time, so the constant-axis kernel is checked here
+against the general one."""
 
 from __future__ import annotations
 
@@ -39,8 +41,10 @@ def test_unsqueeze_on_a_constant_axis_is_the_general_unsqueeze(shape, axis):
 
 
 @pytest.mark.parametrize("index", [0, 1, 2, -1, -3, 3, -4])
-def test_gather_of_one_index_is_take(index):
-    gather = _kernel("Gather", axis=0)
+@pytest.mark.parametrize("constant", [False, True])
+def test_gather_of_one_index_is_take(index, constant):
+    gather = _kernel("Gather", (None, np.array(index, np.int64)) if constant else None, axis=0)
+    assert gather.__name__ == ("gather_at" if constant else "gather")
     for x in (np.array([1, 5, 48], np.int64), np.arange(6, dtype=np.float32).reshape(3, 2)):
         for idx in (np.array(index, np.int64), np.int64(index)):
             got = _outcome(gather, x, idx)
@@ -75,3 +79,93 @@ def test_integer_casts_wrap_as_numpy_does(src, dst):
     out = cast(x, np.dtype(dst))
     assert out.dtype == dst and out.tolist() == x.astype(dst).tolist()
     assert not np.shares_memory(out, x)
+
+
+@pytest.mark.parametrize("target", [[2, 3], [-1], [3, -1], [0, -1], [-1, -1], [4, 2], [6, 0],
+                                    [1, 2, 1, 3], [2, 0, 3]])
+@pytest.mark.parametrize("shape", [(2, 3), (0, 3), (6,)])
+def test_reshape_takes_numpy_s_reshape_only_where_it_is_onnx_s(shape, target):
+    from loopdbg.ops.onnx_shape import reshape_to
+
+    reshape = _kernel("Reshape")
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    got = _outcome(reshape, x, np.array(target, np.int64))
+    assert got == _outcome(lambda v: reshape_to(v, list(target), False), x)
+    if got[0] != "error":
+        assert np.shares_memory(reshape(x, np.array(target, np.int64)), x) or x.size == 0
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -2, 2, -3])
+def test_concat_with_an_unconnected_input_and_any_axis(axis):
+    concat = _kernel("Concat", axis=axis)
+    a, b = np.arange(6).reshape(2, 3), np.arange(6, 12).reshape(2, 3)
+    got = _outcome(concat, a, None, b)
+    if -2 <= axis < 2:
+        want = np.concatenate([a, b], axis=axis)
+        assert got == (np.ndarray, want.dtype, want.shape, want.tolist())
+    else:
+        assert got == ("error", f"axis {axis} is out of range for rank 2")
+
+
+@pytest.mark.parametrize("perm", [None, [1, 0, 2], [2, 0, 1]])
+def test_transpose_is_numpy_s_with_or_without_perm(perm):
+    transpose = _kernel("Transpose", **({"perm": perm} if perm else {}))
+    x = np.arange(24).reshape(2, 3, 4)
+    assert transpose(x).tolist() == np.transpose(x, perm).tolist()
+    if perm is None:
+        assert transpose(np.int64(3)).tolist() == 3        # a numpy scalar: np.transpose
+
+
+def test_sequence_at_takes_a_one_element_position_of_any_rank():
+    at = _kernel("SequenceAt")
+    s = [np.array([k]) for k in range(3)]
+    for pos, want in ((np.array([1]), 1), (np.array(-1), 2), (np.int64(-3), 0),
+                      (np.array([[2]], np.int32), 2)):
+        assert at(s, pos) is s[want]
+    for pos in (np.array([3]), np.int64(-4)):
+        with pytest.raises(ValueError, match="out of range for a sequence of length 3"):
+            at(s, pos)
+    with pytest.raises(ValueError, match="expected a scalar"):
+        at(s, np.array([0, 1]))
+    with pytest.raises(ValueError, match="not a sequence"):
+        at(np.array([1]), np.array(0))
+
+
+@pytest.mark.parametrize("length", [0, 1, 5, 6, 200])
+@pytest.mark.parametrize("step", [1, 2, 6])
+def test_split_to_sequence_cuts_the_same_way_when_the_lengths_are_kept(length, step):
+    split = _kernel("SplitToSequence", axis=1)
+    x = np.arange(2 * length).reshape(2, length)
+    for _ in range(2):                              # the second time from the kept lengths
+        parts = split(x, np.int64(step))
+        want = [min(step, length - s) for s in range(0, length, step)] or [0]
+        assert [p.shape[1] for p in parts] == want
+        assert np.concatenate(parts, axis=1).tolist() == x.tolist()
+
+
+def test_a_cast_of_a_numpy_scalar_to_its_own_type_is_that_scalar():
+    to_i64 = _kernel("Cast", to="i64")
+    x = np.int64(7)
+    assert to_i64(x) is x                          # immutable: no 0-d copy made of it
+    out = to_i64(np.int32(7))
+    assert type(out) is np.ndarray and out.dtype == np.int64 and out.tolist() == 7
+    arr = np.array([1, 2], np.int64)
+    assert to_i64(arr) is not arr and not np.shares_memory(to_i64(arr), arr)
+
+
+@pytest.mark.parametrize("shape", [(1, 15, 48), (1, 1, 7, 48), (2, 15, 48), (15, 48), (1, 48)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
+@pytest.mark.parametrize("strided", [False, True])
+def test_matmul_of_a_stack_of_one_is_gemm_s_product_bit_for_bit(shape, dtype, strided):
+    from loopdbg.ops import gemm
+
+    matmul = _kernel("MatMul")
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape[:-1] + (96,)) * 4).astype(dtype)
+    x = x[..., ::2] if strided else x[..., :48]                  # a strided or a contiguous x
+    x = np.ascontiguousarray(x) if not strided else x
+    for n in (48, 700):                                          # under / past WEIGHT_FIRST_SIZE
+        w = (rng.standard_normal((48, n)) * 4).astype(dtype)
+        got, want = matmul(x, w), gemm.matmul(x, w).astype(dtype)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want)

@@ -30,8 +30,63 @@ def test_sdpa_by_hand():
     w = np.exp(w - w.max(-1, keepdims=True))
     want = (w / w.sum(-1, keepdims=True)) @ v
     got = kernel("ScaledDotProductAttention", 13, causal="false")(q, k, v)
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)    # worked in float32
     assert got.dtype == np.float32 and got.shape == (2, 3, 6)
+    exact = kernel("ScaledDotProductAttention", 13, causal="false")(
+        *(x.astype(np.float64) for x in (q, k, v)))                  # float64: in float64
+    np.testing.assert_allclose(exact, want, rtol=1e-13)
+    assert exact.dtype == np.float64
+
+
+def test_sdpa_causal_and_boolean_mask_in_float32():
+    q, k, v = f32(1, 2, 4, 3), f32(1, 2, 4, 3), f32(1, 2, 4, 5)
+    causal = kernel("ScaledDotProductAttention", 13, causal="true")(q, k, v)
+    keep = np.tril(np.ones((4, 4), bool))
+    masked = kernel("ScaledDotProductAttention", 13, causal="false")(q, k, v, keep)
+    np.testing.assert_array_equal(causal, masked)
+    w = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 1, 3, 2) / np.sqrt(3)
+    w = np.exp(np.where(keep, w, -np.inf) - w.max(-1, keepdims=True))
+    want = (w / w.sum(-1, keepdims=True)) @ v
+    np.testing.assert_allclose(causal, want, rtol=1e-5, atol=1e-7)
+
+
+def test_sdpa_a_row_masked_whole_is_nan_without_a_warning_and_the_others_exact():
+    import warnings
+
+    q, k, v = f32(1, 3, 4), f32(1, 3, 4), f32(1, 3, 2)
+    keep = np.ones((3, 3), bool)
+    keep[1] = False                                         # row 1 sees nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = kernel("ScaledDotProductAttention", 13)(q, k, v, keep)
+        nan_in = kernel("ScaledDotProductAttention", 13)(q, k, v, np.where(keep, 0, np.nan))
+    assert np.isnan(got[0, 1]).all() and np.isnan(nan_in[0, 1]).all()
+    plain = kernel("ScaledDotProductAttention", 13)(q, k, v)
+    np.testing.assert_array_equal(got[0, [0, 2]], plain[0, [0, 2]])
+    np.testing.assert_array_equal(nan_in[0, [0, 2]], plain[0, [0, 2]])
+
+
+def test_sdpa_scale_and_mask_inputs_that_change_between_calls():
+    q, k, v = f32(1, 2, 3, 4), f32(1, 2, 5, 4), f32(1, 2, 5, 6)
+    fn = kernel("ScaledDotProductAttention", 13)
+    fresh = kernel("ScaledDotProductAttention", 13)
+    half = np.array(0.5, np.float32)
+    half.flags.writeable = False                    # a constant: its value is kept
+    mask = f32(3, 5)
+    first = fn(q, k, v, mask, half)
+    np.testing.assert_array_equal(first, fresh(q, k, v, mask, np.array(0.5, np.float32)))
+    other = np.array(0.25, np.float32)              # another scale, then it changes in place
+    np.testing.assert_array_equal(fn(q, k, v, mask, other),
+                                  fresh(q, k, v, mask, np.array(0.25, np.float32)))
+    other[...] = 2.0
+    np.testing.assert_array_equal(fn(q, k, v, mask, other),
+                                  fresh(q, k, v, mask, np.array(2.0, np.float32)))
+    np.testing.assert_array_equal(fn(q, k, v, mask, half), first)
+    wide = f32(3, 2, 3, 5)                          # a mask that broadcasts the scores up
+    got = fn(q, k, v, wide, half)
+    assert got.shape == (3, 2, 3, 6)
+    for b in range(3):
+        np.testing.assert_array_equal(got[b], fresh(q, k, v, wide[b], half)[0])
 
 
 def test_sdpa_sink_takes_part_in_the_softmax_only():

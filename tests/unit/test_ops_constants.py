@@ -172,6 +172,28 @@ def test_mvn_constant_axes(axes, mode):
               eps="1e-5", eps_mode=mode)
 
 
+@pytest.mark.parametrize("variance", ["true", "false"])
+def test_one_mvn_kernel_of_constant_axes_meets_many_shapes(variance):
+    """The numbers kept per input shape serve that shape only: one kernel, shapes and types
+    in turn, each as the general kernel computes it."""
+    layer = _layer("MVN", "opset6", 2, 1, normalize_variance=variance, eps="1e-5",
+                   eps_mode="inside_sqrt")
+    axes = np.array([-1], np.int64)
+    axes.flags.writeable = False
+    special, _ = make_kernel(layer, consts=(None, axes))
+    general, _ = make_kernel(layer)
+    rng = np.random.default_rng(3)
+    shapes = [(1, 5, 48), (1, 6, 48), (2, 3), (1, 5, 48), (4,), (1, 6, 48)]
+    for shape in shapes:
+        for dtype in (np.float32, np.float64, np.float16):
+            x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+            got, want = special(x, axes), general(x, axes)
+            assert got.dtype == want.dtype == dtype
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError):
+        special(np.float32(1), axes)                    # rank 0: axis -1 is out of range
+
+
 # ---- reductions ------------------------------------------------------------------------------
 
 REDUCTIONS = ["ReduceSum", "ReduceProd", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1",

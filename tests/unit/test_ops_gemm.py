@@ -111,3 +111,48 @@ def test_few_rows_or_a_small_weight_keep_the_usual_order(monkeypatch, a_shape, b
     got = gemm.matmul(a, b)
     assert seen == [b_shape[0]]                     # A first: its K columns
     np.testing.assert_allclose(got, real(a, b), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32])
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((1, 7, 48), (48, 144)), ((3, 5, 48), (48, 16)), ((7, 48), (48, 16)), ((48,), (48, 16)),
+    ((2, 3, 4, 48), (48, 16)), ((4, 20, 192), (192, 192)), ((1, 7, 12), (12,)),
+    ((1, 1, 48), (48, 144)), ((1, 2, 9), (9, 1)), ((1, 25, 1), (1, 9)),
+])
+def test_a_constant_operand_gives_matmuls_values_bit_for_bit(dtype, a_shape, b_shape):
+    a, b = _operands(dtype, a_shape, b_shape, seed=3)
+    kernel = gemm.with_constant(b)
+    want = gemm.matmul(a, b)
+    got = kernel(a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    strided = np.asfortranarray(a) if a.ndim > 1 else a        # not C order: matmul's copy
+    np.testing.assert_array_equal(kernel(strided, b), gemm.matmul(strided, b))
+    other = a.astype(np.float64 if dtype != np.float64 else np.float32)
+    np.testing.assert_array_equal(kernel(other, b), gemm.matmul(other, b))
+
+
+def test_a_constant_operand_of_the_wrong_size_fails_as_matmul_does():
+    kernel = gemm.with_constant(np.ones((48, 16), np.float32))
+    with pytest.raises(ValueError) as got:
+        kernel(np.ones((1, 3, 47), np.float32), None)
+    with pytest.raises(ValueError) as want:
+        gemm.matmul(np.ones((1, 3, 47), np.float32), np.ones((48, 16), np.float32))
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32])
+@pytest.mark.parametrize("a_shape", [(1, 20, 192), (1, 5, 192), (2, 9, 192), (20, 192), (192,),
+                                     (3, 4, 5, 192), (1, 8, 192)])
+def test_a_weight_stored_transposed_gives_matmuls_values(dtype, a_shape):
+    a, w = _operands(dtype, a_shape, (576, 192), seed=4)        # (N, K): 110,592 elements
+    kernel = gemm.with_transposed_constant(w)
+    want = gemm.matmul(a, gemm.transposed_constant(w))
+    got = kernel(a, w)
+    assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype != np.float16 else 1e-2, atol=1e-4)
+    strided = np.asfortranarray(a)
+    np.testing.assert_allclose(kernel(strided, w), want, rtol=1e-5 if dtype != np.float16
+                               else 1e-2, atol=1e-4)
+    with pytest.raises(ValueError):
+        kernel(a[..., :100], w)                                 # K of 100, not 192

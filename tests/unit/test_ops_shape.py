@@ -158,6 +158,21 @@ def test_tile_and_transpose():
     assert t(X, i64()).shape == (4, 3, 2)
 
 
+def test_transpose_by_a_constant_order():
+    layer = Layer(id=1, name="t", type="Transpose", version="opset1", data={},
+                  inputs=(Port(0, 0), Port(1, 1)), outputs=(Port(2, 0),))
+    for order in (i64(2, 0, 1), i64()):
+        fn, _ = make_kernel(layer, "", (None, order))
+        want = X.transpose(tuple(order.tolist()) or None)
+        got = fn(X, order)
+        np.testing.assert_array_equal(got, want)
+        assert got.strides == want.strides and np.shares_memory(got, X)    # a view, as numpy's
+    fn, _ = make_kernel(layer, "", (None, i64(1, 0)))
+    np.testing.assert_array_equal(fn([[1, 2]], None), [[1], [2]])          # not an array
+    with pytest.raises(ValueError):
+        fn(X, None)                                                         # rank 3, order of 2
+
+
 # ---- Split, VariadicSplit --------------------------------------------------------------------
 
 def test_split_is_multi_output():
@@ -187,6 +202,26 @@ def test_variadic_split_with_minus_one():
     assert a.shape == (2, 0, 4) and b.shape == (2, 3, 4)
     with pytest.raises(ValueError, match="do not add up"):
         fn(np.arange(10), np.array(0, np.int32), i64(2, 3, 3))
+
+
+def test_variadic_split_by_a_constant_axis_and_computed_lengths():
+    layer = Layer(id=1, name="v", type="VariadicSplit", version="opset1", data={},
+                  inputs=tuple(Port(i, i) for i in range(3)),
+                  outputs=tuple(Port(3 + j, j) for j in range(3)))
+    fn, _ = make_kernel(layer, "", (None, np.array(-1, np.int64), None))
+    general, _ = make_kernel(layer)
+    x = np.arange(2 * 12).reshape(2, 12)
+    for lengths in (i64(4, 4, 4), i64(2, -1, 3), i64(4, 4, 4), i64(2, -1, 3)):  # computed again
+        got, want = fn(x, np.array(-1, np.int64), lengths), general(x, np.array(-1), lengths)
+        assert len(got) == 3
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+            assert np.shares_memory(a, x)                       # views, as numpy's split
+    got = fn(np.arange(9).reshape(3, 3), np.array(-1), i64(1, 1, 1))      # another shape
+    assert [a.tolist() for a in got] == [[[0], [3], [6]], [[1], [4], [7]], [[2], [5], [8]]]
+    for _ in range(2):                                          # an error every time
+        with pytest.raises(ValueError, match="do not add up"):
+            fn(x, np.array(-1), i64(4, 4, 5))
 
 
 # ---- Range, Identity -------------------------------------------------------------------------
