@@ -78,8 +78,32 @@ async def test_a_new_panel_is_one_class_and_one_entry(monkeypatch):
         await pilot.pause()
         seen = app.query_one(Seen)
         assert text_of(seen) == "step at 2, 3 in history"
-        assert [v.stop.kind for v in seen.views] == ["start", "step", "step", "step"]
+        # out of sight until now, it was shown each stop once its frame was drawn (the start
+        # and the first step came before the first frame: it saw the step)
+        assert [v.stop.kind for v in seen.views] == ["step", "step", "step"]
         assert seen.views[-1].stop is session.stop is app.last_stop
+
+
+async def test_a_panel_out_of_sight_is_shown_the_stop_after_its_frame(monkeypatch):
+    """A key's frame waits only for the panels on the screen: one in a tab not selected is
+    shown the stop once that frame is drawn (a big body's hidden tabs cost ~10 ms a key)."""
+    monkeypatch.setattr(app_module, "PANELS", PANELS + (Seen,))
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        seen, state = app.query_one(Seen), app.query_one("#state")
+        assert app.query_one(TabbedContent).active != "tab-seen"
+        shown = len(seen.views)
+        app.refresh_all(session.stop)
+        assert len(seen.views) == shown                 # not yet: the frame comes first
+        assert "current_iteration" in text_of(state)      # the panels in view were shown
+        await pilot.pause()
+        assert len(seen.views) == shown + 1 and seen.views[-1].stop is app.last_stop
+        app.query_one(TabbedContent).active = "tab-seen"
+        await pilot.pause()
+        app.refresh_all(session.stop)                     # in view now: shown at once
+        assert len(seen.views) == shown + 2
 
 
 async def test_a_panel_asks_the_app_by_message():
