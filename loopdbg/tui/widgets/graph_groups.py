@@ -12,8 +12,12 @@ the whole screen, ~30 ms on a quiet machine).
 
 from __future__ import annotations
 
+from functools import partial
+
 from loopdbg.tui.messages import GroupsShown
 from loopdbg.view.fit import choose_layout
+
+AHEAD_DELAY = 0.2       # s the cursor rests on a closed group before its opening is laid out
 
 
 class GroupFolds:
@@ -24,7 +28,7 @@ class GroupFolds:
         self.post_message(GroupsShown(self, self._spec.path, self._body(self._spec).opened, found))
 
     _groups_undrawn = False     # groups opened or closed here, drawn when handed round
-    _ahead_due = 0              # pictures drawn whose laying out ahead is still to start
+    _ahead_timer = None         # a laying out ahead still to start (the cursor resting)
 
     def follow_groups(self, path: str, opened: frozenset, found: int | None) -> None:
         """The pseudo-code opened or closed a group of this body: the picture does too (or
@@ -39,17 +43,35 @@ class GroupFolds:
         self._groups_undrawn = False
         self._redraw()
 
-    def _lay_out_ahead(self, body) -> None:
+    def _lay_out_ahead_later(self, body) -> None:
         """The cursor on a closed group: what opening it shows is laid out in the background
-        now, so that Enter draws it at once (called once the picture is drawn)."""
-        self._ahead_due -= 1
+        once the cursor has rested there ``AHEAD_DELAY`` s, so that Enter draws it at once.
+        Not at once: ``dot``'s answer is read in Python, which would slow the frames that
+        follow a key (the picture scrolled to the cursor, the pseudo-code following) and
+        the arrow keys passing over groups."""
+        if self._ahead_timer is not None:
+            self._ahead_timer.stop()
+        self._ahead_timer = None
+        if self._ahead(body) is not None:
+            self._ahead_timer = self.set_timer(AHEAD_DELAY, partial(self._lay_out_ahead, body))
+
+    def _ahead(self, body):
+        """What opening the group under the cursor shows, when it is not laid out yet."""
         opening = body.opening(self.selected) if body.ready else None
         if opening is None or opening == body.opened:
-            return
+            return None
         ahead = body.target(opening)
         width = self.size.width or 120
-        if choose_layout(ahead, self.detail, width, cached_only=True) is None:
-            self._lay_out(body, self.detail, width, ahead)
+        return ahead if choose_layout(ahead, self.detail, width, cached_only=True) is None \
+            else None
+
+    def _lay_out_ahead(self, body) -> None:
+        self._ahead_timer = None
+        if self._spec is None or self._body(self._spec) is not body:
+            return
+        ahead = self._ahead(body)
+        if ahead is not None:
+            self._lay_out(body, self.detail, self.size.width or 120, ahead)
 
     def action_open_group(self) -> None:
         """Enter or ``+`` on a group's box: open it in place, the cursor on what it holds."""
