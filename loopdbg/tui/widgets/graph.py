@@ -190,6 +190,8 @@ class GraphView(IfBranches, GroupFolds, QuietResize, Panel, ScrollView, can_focu
                 self._set_text([f"laying out the body of {spec.path} ({boxes} boxes)…"])
                 return
             stale = True                    # the picture before this one, until it is ready
+        if not stale and self._handed_round():
+            return                  # drawn as the change is handed round (GroupFolds)
         self._layout = layout
         if stale:
             self.border_title = Text(self._title + "  (laying out…)")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from functools import partial
 
+from rich.text import Text
+
 from loopdbg.tui.messages import GroupsShown
 from loopdbg.view.fit import choose_layout
 
@@ -78,8 +80,7 @@ class GroupFolds:
         if self._spec is None or not self._body(self._spec).is_group(self.selected):
             return
         self.selected = self._pending = self._body(self._spec).open(self.selected)
-        self._groups_undrawn = True
-        self._groups_shown()
+        self._hand_round()
 
     def action_close_group(self) -> bool:
         """``-`` (or Escape): close the innermost open group the cursor is in; False if none."""
@@ -87,6 +88,32 @@ class GroupFolds:
         if closed is None:
             return False
         self.selected = self._pending = closed
+        self._hand_round()
+        return True
+
+    _hand_round_when_laid_out = False   # a change of the groups waits for its picture
+
+    def _hand_round(self) -> None:
+        """Tell the other panels of this panel's change of the groups, to draw it with them in
+        one frame; when its picture is not laid out yet, once it is (meanwhile the picture
+        before stays, its title saying so): the pseudo-code folding at once would lay the
+        screen out twice, the first time while ``dot``'s answer is read (holding the GIL)."""
+        body = self._body(self._spec)
+        width = self.size.width or 120
+        if self._unavailable is None and \
+                choose_layout(body.target(), self.detail, width, cached_only=True) is None:
+            self._hand_round_when_laid_out = True
+            self.border_title = Text(self._title + "  (laying out…)")
+            self._lay_out(body, self.detail, width)
+            return
+        self._hand_round_when_laid_out = False
         self._groups_undrawn = True
         self._groups_shown()
-        return True
+
+    def _handed_round(self) -> bool:
+        """Called as a picture is ready to draw: True when a change of the groups waited for
+        it (it is handed round now, and drawn then)."""
+        if not self._hand_round_when_laid_out:
+            return False
+        self._hand_round()
+        return not self._hand_round_when_laid_out
