@@ -75,7 +75,8 @@ def _piece(gb: GroupedBody, group: Group, opened: frozenset, value_width: int,
     sizes = {n.id: box_size(n, value_width) for n in bg.nodes}
     for gid, lay in inner.items():
         sizes[gid] = (lay.width + FRAME_W, lay.height + FRAME_H)
-    base = dot.layout_graph(bg, sizes, value_width, cached_only=cached_only, quantum=QUANTUM)
+    base = dot.layout_graph(bg, sizes, value_width, cached_only=cached_only, quantum=QUANTUM,
+                            splines="polyline")
     if base is None:
         return None
     out = pieces[key] = _framed(base, inner, gb) if inner else base

@@ -165,7 +165,6 @@ class GraphView(IfBranches, GroupFolds, QuietResize, Panel, ScrollView, can_focu
         spec = self._spec
         if spec is None:
             return
-        self.border_title = Text(self._title)       # a Text: names are never read as markup
         keys = value_keys(spec)
         try:
             if self._unavailable is not None:
@@ -193,8 +192,8 @@ class GraphView(IfBranches, GroupFolds, QuietResize, Panel, ScrollView, can_focu
         if not stale and self._handed_round():
             return                  # drawn as the change is handed round (GroupFolds)
         self._layout = layout
-        if stale:
-            self.border_title = Text(self._title + "  (laying out…)")
+        # a Text: names are never read as markup
+        self.border_title = Text(self._title + ("  (laying out…)" if stale else ""))
         ids = {b.id for b in layout.boxes}
         pending = None                  # the box waited for, scrolled to once drawn
         if self._pending is not None and self._pending in ids:

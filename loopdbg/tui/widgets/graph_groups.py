@@ -71,6 +71,9 @@ class GroupFolds:
         self._ahead_timer = None
         if self._spec is None or self._body(self._spec) is not body:
             return
+        if self._layout_busy:       # a picture asked for comes first: later again
+            self._lay_out_ahead_later(body)
+            return
         ahead = self._ahead(body)
         if ahead is not None:
             self._lay_out(body, self.detail, self.size.width or 120, ahead)
@@ -100,6 +103,9 @@ class GroupFolds:
         screen out twice, the first time while ``dot``'s answer is read (holding the GIL)."""
         body = self._body(self._spec)
         width = self.size.width or 120
+        if self._ahead_timer is not None:       # the cursor moved on: the next picture says
+            self._ahead_timer.stop()
+            self._ahead_timer = None
         if self._unavailable is None and \
                 choose_layout(body.target(), self.detail, width, cached_only=True) is None:
             self._hand_round_when_laid_out = True
