@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from textual.geometry import Region, Size, Spacing
+from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
 from textual.widget import Widget
+from textual.widgets import DataTable
 
 
 class QuietResize:
@@ -45,3 +47,29 @@ def scroll_into_view(view: ScrollView, region: Region, center: bool = False) -> 
         view.scroll_to_region(region, spacing=Spacing(0, right, below, 0), animate=False,
                               immediate=True)
     view.call_after_refresh(view.scroll_to_region, region, animate=False, center=center)
+
+
+class QuietTable(DataTable):
+    """A DataTable whose new contents lay the screen out only when its own size changes: an
+    auto-sized side grows or shrinks, or a scroll bar comes or goes. Textual's lays out every
+    widget and repaints the screen whenever a column widens (a mean of ``-0.0048`` after
+    ``0.0082``, a sparkline one iteration longer): ~50 ms a key on a big body."""
+
+    virtual_size = Reactive(Size(0, 0), layout=False)
+
+    def watch_virtual_size(self, old: Size, new: Size) -> None:
+        if not self.is_mounted or not self.container_size:
+            self.refresh(layout=True)
+            return
+        styles = self.styles
+        if (new.width != old.width and styles.width is not None and styles.width.is_auto) or \
+                (new.height != old.height and (styles.height is None or styles.height.is_auto)):
+            self.refresh(layout=True)            # the table itself changes size
+            return
+        bars = (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
+        self._refresh_scrollbars()
+        if (self.show_horizontal_scrollbar, self.show_vertical_scrollbar) != bars:
+            self.refresh(layout=True)
+            return
+        self._scroll_update(new)
+        self.refresh()
