@@ -18,6 +18,7 @@ from loopdbg.tui.messages import GroupsShown, InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import plain
 from loopdbg.tui.widgets.lines import Lines
+from loopdbg.tui.widgets.scroll import OneLayout
 from loopdbg.tui.widgets.valuetext import value_text
 from loopdbg.view.body import BodyView
 from loopdbg.view.code import CodeView, Row
@@ -38,7 +39,7 @@ def phase_of(stop) -> str:
     return "cond" if e.spec.kind == "Loop" else "carry"
 
 
-class PseudoCode(Lines):
+class PseudoCode(OneLayout, Lines):
     """C-like pseudo-code of the current loop (from loopdbg.teach), current phase in reverse video.
 
     A big body's statements fold by the groups of its picture (loopdbg.view.code): a block is one
@@ -350,7 +351,7 @@ def _loop_without_iteration(view: View):
     return (first[0], "init") if first else (None, "")
 
 
-class CodePanel(Panel, VerticalScroll):
+class CodePanel(OneLayout, Panel, VerticalScroll):
     """The pseudo-code in the side column, scrolling when the loop is long. Focused (Tab), the
     arrows move a cursor over its lines: Enter or ``+`` opens a folded group, ``-`` or Escape
     closes the group the cursor is in, Enter on a statement shows its value, full name and all,

@@ -73,3 +73,18 @@ class QuietTable(DataTable):
             return
         self._scroll_update(new)
         self.refresh()
+
+
+class OneLayout:
+    """Mixed into a widget: a layout of the screen that gives it a new virtual size does not
+    ask for a second layout (Textual's does, for a widget that is not a ScrollView: the
+    pseudo-code growing with a group opened, ~30 ms and a frame more on a big body), unless a
+    scroll bar came or went, which moves what is inside."""
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size,
+                      layout: bool = True) -> bool:
+        bars = (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
+        resized = super()._size_updated(size, virtual_size, container_size, layout=False)
+        if layout and (self.show_horizontal_scrollbar, self.show_vertical_scrollbar) != bars:
+            self.refresh(layout=True)
+        return resized
