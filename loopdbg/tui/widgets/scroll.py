@@ -1,4 +1,6 @@
-"""Scrolling a pane to a region before its next frame, not a frame after it."""
+"""Scrolling panes: to a region before the next frame, not a frame after it; and a pane whose
+picture changes size (the body graph, a table, the pseudo-code) repainted without laying the
+whole screen out (each layout repaints the screen: tens of milliseconds a key on a big body)."""
 
 from __future__ import annotations
 
@@ -22,11 +24,16 @@ class QuietResize:
         if not self.is_mounted or not self.container_size:
             self.virtual_size = size            # not laid out yet: the layout to come sizes it
             return
-        bars = (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
         self.set_reactive(Widget.virtual_size, size)
+        self._repaint_for(size)
+
+    def _repaint_for(self, size: Size) -> None:
+        """The pane repainted for its new virtual ``size``; the screen laid out only when a
+        scroll bar comes or goes (the screen places it)."""
+        bars = (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
         self._refresh_scrollbars()
         if (self.show_horizontal_scrollbar, self.show_vertical_scrollbar) != bars:
-            self.refresh(layout=True)           # a bar came or went: the screen places it
+            self.refresh(layout=True)
             return
         self._scroll_update(size)               # the bars' lengths, the scroll kept in range
         self.refresh()
@@ -49,7 +56,7 @@ def scroll_into_view(view: ScrollView, region: Region, center: bool = False) -> 
     view.call_after_refresh(view.scroll_to_region, region, animate=False, center=center)
 
 
-class QuietTable(DataTable):
+class QuietTable(QuietResize, DataTable):
     """A DataTable whose new contents lay the screen out only when its own size changes: an
     auto-sized side grows or shrinks, or a scroll bar comes or goes. Textual's lays out every
     widget and repaints the screen whenever a column widens (a mean of ``-0.0048`` after
@@ -66,13 +73,7 @@ class QuietTable(DataTable):
                 (new.height != old.height and (styles.height is None or styles.height.is_auto)):
             self.refresh(layout=True)            # the table itself changes size
             return
-        bars = (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
-        self._refresh_scrollbars()
-        if (self.show_horizontal_scrollbar, self.show_vertical_scrollbar) != bars:
-            self.refresh(layout=True)
-            return
-        self._scroll_update(new)
-        self.refresh()
+        self._repaint_for(new)
 
 
 class OneLayout:
