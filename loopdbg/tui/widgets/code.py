@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Region
+from textual.widget import Widget
 
 from loopdbg.debug.expr import name_expression
 from loopdbg.debug.report import if_lines
@@ -291,7 +292,29 @@ class PseudoCode(OneLayout, Lines):
         end = head
         while end + 1 < len(rows) and rows[end + 1].scope[:len(path)] == path:
             end += 1
+        self._scroll_before_layout(head, end)
         self.call_after_refresh(self._reveal, head, end)
+
+    def _scroll_before_layout(self, first: int, last: int) -> None:
+        """Scroll to rows ``first``-``last`` now, so that the frame to come shows them (not a
+        frame of the rows before, then a scroll): past the end of the rows before, the pane's
+        new height is known already (one line a row) and the layout to come keeps the scroll."""
+        pane = self.parent
+        if pane is None or not pane.size.height:
+            return
+        rows = pane.scrollable_content_region.height
+        top = int(pane.scroll_offset.y)
+        if first >= top and last < top + rows:
+            return
+        y = max(0, min(first - 1, last - rows + 1) if last - first < rows else first)
+        y = min(y, max(self.line_count() - rows, 0))
+        if y <= pane.max_scroll_y:
+            pane.scroll_to(y=y, animate=False, immediate=True)
+            return
+        pane.set_reactive(Widget.scroll_y, float(y))
+        pane.set_reactive(Widget.scroll_target_y, float(y))
+        if pane.show_vertical_scrollbar:
+            pane.vertical_scrollbar.position = y
 
     def _groups_shown(self) -> None:
         """Tell the other panels (the graph) which groups are open now: the rows are drawn
