@@ -342,8 +342,11 @@ class LoopdbgApp(Guarded, PromptActions, App):
     _catching_up = False
 
     def _show_unshown(self) -> None:
-        """The panels out of sight at the last stop show it now (after its frame)."""
+        """The panels out of sight at the last stop show it now (after its frame); not once a
+        command runs again: the session is the engine thread's then (they show its stop)."""
         self._catching_up = False
+        if self.busy:
+            return
         panels, self._unshown = self._unshown, set()
         for panel in self.panels:
             if panel in panels:
