@@ -75,13 +75,15 @@ def _piece(gb: GroupedBody, group: Group, opened: frozenset, value_width: int,
     sizes = {n.id: box_size(n, value_width) for n in bg.nodes}
     for gid, lay in inner.items():
         sizes[gid] = (lay.width + FRAME_W, lay.height + FRAME_H)
-    base = dot.layout_graph(bg, sizes, value_width, cached_only=cached_only)
+    base = dot.layout_graph(bg, sizes, value_width, cached_only=cached_only, quantum=QUANTUM,
+                            splines="polyline")
     if base is None:
         return None
     out = pieces[key] = _framed(base, inner, gb) if inner else base
     return out
 
 
+QUANTUM = 4              # dot is told box widths rounded up to this (dot.layout_dot_source)
 FRAME_W = 2              # a frame's columns besides its picture: its two sides
 FRAME_H = 3              # ... and rows: its top (with the name), a blank, its bottom
 

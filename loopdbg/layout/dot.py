@@ -71,11 +71,13 @@ def layout_body(body: Union["LoopSpec", BodyGraph], *, value_width: int = VALUE_
 
 
 def layout_graph(bg: BodyGraph, sizes: dict[int, tuple[int, int]], value_width: int, *,
-                 cached_only: bool = False) -> Layout | None:
+                 cached_only: bool = False, quantum: int = 1,
+                 splines: str = "true") -> Layout | None:
     """Lay out ``bg`` with boxes of ``sizes`` (cached). A graph of more than MAX_DOT boxes is
     not given to ``dot`` (it takes minutes on a thousand): its boxes stand in one column in
-    body order, joined where one feeds the next (``list_layout``)."""
-    key = (bg.key(), value_width, tuple(sorted(
+    body order, joined where one feeds the next (``list_layout``). ``quantum`` and ``splines``:
+    see ``layout_dot_source``."""
+    key = (bg.key(), value_width, quantum, splines, tuple(sorted(
         (i, wh) for i, wh in sizes.items() if wh != box_size(bg.node(i), value_width))))
     hit = _LAYOUT_CACHE.get(key)
     if hit is not None or cached_only and len(bg.nodes) <= MAX_DOT:
@@ -83,7 +85,7 @@ def layout_graph(bg: BodyGraph, sizes: dict[int, tuple[int, int]], value_width: 
     if len(bg.nodes) > MAX_DOT:
         layout = list_layout(bg, sizes, value_width)
     else:
-        src = layout_dot_source(bg, sizes)
+        src = layout_dot_source(bg, sizes, quantum, splines)
         result = _DOT_CACHE.get(src)
         if result is None:
             result = _run_dot(src)
@@ -97,8 +99,8 @@ def list_layout(bg: BodyGraph, sizes: dict[int, tuple[int, int]], value_width: i
     """``bg``'s boxes one under the other in its order, without ``dot``: an edge is drawn only
     from a box to the one right under it (a list of a thousand boxes, every node reachable)."""
     ids = [n.id for n in bg.nodes]
-    objects = [{"name": f"n{i}", "pos": f"0,{(len(ids) - k) * 100}", "_gvid": k}
-               for k, i in enumerate(ids)]
+    objects = [{"name": f"n{k}", "pos": f"0,{(len(ids) - k) * 100}", "_gvid": k}
+               for k in range(len(ids))]
     nxt = {a: b for a, b in zip(ids, ids[1:])}
     kept = BodyGraph(bg.name, bg.nodes, tuple(e for e in bg.edges
                                              if not e.back and nxt.get(e.src) == e.dst))
@@ -161,11 +163,24 @@ def output_ports(bg: BodyGraph) -> dict[int, list[int]]:
     return {nid: sorted(p) for nid, p in ports.items()}
 
 
-def layout_dot_source(bg: BodyGraph, sizes: dict[int, tuple[int, int]]) -> str:
-    """The DOT text given to ``dot`` for layout: fixed-size boxes, no labels."""
+def layout_dot_source(bg: BodyGraph, sizes: dict[int, tuple[int, int]], quantum: int = 1,
+                      splines: str = "true") -> str:
+    """The DOT text given to ``dot`` for layout: fixed-size boxes, no labels, each box named by
+    its place in ``bg.nodes`` (``n0``, ``n1``, ...; ``routing`` maps them back), not by its layer
+    id. ``quantum``: widths rounded up to a multiple of it (the boxes are drawn as wide as they
+    are, a little more room around them). So two groups of one shape (a decoder's blocks, whose
+    names differ in a digit: ``Relu_9``, ``Relu_19``) are mostly one text, and ``dot`` runs for
+    the first alone: the others come from the cache. ``splines``: how ``dot`` draws edges
+    (``routing`` only reads where a long edge crosses a rank: ``polyline`` says nearly the same
+    in half the time on a group of a hundred boxes)."""
+    place = {n.id: k for k, n in enumerate(bg.nodes)}
+
+    def ref(node_id: int) -> str:
+        return f"n{place[node_id]}"
+
     out = ["digraph body {",
            f"  graph [rankdir=TB, nodesep={BOX_GAP * XS / 72:.4f}, ranksep={3 * YS / 72:.4f}, "
-           f"splines=true];",
+           f"splines={splines}];",
            '  node [shape=box, fixedsize=true, label=""];',
            "  edge [arrowhead=none];"]
     # an open group's picture (it has stubs for its outside) starts at what it reads from
@@ -175,23 +190,24 @@ def layout_dot_source(bg: BodyGraph, sizes: dict[int, tuple[int, int]]) -> str:
     params = [n.id for n in bg.nodes if n.kind in ends[0]]
     results = [n.id for n in bg.nodes if n.kind in ends[1]]
     if params:
-        out.append("  {rank=source; " + " ".join(node_ref(i) for i in params) + ";}")
+        out.append("  {rank=source; " + " ".join(ref(i) for i in params) + ";}")
     if results:
-        out.append("  {rank=sink; " + " ".join(node_ref(i) for i in results) + ";}")
+        out.append("  {rank=sink; " + " ".join(ref(i) for i in results) + ";}")
     ports = output_ports(bg)
     for n in bg.nodes:
         w, h = sizes[n.id]
+        w = -(-w // quantum) * quantum
         shape = ""
         if len(ports.get(n.id, ())) > 1:     # a record, so that dot orders edges by output
             shape = ', shape=record, label="' + "|".join(f"<p{p}>" for p in ports[n.id]) + '"'
-        out.append(f"  {node_ref(n.id)} [width={w * XS / 72:.4f}, "
+        out.append(f"  {ref(n.id)} [width={w * XS / 72:.4f}, "
                    f"height={h * YS / 72:.4f}{shape}];")
     for k, e in enumerate(bg.edges):
         if e.back:
-            out.append(f'  {node_ref(e.src)} -> {node_ref(e.dst)} [id="b{k}", constraint=false];')
+            out.append(f'  {ref(e.src)} -> {ref(e.dst)} [id="b{k}", constraint=false];')
         else:
             tail = f':"p{e.src_port}":s' if len(ports.get(e.src, ())) > 1 else ""
-            out.append(f'  {node_ref(e.src)}{tail} -> {node_ref(e.dst)} [id="e{k}"];')
+            out.append(f'  {ref(e.src)}{tail} -> {ref(e.dst)} [id="e{k}"];')
     out.append("}")
     return "\n".join(out) + "\n"
 

@@ -94,10 +94,11 @@ class _Builder:
     def _read_dot(self) -> None:
         centre: dict[int, tuple[float, float]] = {}
         by_gvid: dict[int, int] = {}
+        nodes = self.bg.nodes
         for obj in self.dot.get("objects", []):
             name = obj.get("name", "")
             if "pos" in obj and name.startswith("n"):
-                nid = int(name[1:])
+                nid = nodes[int(name[1:])].id          # named by its place in bg.nodes
                 x, y = (float(v) for v in obj["pos"].split(",")[:2])
                 centre[nid] = (x, y)
                 by_gvid[obj["_gvid"]] = nid

@@ -31,6 +31,7 @@ from loopdbg.tui.commands import LoopdbgCommands
 from loopdbg.tui.guard import Guarded, describe
 from loopdbg.tui.messages import Busy, GoTo, GroupsShown, InspectValue, PromptShown, Stopped
 from loopdbg.tui.panel import Panel, View
+from loopdbg.tui.plain import displayed
 from loopdbg.tui.prompts import PromptActions
 from loopdbg.tui.screens.help import HelpPanel
 from loopdbg.tui.screens.prompt import PromptBar
@@ -114,6 +115,7 @@ class LoopdbgApp(Guarded, PromptActions, App):
         self.last_stop: Stop = session.stop
         self.view = View(session.stop, session)
         self.panels: list[Panel] = []
+        self._unshown: set[Panel] = set()   # panels out of sight, to show the last stop
         self.engine = EngineThread(session, self._stopped_in_thread)
         self.internal_errors: list[BaseException] = []
         self._up = False                 # the screen is built: errors are reported, not fatal
@@ -319,16 +321,44 @@ class LoopdbgApp(Guarded, PromptActions, App):
         self.show_view(View(stop, self.session))
 
     def show_view(self, view: View) -> None:
-        """Every panel shows ``view`` (the panel contract, loopdbg.tui.panel)."""
+        """Every panel shows ``view`` (the panel contract, loopdbg.tui.panel): those on the
+        screen now, the others (a tab not selected, a pane zoomed away) once the frame is
+        drawn, so that a key's frame waits for none of them (with several stops before that,
+        only the last is shown)."""
         self.view = view
         self.last_stop = view.stop
+        unseen = False
         for panel in self.panels:
-            try:
-                panel.show(view)
-            except Exception as exc:  # noqa: BLE001 - one panel failing leaves the others shown
-                if self.RAISE_INTERNAL_ERRORS:
-                    raise
-                self.report_internal_error(exc, type(panel).__name__)
+            if not displayed(panel):
+                self._unshown.add(panel)
+                unseen = True
+                continue
+            self._unshown.discard(panel)
+            self._show(panel, view)
+        if unseen and not self._catching_up:
+            self._catching_up = True
+            self.call_after_refresh(self._show_unshown)
+
+    _catching_up = False
+
+    def _show_unshown(self) -> None:
+        """The panels out of sight at the last stop show it now (after its frame); not once a
+        command runs again: the session is the engine thread's then (they show its stop)."""
+        self._catching_up = False
+        if self.busy:
+            return
+        panels, self._unshown = self._unshown, set()
+        for panel in self.panels:
+            if panel in panels:
+                self._show(panel, self.view)
+
+    def _show(self, panel: Panel, view: View) -> None:
+        try:
+            panel.show(view)
+        except Exception as exc:  # noqa: BLE001 - one panel failing leaves the others shown
+            if self.RAISE_INTERNAL_ERRORS:
+                raise
+            self.report_internal_error(exc, type(panel).__name__)
 
     def show_again(self, stop: Stop | None = None) -> None:
         """Show the current stop again: breakpoints or watches changed (or the stop's watches)."""

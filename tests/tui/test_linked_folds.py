@@ -147,3 +147,27 @@ async def test_a_group_the_graph_opens_is_scrolled_into_view_in_the_code(decoder
         rows = code_rows(app)
         assert any(r.strip() == "▾ blocks.0" for r in rows), rows       # its head on screen
         assert not any("▸ blocks.1 {" in r for r in rows[:2]), rows
+
+
+async def test_the_code_shows_a_group_the_graph_opens_in_the_same_frame(decoder):
+    """The first frame with the group's frame in the graph has the code scrolled to its head
+    too: not a frame of the rows before and then a scroll (the pane grew with the group's
+    rows; its new height is known before the layout)."""
+    app = LoopdbgApp(Session.open(*decoder), title="m")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await press(pilot, "n")
+        app.query_one(CodePanel).focus()
+        await press(pilot, "end")                         # the code scrolled to its last lines
+        graph = app.query_one(GraphView)
+        graph.focus()
+        frames: list[list[str]] = []
+        original = app._display
+
+        def display(screen, renderable):
+            original(screen, renderable)
+            if renderable is not None and "▾ blocks.0 · " in picture(app) and not frames:
+                frames.append(code_rows(app))
+        app._display = display
+        await press(pilot, "enter")                       # the graph's cursor is on blocks.0
+        assert frames and any(r.strip() == "▾ blocks.0" for r in frames[0]), frames

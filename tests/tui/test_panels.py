@@ -19,6 +19,7 @@ from loopdbg.tui.messages import ToggleBreakpoint  # noqa: E402
 from loopdbg.tui.panel import Panel, View  # noqa: E402
 
 CASE = Path(__file__).resolve().parents[1] / "corpus" / "loop_while_iter"
+ENDLESS = Path(__file__).resolve().parents[1] / "data" / "endless_loop"
 SIZE = (160, 48)
 
 
@@ -78,8 +79,32 @@ async def test_a_new_panel_is_one_class_and_one_entry(monkeypatch):
         await pilot.pause()
         seen = app.query_one(Seen)
         assert text_of(seen) == "step at 2, 3 in history"
-        assert [v.stop.kind for v in seen.views] == ["start", "step", "step", "step"]
+        # out of sight until now, it was shown each stop once its frame was drawn (the start
+        # and the first step came before the first frame: it saw the step)
+        assert [v.stop.kind for v in seen.views] == ["step", "step", "step"]
         assert seen.views[-1].stop is session.stop is app.last_stop
+
+
+async def test_a_panel_out_of_sight_is_shown_the_stop_after_its_frame(monkeypatch):
+    """A key's frame waits only for the panels on the screen: one in a tab not selected is
+    shown the stop once that frame is drawn (a big body's hidden tabs cost ~10 ms a key)."""
+    monkeypatch.setattr(app_module, "PANELS", PANELS + (Seen,))
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        seen, state = app.query_one(Seen), app.query_one("#state")
+        assert app.query_one(TabbedContent).active != "tab-seen"
+        shown = len(seen.views)
+        app.refresh_all(session.stop)
+        assert len(seen.views) == shown                 # not yet: the frame comes first
+        assert "current_iteration" in text_of(state)      # the panels in view were shown
+        await pilot.pause()
+        assert len(seen.views) == shown + 1 and seen.views[-1].stop is app.last_stop
+        app.query_one(TabbedContent).active = "tab-seen"
+        await pilot.pause()
+        app.refresh_all(session.stop)                     # in view now: shown at once
+        assert len(seen.views) == shown + 2
 
 
 async def test_a_panel_asks_the_app_by_message():
@@ -93,3 +118,23 @@ async def test_a_panel_asks_the_app_by_message():
         await pilot.pause()
         assert session.breakpoints.get(1).enabled is False
         assert app.view is not shown and app.view.stop is shown.stop      # shown again
+
+
+async def test_a_panel_out_of_sight_is_not_shown_while_a_command_runs(monkeypatch):
+    """The session is the engine thread's while a command runs: a stop's panels out of sight,
+    not shown yet when the next command starts, show the stop that command ends in."""
+    monkeypatch.setattr(app_module, "PANELS", PANELS + (Seen,))
+    session = Session.open(ENDLESS / "model.xml", ENDLESS / "inputs.npz")
+    app = LoopdbgApp(session, title="endless")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        seen = app.query_one(Seen)
+        shown = len(seen.views)
+        app.refresh_all(session.stop)                 # its frame to come, then Seen ...
+        app.action_command("continue")                # ... but a continue runs first
+        for _ in range(20):
+            await pilot.pause(0.01)
+        assert app.busy and len(seen.views) == shown
+        await pilot.press("space")                    # paused: a stop, shown to Seen after
+        await settle(pilot)
+        assert len(seen.views) == shown + 1 and seen.views[-1].stop is app.last_stop

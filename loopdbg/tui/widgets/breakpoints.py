@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from textual.binding import Binding
-from textual.widgets import DataTable
 
 from loopdbg.tui.messages import (DeleteBreakpoint, DeleteWatch, EditBreakpoint,
                                   IgnoreBreakpoint, ToggleBreakpoint)
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import plain
+from loopdbg.tui.widgets.scroll import QuietTable
 from loopdbg.tui.widgets.valuetext import value_text
 
 
-class BreakpointTable(Panel, DataTable):
+class BreakpointTable(Panel, QuietTable):
     """Breakpoints: number, condition, loop, enabled, hits, ignore.
 
     Keys: enter/t toggles the selected breakpoint, e edits it, I sets how many hits to ignore,
@@ -63,7 +63,7 @@ class BreakpointTable(Panel, DataTable):
             self.post_message(DeleteBreakpoint(n))
 
 
-class WatchTable(Panel, DataTable):
+class WatchTable(Panel, QuietTable):
     """Watches and their values at the current stop. Key: d deletes the selected watch."""
 
     TAB, TAB_ID, ID = "Watches", "tab-watch", "watches"

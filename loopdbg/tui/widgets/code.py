@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Region
+from textual.widget import Widget
 
 from loopdbg.debug.expr import name_expression
 from loopdbg.debug.report import if_lines
@@ -18,6 +19,7 @@ from loopdbg.tui.messages import GroupsShown, InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import plain
 from loopdbg.tui.widgets.lines import Lines
+from loopdbg.tui.widgets.scroll import OneLayout
 from loopdbg.tui.widgets.valuetext import value_text
 from loopdbg.view.body import BodyView
 from loopdbg.view.code import CodeView, Row
@@ -38,7 +40,7 @@ def phase_of(stop) -> str:
     return "cond" if e.spec.kind == "Loop" else "carry"
 
 
-class PseudoCode(Lines):
+class PseudoCode(OneLayout, Lines):
     """C-like pseudo-code of the current loop (from loopdbg.teach), current phase in reverse video.
 
     A big body's statements fold by the groups of its picture (loopdbg.view.code): a block is one
@@ -290,7 +292,29 @@ class PseudoCode(Lines):
         end = head
         while end + 1 < len(rows) and rows[end + 1].scope[:len(path)] == path:
             end += 1
+        self._scroll_before_layout(head, end)
         self.call_after_refresh(self._reveal, head, end)
+
+    def _scroll_before_layout(self, first: int, last: int) -> None:
+        """Scroll to rows ``first``-``last`` now, so that the frame to come shows them (not a
+        frame of the rows before, then a scroll): past the end of the rows before, the pane's
+        new height is known already (one line a row) and the layout to come keeps the scroll."""
+        pane = self.parent
+        if pane is None or not pane.size.height:
+            return
+        rows = pane.scrollable_content_region.height
+        top = int(pane.scroll_offset.y)
+        if first >= top and last < top + rows:
+            return
+        y = max(0, min(first - 1, last - rows + 1) if last - first < rows else first)
+        y = min(y, max(self.line_count() - rows, 0))
+        if y <= pane.max_scroll_y:
+            pane.scroll_to(y=y, animate=False, immediate=True)
+            return
+        pane.set_reactive(Widget.scroll_y, float(y))
+        pane.set_reactive(Widget.scroll_target_y, float(y))
+        if pane.show_vertical_scrollbar:
+            pane.vertical_scrollbar.position = y
 
     def _groups_shown(self) -> None:
         """Tell the other panels (the graph) which groups are open now: the rows are drawn
@@ -350,7 +374,7 @@ def _loop_without_iteration(view: View):
     return (first[0], "init") if first else (None, "")
 
 
-class CodePanel(Panel, VerticalScroll):
+class CodePanel(OneLayout, Panel, VerticalScroll):
     """The pseudo-code in the side column, scrolling when the loop is long. Focused (Tab), the
     arrows move a cursor over its lines: Enter or ``+`` opens a folded group, ``-`` or Escape
     closes the group the cursor is in, Enter on a statement shows its value, full name and all,

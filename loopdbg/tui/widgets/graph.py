@@ -40,7 +40,7 @@ from loopdbg.view.body import BodyView
 from loopdbg.view.branch import BranchBody
 from loopdbg.tui.widgets.graph_branches import IfBranches
 from loopdbg.tui.widgets.graph_groups import GroupFolds
-from loopdbg.tui.widgets.scroll import scroll_into_view
+from loopdbg.tui.widgets.scroll import QuietResize, scroll_into_view
 from loopdbg.view.diff import Changes
 from loopdbg.view.search import Search
 from loopdbg.view.fit import DETAIL_MODES, choose_layout, nearest_box, nested_values, value_keys
@@ -65,7 +65,7 @@ STYLES = {
 NESTED = ("Loop", "TensorIterator")
 
 
-class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
+class GraphView(IfBranches, GroupFolds, QuietResize, Panel, ScrollView, can_focus=True):
     """Scrollable drawing of the current loop's body, with a cursor on one box."""
 
     AREA = "main"
@@ -165,7 +165,6 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         spec = self._spec
         if spec is None:
             return
-        self.border_title = Text(self._title)       # a Text: names are never read as markup
         keys = value_keys(spec)
         try:
             if self._unavailable is not None:
@@ -190,9 +189,11 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
                 self._set_text([f"laying out the body of {spec.path} ({boxes} boxes)…"])
                 return
             stale = True                    # the picture before this one, until it is ready
+        if not stale and self._handed_round():
+            return                  # drawn as the change is handed round (GroupFolds)
         self._layout = layout
-        if stale:
-            self.border_title = Text(self._title + "  (laying out…)")
+        # a Text: names are never read as markup
+        self.border_title = Text(self._title + ("  (laying out…)" if stale else ""))
         ids = {b.id for b in layout.boxes}
         pending = None                  # the box waited for, scrolled to once drawn
         if self._pending is not None and self._pending in ids:
@@ -230,7 +231,7 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         self._dx = dx = max((self.size.width - 1 - canvas.width) // 2, 0)
         self._lines = [" " * dx + line for line in canvas.lines] if dx else canvas.lines
         self._styles = [[None] * dx + tags for tags in canvas.styles] if dx else canvas.styles
-        self.virtual_size = Size(canvas.width + dx, canvas.height)
+        self.set_virtual_size(Size(canvas.width + dx, canvas.height))
         self.refresh()
         if pending is not None:
             self._scroll_to_box(*pending)
@@ -240,15 +241,14 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         elif first is not None:
             self._scroll_to_box(first)
         self._show_first = False
-        if not stale:           # once this picture is on the screen: its building holds the GIL
-            self._ahead_due += 1
-            self.call_after_refresh(self._lay_out_ahead, body)
+        if not stale:
+            self._lay_out_ahead_later(body)
 
     @property
     def laying_out(self) -> bool:
         """Whether ``dot`` is running for this panel, or is about to lay out ahead (the picture
         follows when it is done)."""
-        return self._layout_busy or self._ahead_due > 0
+        return self._layout_busy or self._ahead_timer is not None
 
     def _body(self, spec) -> BodyView:
         """The body of ``spec`` as shown, kept per loop (its open groups stay open)."""
@@ -312,7 +312,7 @@ class GraphView(IfBranches, GroupFolds, Panel, ScrollView, can_focus=True):
         self._lines = [safe(line) for line in lines]
         self._styles = [[("note" if note and k == 0 else None)] * len(s)
                         for k, s in enumerate(lines)]
-        self.virtual_size = Size(max((len(s) for s in lines), default=0), len(lines))
+        self.set_virtual_size(Size(max((len(s) for s in lines), default=0), len(lines)))
         self.border_title = Text(self._title)
         self.refresh()
 

@@ -13,12 +13,13 @@ from loopdbg.debug.values import shape_text, type_text
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import cut_middle, plain, update_text
 from loopdbg.tui.widgets.inspector import describe
+from loopdbg.tui.widgets.scroll import QuietTable
 
 
 NAME = 32               # a longer name is cut in its middle (the whole one shows beside)
 
 
-class OutputTable(DataTable):
+class OutputTable(QuietTable):
     def on_mount(self) -> None:
         self.cursor_type = "row"
         self.add_columns("output", "of", "shape", "dtype", "state")

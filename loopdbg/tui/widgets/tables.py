@@ -17,6 +17,7 @@ from loopdbg.tui.messages import InspectValue
 from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import cut_middle, plain, update_text
 from loopdbg.tui.widgets.heatmap import heatmap
+from loopdbg.tui.widgets.scroll import QuietTable
 from loopdbg.view.code import names_of
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -46,7 +47,7 @@ def stats(value) -> tuple[str, str, str]:
     return (f"{float(f.min()):.4g}", f"{float(f.max()):.4g}", f"{float(np.mean(f)):.4g}")
 
 
-class BackEdgeTable(Panel, DataTable):
+class BackEdgeTable(Panel, QuietTable):
     """Result → Parameter with shape, dtype, min/max/mean and a sparkline of the mean. Names are
     shortened (loopdbg.view.code.Names); Enter on a row shows its state, full name and all, in
     the Inspector."""
@@ -79,7 +80,7 @@ class BackEdgeTable(Panel, DataTable):
             self.post_message(InspectValue(name_expression(event.row_key.value)))
 
 
-class ScanTable(DataTable):
+class ScanTable(QuietTable):
     """Each concatenated output with its shape so far, its last slice and its axis."""
 
     def on_mount(self) -> None:
