@@ -25,6 +25,7 @@ from loopdbg.debug import frontier
 from loopdbg.debug.breakpoints import (Breakpoints, EventLookup, Hit, loop_names,
                                       non_finite_carried)
 from loopdbg.debug.jump import Target, go
+from loopdbg.debug.kept import EVERY_LOOP, Kept
 from loopdbg.debug.node_walk import NodeWalk
 from loopdbg.debug.run import Run
 from loopdbg.debug.stop import (BREAKPOINT, END, ERROR, HISTORY, NAN, NODE, PAUSED, START, STEP,
@@ -102,11 +103,12 @@ class Session:
         """Start the run again from the beginning (breakpoints and watches are kept)."""
         self.marks: dict[int, str] = {}        # ordinal -> the kind of stop made there (hits)
         timeline = self.timeline
+        self._kept = Kept(None, timeline)      # a step's stop keeps its values (debug.kept)
         if timeline.complete:                  # a replay: the timeline is the whole run
             self.run = Run(None, finished=timeline.finished, notices=timeline.notices)
         else:
-            gen = self.engine.run(self.inputs, max_iterations=self.max_iterations,
-                                  max_memory=self.max_memory, source=self.source)
+            ctx, gen = self.engine.start(self.inputs, max_iterations=self.max_iterations,
+                                         max_memory=self.max_memory, source=self.source)
             if self.record is not None:
                 self.close()
                 self._recording = self.record(gen)
@@ -114,6 +116,7 @@ class Session:
             # What the session can show before its in-memory history: what it records (a trace).
             older = getattr(self._recording, "timeline", None)
             timeline.clear(older(self.engine) if older is not None else None)
+            self._kept.ctx = ctx if self.record is None else None     # (a trace: as it was)
             self.run = Run(gen)
         self._cursor.note = self.run.note
         self._pos = -1                  # ordinal of the current stop (-1: before the start)
@@ -228,9 +231,13 @@ class Session:
         return self.run.pull(self.timeline)
 
     # -- moving forward -------------------------------------------------------------------------
-    def advance(self, want: Callable[[ev.IterationDone], bool] | None, reason: str) -> Stop:
+    def advance(self, want: Callable[[ev.IterationDone], bool] | None, reason: str,
+                keep: int = 0) -> Stop:
         """Forward to the first iteration ``want`` accepts (None: none), unless a breakpoint,
-        a NaN (with on_nan), a pause or the end stops first; the stop says ``reason``."""
+        a NaN (with on_nan), a pause or the end stops first; the stop says ``reason``. The
+        iterations of loops nested fewer than ``keep`` deep keep every value (``debug.kept``)."""
+        if keep:
+            return self._kept.around(keep, lambda: self.advance(want, reason))
         self._node = None
         self._pause.clear()
         if self.cancelled:                # a cancel may have come just before the clear
@@ -315,16 +322,16 @@ class Session:
 
     def step(self) -> Stop:
         """To the next iteration of any loop (into a nested loop's iterations when one runs)."""
-        return self.advance(lambda e: True, "step")
+        return self.advance(lambda e: True, "step", EVERY_LOOP)
 
     def next(self) -> Stop:
         """To the next iteration of the current loop, running nested loops to their end
         (before any iteration: to the first iteration of an outermost loop)."""
         cur = self.current
         if cur is None:
-            return self.advance(lambda e: not e.outer, "step")
+            return self.advance(lambda e: not e.outer, "step", 1)
         depth = len(cur.outer)
-        return self.advance(lambda e: len(e.outer) <= depth, "next")
+        return self.advance(lambda e: len(e.outer) <= depth, "next", depth + 1)
 
     def finish(self) -> Stop:
         """To the last iteration of the current loop."""

@@ -14,6 +14,10 @@ class RunContext:
     max_iterations: int | None = None      # per loop execution; None: no cap
     max_memory: int | None = None          # bytes of concatenated pieces; None: no budget
     record_nodes: bool = False             # put every body node's value in IterationDone.nodes
+    # The same for the iterations of loops nested fewer than ``keep_nodes`` deep (0: the
+    # outermost ones), read before each iteration: a debugger sets it between two iterations
+    # when the next one is where it will stop, so that stop's values need no second run.
+    keep_nodes: int = 0
     outer: list[int] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
     loops: list[LoopFinished] = field(default_factory=list)

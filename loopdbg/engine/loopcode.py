@@ -80,6 +80,7 @@ def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
         "    _L_cond = True",
         "    _L_stop = None",
         "    _L_probe = True                          # may it still become steady?",
+        "    _L_depth = len(st.outer)                 # (keep_nodes: the debugger's wish)",
     ]
     for m, f in enumerate(spec.sliced):
         src.append(f"    _L_pieces{m} = st.sliced[{m}][1]")
@@ -125,6 +126,7 @@ def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
              "_E_fits": fits, "LoopdbgError": LoopdbgError,
              "_L_body_run": None if mode == FAST and inlined(spec.body) else
              spec.body.run_all if mode == RECORDED else spec.body.run,
+             "_L_body_all": _all_values(spec.body),
              "_L_result_values": spec.body.result_values}
     return spec.body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 
@@ -154,6 +156,7 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
     record = mode == RECORDED
     results = body.result_locals if inline else [f"_L_r{j}" for j in range(len(body.result_locals))]
     n_params = len(spec.param_names)
+    params = "".join(f", p{k}" for k in range(n_params))
     cur = spec.current_iteration
     if spec.sliced:
         src += [f"{ind}if _L_i >= _L_n_slices:",
@@ -168,31 +171,18 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
     src.append(f"{ind}_L_body_in = (" + "".join(f"p{k}, " for k in range(n_params)) + ")")
     if body.is_generator:
         src.append(f"{ind}ctx.outer.append(_L_i)")
-    if inline:                              # invariant steps: the first iteration only
-        once = hoist.invariant_steps(body.steps, body.consts,
-                                     {f"p{p}" for p, _ in spec.invariant})
-        for line, k in body.step_lines(ind, elide=True, guard=checked, once=once,
-                                       once_if="_L_i == 0" if checked else None,
-                                       folded=False):
-            line_map[len(src) + 1] = k
-            src.append(line)
-    else:                                   # the body's own function (interp past the limit)
-        call = "_L_body_run(ctx" + "".join(f", p{k}" for k in range(n_params)) + ")"
-        if body.is_generator:
-            call = f"(yield from {call})"
-        how = ("every node recorded" if record else "interpreted"
-               if len(body.steps) > COMPILE_LIMIT else "called")
-        target = ("_L_outs, _L_every = " if record else
-                  "".join(f"{r}, " for r in results) + "= " if results else "")
-        src.append(f"{ind}{target}{call}  # the body: {len(body.steps)} steps, {how}")
+    if mode == FAST:                        # the debugger may want this one's every value
+        src += [f"{ind}if ctx.keep_nodes > _L_depth:  # (RunContext.keep_nodes)"]
+        _recorded_body(spec, src, ind + "    ", results, params, hoisted=inline and checked)
+        src.append(f"{ind}else:")
+        _body(spec, src, line_map, ind + "    ", mode, checked, results, params)
+        src.append(f"{ind}    _L_nodes = None")
+    elif record:
+        _recorded_body(spec, src, ind, results, params)
+    else:
+        _body(spec, src, line_map, ind, mode, checked, results, params)
     if body.is_generator:
         src.append(f"{ind}ctx.outer.pop()")
-    if record:
-        src.append(f"{ind}_L_nodes = _L_result_values(_L_every)")
-        if results:
-            src.append(f"{ind}" + "".join(f"{r}, " for r in results) + "= _L_outs")
-    else:
-        src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
     for k, o in enumerate(spec.concats):
         value = results[o.result_pos]
         piece = f"_L_piece{k}" if checked else value
@@ -214,7 +204,7 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
                 f"{ind}    _L_cond = bool({c})",
                 f"{ind}except ValueError:",
                 f"{ind}    raise _L_bad_condition(_L_SPEC, {c}, _L_i) from None"]
-    nodes = "_L_nodes" if record else "None"
+    nodes = "None" if mode == CALLED else "_L_nodes"
     event = "_L_done((_L_run, _L_i - 1, _L_cond, {}, _L_body_in, _L_outs, %s, {}))" % nodes
     src += [f"{ind}_L_i += 1",
             f"{ind}if _L_cond and _L_i < _L_check_at:   # the usual case: another one follows",
@@ -239,6 +229,67 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
                    + "".join(f"{results[r]}, " for _, r in spec.back_edges))
     if spec.condition_param is not None:
         src.append(f"{ind}p{spec.condition_param} = _L_asarray(_L_cond)")
+
+
+def _body(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str, checked: bool,
+          results: list, params: str) -> None:
+    """The body's lines of an iteration that keeps only its Results (``FAST``, ``CALLED``)."""
+    body = spec.body
+    if mode == FAST and inlined(body):      # invariant steps: the first iteration only
+        for line, k in body.step_lines(ind, elide=True, guard=checked, once=_once(spec),
+                                       once_if="_L_i == 0" if checked else None,
+                                       folded=False):
+            line_map[len(src) + 1] = k
+            src.append(line)
+    else:                                   # the body's own function (interp past the limit)
+        call = _call("_L_body_run", body, params)
+        how = "interpreted" if len(body.steps) > COMPILE_LIMIT else "called"
+        target = "".join(f"{r}, " for r in results) + "= " if results else ""
+        src.append(f"{ind}{target}{call}  # the body: {len(body.steps)} steps, {how}")
+    src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
+
+
+def _recorded_body(spec: LoopSpec, src: list, ind: str, results: list, params: str,
+                   hoisted: bool = False) -> None:
+    """The body's lines of an iteration that keeps every node's value (``_L_nodes``): its
+    ``run_all`` called. ``hoisted``: the first iteration of inlined code also gives the values
+    of the invariant steps, which the later iterations of the same code do not compute again."""
+    body = spec.body
+    call = _call("_L_body_all", body, params)
+    src += [f"{ind}_L_outs, _L_every = {call}  # the body: every node recorded",
+            f"{ind}_L_nodes = _L_result_values(_L_every)"]
+    consts = body.consts                    # (a name of the plan's namespace: never assigned)
+    if results:
+        src.append(f"{ind}" + "".join(f"{r}, " if r not in consts else "_L_x, " for r in results)
+                   + "= _L_outs")
+    once = _once(spec) if hoisted else ()
+    outs = [o for k in sorted(once) for o in body.steps[k].outs
+            if type(body.steps[k].fn) is not hoist.Folded and o not in consts]
+    if outs:                                # (not the folded ones: constants, no lines)
+        slot = {name: k for k, name in enumerate(
+            [f"p{j}" for j in range(len(body.param_ids))] + [o for s in body.steps for o in s.outs])}
+        src.append(f"{ind}if _L_i == 0:                    # the values the later iterations keep")
+        src.append(f"{ind}    " + "".join(f"{o}, " for o in outs) + "= "
+                   + "".join(f"_L_every[{slot[o]}], " for o in outs))
+
+
+def _all_values(body) -> Callable:
+    """The body's ``run_all``, compiled on the first call (a run that keeps every node's value
+    of one iteration now and then need not compile it before it is asked for)."""
+    def run_all(ctx, *params):
+        return body.run_all(ctx, *params)
+    return run_all
+
+
+def _call(fn: str, body, params: str) -> str:
+    call = f"{fn}(ctx{params})"
+    return f"(yield from {call})" if body.is_generator else call
+
+
+def _once(spec: LoopSpec) -> frozenset[int]:
+    """The body steps the inlined ``FAST`` code runs in the first iteration only."""
+    body = spec.body
+    return hoist.invariant_steps(body.steps, body.consts, {f"p{p}" for p, _ in spec.invariant})
 
 
 def inlined(body) -> bool:

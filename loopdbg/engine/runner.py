@@ -84,6 +84,14 @@ class Engine:
             max_memory: int | None = None, record_nodes: bool = False,
             source: str = "inputs") -> Iterator[ev.Event]:
         """Check ``inputs`` now (raising InputError), then return the event generator of the run."""
+        return self.start(inputs, max_iterations=max_iterations, max_memory=max_memory,
+                          record_nodes=record_nodes, source=source)[1]
+
+    def start(self, inputs: Mapping[str, np.ndarray], *, max_iterations: int | None = None,
+              max_memory: int | None = None, record_nodes: bool = False,
+              source: str = "inputs") -> tuple[RunContext, Iterator[ev.Event]]:
+        """``run``, and the run's context with it: a debugger sets its ``keep_nodes`` between
+        two iterations to have the next one's every value on its event."""
         values = match_inputs(self.model, inputs, source)
         # BLAS's threads first: the budget's start makes BLAS's buffers with a matrix product
         # (ops.budget._warm_blas), which on a busy machine waits ~10-30 ms for a descheduled
@@ -100,9 +108,9 @@ class Engine:
             for text in p.notices:
                 ctx.notice(p.path, text, None)
         plan = self.plan
-        return plan.run_events(ctx, lambda outs: self._finished(ctx, outs),
-                               lambda exc: plan.failure(exc, f"{self.file}: ", "the model"),
-                               *values)
+        return ctx, plan.run_events(ctx, lambda outs: self._finished(ctx, outs),
+                                    lambda exc: plan.failure(exc, f"{self.file}: ", "the model"),
+                                    *values)
 
     def _finished(self, ctx: RunContext, outs) -> ev.RunFinished:
         outputs = {name: v if v is None or isinstance(v, list) else np.asarray(v)

@@ -120,6 +120,11 @@ class LiveTimeline(Timeline):
         self._count = n + 1
         return n
 
+    def replace(self, n: int, event: IterationDone) -> None:
+        """Hold ``event`` at ordinal ``n`` (held in memory) instead: the same iteration with
+        less kept (``debug.kept`` drops an old stop's every-node values so)."""
+        self._events[n - self.held] = event
+
     def __len__(self) -> int:
         return self._count
 
