@@ -175,8 +175,7 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
         src += [f"{ind}if ctx.keep_nodes > _L_depth:  # (RunContext.keep_nodes)"]
         _recorded_body(spec, src, ind + "    ", results, params, hoisted=inline and checked)
         src.append(f"{ind}else:")
-        _body(spec, src, line_map, ind + "    ", mode, checked, results, params)
-        src.append(f"{ind}    _L_nodes = None")
+        _body(spec, src, line_map, ind + "    ", mode, checked, results, params, keep=True)
     elif record:
         _recorded_body(spec, src, ind, results, params)
     else:
@@ -232,8 +231,9 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
 
 
 def _body(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str, checked: bool,
-          results: list, params: str) -> None:
-    """The body's lines of an iteration that keeps only its Results (``FAST``, ``CALLED``)."""
+          results: list, params: str, keep: bool = False) -> None:
+    """The body's lines of an iteration that keeps only its Results (``FAST``, ``CALLED``);
+    ``keep``: one that could have kept every value says it did not (``_L_nodes``)."""
     body = spec.body
     if mode == FAST and inlined(body):      # invariant steps: the first iteration only
         for line, k in body.step_lines(ind, elide=True, guard=checked, once=_once(spec),
@@ -246,7 +246,8 @@ def _body(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str, checke
         how = "interpreted" if len(body.steps) > COMPILE_LIMIT else "called"
         target = "".join(f"{r}, " for r in results) + "= " if results else ""
         src.append(f"{ind}{target}{call}  # the body: {len(body.steps)} steps, {how}")
-    src.append(f"{ind}_L_outs = (" + "".join(f"{r}, " for r in results) + ")")
+    outs = "(" + "".join(f"{r}, " for r in results) + ")"
+    src.append(f"{ind}_L_outs, _L_nodes = {outs}, None" if keep else f"{ind}_L_outs = {outs}")
 
 
 def _recorded_body(spec: LoopSpec, src: list, ind: str, results: list, params: str,

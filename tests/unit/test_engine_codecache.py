@@ -132,7 +132,7 @@ def test_off_keeps_nothing_and_small_sources_are_not_kept(tmp_path, monkeypatch)
     Engine(_model())
     assert not (tmp_path / "xdg").exists()
     monkeypatch.delenv("LOOPDBG_CODE_CACHE")
-    Engine(_model(steps=5))                             # a few dozen lines: compiled each time
+    Engine(_model(steps=1))                             # under MIN_LINES: compiled each time
     assert not list((tmp_path / "xdg").glob("loopdbg/code/*.code"))
     Engine(_model())
     assert len(list((tmp_path / "xdg").glob("loopdbg/code/*.code"))) == 1
