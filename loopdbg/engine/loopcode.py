@@ -29,6 +29,11 @@ checks of the scan pieces' shapes and the back edges' dtypes, entered once
 ``iteration_checks.steady`` proves that every later iteration repeats them (``steady_kind``; the
 loop execution's ``LoopRun.steady_from`` tells consumers). A body of more than
 ``interp.COMPILE_LIMIT`` steps is called (interpreted) rather than inlined (``inlined``).
+Before each iteration the ``FAST`` code reads the run's ``keep_nodes`` (``RunContext``: one
+attribute and one comparison): when a debugger has asked for the coming iteration's every value
+(it will stop there), that iteration calls the body's ``run_all`` instead, as ``RECORDED`` does,
+and its event carries them; its first iteration so also gives the values of the invariant steps
+to the later ones.
 ``CALLED`` calls the body's own function each iteration and nothing more: the plain iteration,
 which tests run every model on and compare with ``FAST`` event by event. ``RECORDED`` calls the
 body's ``run_all``, so each event carries every node's value (runs with ``record_nodes``).

@@ -1,8 +1,10 @@
 """Recomputing one body iteration from its recorded inputs: every node's value, or node by node.
 
-The engine does not keep intermediate body values (that would slow every iteration down); a
-debugger that wants them re-runs the iteration's compiled body on the same inputs, which gives the
-same values because kernels are pure functions of their inputs.
+The engine does not keep intermediate body values (that would slow every iteration down) unless
+asked: a run that records every node, or the iteration a debugger's step stops at
+(``RunContext.keep_nodes``), carries them on its event. For any other iteration a debugger that
+wants them re-runs the iteration's compiled body on the same inputs, which gives the same values
+because kernels are pure functions of their inputs.
 """
 
 from __future__ import annotations
