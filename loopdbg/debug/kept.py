@@ -17,7 +17,7 @@ from typing import Callable
 
 from loopdbg.engine import events as ev
 
-HELD = 8                # stops whose every value stays in memory
+HELD = 2                # stops whose every value stays in memory (this one and the one before)
 EVERY_LOOP = 1 << 30    # ``keep``: an iteration of a loop at any depth
 
 
