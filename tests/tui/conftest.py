@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 
 import pytest
@@ -27,3 +28,47 @@ def _internal_errors_fail_the_test(monkeypatch):
     except ImportError:        # textual missing: the UI tests skip themselves
         return
     monkeypatch.setattr(LoopdbgApp, "RAISE_INTERNAL_ERRORS", True)
+
+
+@pytest.fixture(autouse=True)
+def _frames_are_drawn_when_read(monkeypatch):
+    """Draw the screen when a test reads it, not on each of Textual's refreshes.
+
+    Under ``run_test`` the terminal is Textual's headless driver, which throws every frame away;
+    drawing those frames (the compositor's partial updates, ~60 a second while the app works)
+    was about a fifth of these tests' CPU. A test reads what reaches the terminal through
+    ``screen.screen_rows`` (the compositor draws the whole screen then, from the widgets' state
+    as it is) or a snapshot (``export_screenshot``: a full update, still drawn). A frame still
+    reaches ``App._display`` when something changed, as an empty renderable (tests that watch
+    frames hook it). So that a widget that cannot draw itself still fails its test, the last
+    screen of every test is drawn in full before the app closes (``_last_frame_drawn``)."""
+    try:
+        from rich.segment import Segments
+        from textual._compositor import Compositor
+        from textual.app import App
+    except ImportError:        # textual missing: the UI tests skip themselves
+        return
+    draw = Compositor.render_update
+
+    def render_update(self, full=False, screen_stack=None, simplify=False):
+        if full:               # a screenshot
+            return draw(self, full=full, screen_stack=screen_stack, simplify=simplify)
+        if not self._dirty_regions:
+            return None               # as drawing does: nothing changed, no frame
+        self._dirty_regions.clear()   # what drawing would have done to the compositor
+        return Segments([])           # a frame (a test may watch App._display), drawn empty
+
+    monkeypatch.setattr(Compositor, "render_update", render_update)
+    monkeypatch.setattr(App, "run_test", _last_frame_drawn(App.run_test))
+
+
+def _last_frame_drawn(run_test):
+    """``App.run_test`` that draws the whole screen once more when the test body has ended."""
+    @contextlib.asynccontextmanager
+    async def drawn(app, *args, **kwargs):
+        async with run_test(app, *args, **kwargs) as pilot:
+            yield pilot
+            if app.is_running:
+                await pilot.pause()
+                app.screen._compositor.render_strips()
+    return drawn
