@@ -7,7 +7,9 @@ wants and otherwise multiplies in its own, much slower loop (a transposed weight
 ``(N, K)`` array, takes it there: 4x-40x slower at the sizes of a decoder's linear layers). So:
 
 * a stack of matrices times one matrix is one 2-D GEMM: ``(*B, M, K)`` is viewed as
-  ``(B*M, K)`` (copied once if it is not contiguous), multiplied, and viewed back;
+  ``(B*M, K)`` (copied once if it is not contiguous), multiplied, and viewed back; a
+  C-contiguous stack of one, ``(1, M, K)`` (an exporter's linear layer), times a C-contiguous
+  matrix, numpy's matmul already hands to that GEMM as it is, without the views;
 * of a big enough matrix (``WEIGHT_FIRST_SIZE`` elements: a decoder's linear layers) and
   ``WEIGHT_FIRST_ROWS`` rows or more, the product is taken the other way round,
   ``(Wᵀ · Aᵀ)ᵀ``: the same products summed by the same GEMM, which OpenBLAS runs 1.5x-2.5x faster
@@ -47,6 +49,8 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             out = np.ascontiguousarray(np.matmul(b.T, a2.T).T)
             return out.reshape(*lead, b.shape[-1])
         if a.ndim > 2 and _gemm_types(a, b):
+            if a.ndim == 3 and a.shape[0] == 1 and a.flags.c_contiguous and b.flags.c_contiguous:
+                return np.matmul(a, b)          # a stack of one: that GEMM itself, no views
             lead = a.shape[:-1]
             out = np.matmul(a.reshape(-1, a.shape[-1]), b)
             return out.reshape(*lead, b.shape[-1])

@@ -320,26 +320,12 @@ def _clip(layer: Layer):
 # ---- MatMul, Gemm ----------------------------------------------------------------------------
 
 
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-
-
 @op("onnx.MatMul")
 def _matmul(layer: Layer):
-    """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it.
-
-    An exporter's linear layer is ``(1, T, K) @ (K, N)``: a stack of one matrix, which numpy's
-    matmul hands to BLAS's GEMM as it is, the GEMM ``gemm.matmul`` makes of it by viewing it as
-    ``(T, K)`` (the same call on the same memory: the same sums); its checks and views cost ~4 us
-    of a small model's ~6 us product, so a C-contiguous float stack of one and a weight under
-    ``gemm.WEIGHT_FIRST_SIZE`` go to numpy's matmul directly."""
+    """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it."""
     def kernel(x, y):
-        dt = x.dtype
-        if (dt is _F32 or dt is _F64) and y.dtype is dt and y.ndim == 2 and x.ndim > 2 and \
-                y.size < gemm.WEIGHT_FIRST_SIZE and x.shape[0] == 1 and x.flags.c_contiguous \
-                and math.prod(x.shape[:-2]) == 1:
-            return np.matmul(x, y)
         out = gemm.matmul(x, y)
-        return out if out.dtype == dt else out.astype(dt)
+        return out if out.dtype == x.dtype else out.astype(x.dtype)
 
     return kernel
 

@@ -52,6 +52,24 @@ def test_a_stack_times_one_matrix_is_one_2d_product(monkeypatch):
     np.testing.assert_allclose(out, real(a, b.T), rtol=1e-5, atol=1e-5)
 
 
+def test_a_contiguous_stack_of_one_goes_to_numpy_as_it_is(monkeypatch):
+    """(1, T, K) @ (K, N), both C-contiguous (an exporter's linear layer, ONNX's too): numpy's
+    matmul makes that one GEMM itself; no views around it, and the same sums."""
+    seen = []
+    real = np.matmul
+
+    def spy(x, y, *rest, **kw):
+        seen.append((x.shape, y.shape))
+        return real(x, y, *rest, **kw)
+
+    a, b = _operands(np.float32, (1, 9, 16), (16, 8))
+    expected = real(a.reshape(9, 16), b).reshape(1, 9, 8)
+    monkeypatch.setattr(gemm.np, "matmul", spy)
+    out = gemm.matmul(a, b)
+    assert seen == [((1, 9, 16), (16, 8))]
+    assert np.array_equal(out, expected) and out.shape == (1, 9, 8)
+
+
 @pytest.mark.parametrize("b_shape, copied", [((4, 8, 16), False), ((8, 64, 128), True)])
 def test_a_big_strided_stack_is_made_contiguous(monkeypatch, b_shape, copied):
     seen = []
