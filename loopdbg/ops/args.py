@@ -152,9 +152,51 @@ def const_input(consts, k: int) -> np.ndarray | None:
     return consts[k]
 
 
-def reshaper(out_shape: Callable[[tuple], tuple], limit: int = 64) -> Callable:
+class SharedMemo:
+    """What kernels compute from their constant parameters and an input's shape, kept for every
+    kernel of the same parameters: a generation loop without a KV cache shows each layer a new
+    shape at each iteration, so a kernel's own memo never hits (each of a 24-layer decoder's
+    Reshapes sees each shape once), while the 24 layers that share the parameters see it 24
+    times. Keys are ``(params, shape)``; at ``limit`` entries the memo starts afresh."""
+
+    __slots__ = ("found", "limit")
+
+    def __init__(self, limit: int = 4096):
+        self.found: dict = {}
+        self.limit = limit
+
+    def put(self, key, value):
+        """Keep ``value`` under ``key``; returns it."""
+        if len(self.found) >= self.limit:
+            self.found.clear()
+        self.found[key] = value
+        return value
+
+
+SHAPES = SharedMemo()   # (params, shape) -> what follows from them: reshaper, splits, MVN's axes
+
+
+def reshaper(out_shape: Callable[[tuple], tuple], limit: int = 64, params=None) -> Callable:
     """A kernel ``x, *constants -> x.reshape(out_shape(x.shape))``, with ``out_shape`` (a pure
-    function that raises ValueError as the general kernel would) computed once per input shape."""
+    function that raises ValueError as the general kernel would) computed once per input shape.
+    ``params``, when given, is a hashable description of everything ``out_shape`` reads besides
+    the shape (the op and its constants): the shapes are then kept in ``SHAPES``, shared by the
+    kernels of the same ``params``, instead of in the kernel's own memo of ``limit`` entries."""
+    if params is not None:
+        shared, put = SHAPES.found, SHAPES.put
+
+        def shared_kernel(x, *_):
+            try:
+                key = (params, x.shape)
+            except AttributeError:
+                x = np.asarray(x)
+                key = (params, x.shape)
+            out = shared.get(key)
+            if out is None:
+                out = put(key, tuple(out_shape(key[1])))
+            return x.reshape(out)
+
+        return shared_kernel
     memo: dict = {}
 
     def kernel(x, *_):

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import axis_of, const_input, int_attr, ints, scalar
+from loopdbg.ops.args import SHAPES, axis_of, const_input, int_attr, ints, scalar
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, axes_of, dims, same_rank
 
@@ -77,14 +77,18 @@ def pieces(x: np.ndarray, ax: int, lengths) -> list[np.ndarray]:
     return out
 
 
-def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: Callable):
+def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: Callable,
+              params: tuple):
     """A kernel cutting ``x`` with keys computed once per input shape: ``parts(shape)`` gives
     the lengths (raising ValueError as the general kernel would). Only when the axis is a
-    non-negative constant or a negative one; otherwise ``general``."""
+    non-negative constant or a negative one; otherwise ``general``. The keys are kept in
+    ``args.SHAPES`` under ``params`` (what ``parts`` reads besides the shape), the axis and the
+    shape, for every split of the same ones."""
     if axis_c is None or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
         return general
     axis = int(axis_c.reshape(-1)[0])
-    memo: dict = {}
+    params = (*params, axis)
+    memo, put = SHAPES.found, SHAPES.put
 
     def keys_for(shape: tuple) -> tuple:
         ax = axis_of(axis, len(shape))
@@ -101,11 +105,9 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
         except AttributeError:
             x = np.asarray(x)
             shape = x.shape
-        keys = memo.get(shape)
+        keys = memo.get((params, shape))
         if keys is None:
-            keys = keys_for(shape)
-            if len(memo) < 64:
-                memo[shape] = keys
+            keys = put((params, shape), keys_for(shape))
         if n_out == 1:
             return x[keys[0]]
         return tuple([x[k] for k in keys])
@@ -116,15 +118,17 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
 def _by_computed_lengths(axis_c, general: Callable) -> Callable:
     """VariadicSplit by a constant axis and lengths computed in the graph (from a ShapeOf, as
     converters write it: the same few lengths at every iteration): the slices are made once per
-    input shape and lengths, the checks and the errors ``general``'s."""
+    input shape and lengths (kept in ``args.SHAPES`` for every such split), the checks and the
+    errors ``general``'s."""
     if axis_c is None or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
         return general
-    memo: dict = {}
+    memo, put = SHAPES.found, SHAPES.put
+    const_axis = int(axis_c.reshape(-1)[0])
 
     def variadic_split_computed(x, axis, split_lengths):
         if type(x) is not np.ndarray:
             x = np.asarray(x)
-        key = (x.shape, tuple(ints(split_lengths)))
+        key = ("VariadicSplit", const_axis, x.shape, tuple(ints(split_lengths)))
         keys = memo.get(key)
         if keys is None:
             parts = general(x, axis, split_lengths)         # raises as it does
@@ -133,11 +137,10 @@ def _by_computed_lengths(axis_c, general: Callable) -> Callable:
             ax = axis_of(scalar(axis), x.ndim)
             lead = (slice(None),) * ax
             keys, start = [], 0
-            for n in _split_lengths(list(key[1]), x.shape, ax):
+            for n in _split_lengths(list(key[3]), x.shape, ax):
                 keys.append(lead + (slice(start, start + n),))
                 start += n
-            if len(memo) < 64:
-                memo[key] = keys
+            put(key, keys)
             return parts
         return tuple([x[k] for k in keys])
 
@@ -163,7 +166,7 @@ def _split(layer: Layer, consts=None):
         parts = np.split(x, n, axis=ax)
         return tuple(parts) if n > 1 else parts[0]
 
-    return _splitter(lengths, const_input(consts, 1), n, split)
+    return _splitter(lengths, const_input(consts, 1), n, split, ("Split", n))
 
 
 def _split_lengths(listed: list[int], shape: tuple, ax: int) -> list[int]:
@@ -203,4 +206,4 @@ def _variadic_split(layer: Layer, consts=None):
         return _by_computed_lengths(const_input(consts, 1), variadic_split)
     listed = ints(listed)
     return _splitter(lambda shape, ax: _split_lengths(listed, shape, ax), const_input(consts, 1),
-                     len(listed), variadic_split)
+                     len(listed), variadic_split, ("VariadicSplit", tuple(listed)))

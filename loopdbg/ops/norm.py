@@ -25,7 +25,8 @@ import math
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import axis_of, choice, const_input, flag, float_attr, int_attr, int_list, ints
+from loopdbg.ops.args import (SHAPES, axis_of, choice, const_input, flag, float_attr, int_attr,
+                             int_list, ints)
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import same
 
@@ -117,19 +118,21 @@ def _mvn6(layer: Layer, consts=None):
     given = const_input(consts, 1)
     if given is None:
         return mvn6
-    by_shape: dict[tuple, tuple] = {}     # constant axes: (axes, count, eps) once per shape
+    # constant axes: (axes, count, eps) once per shape, kept for every MVN of the same axes and
+    # eps (args.SharedMemo: each of a decoder's layer norms sees each new shape once)
+    params = ("MVN", tuple(ints(given)), eps)
+    memo, put = SHAPES.found, SHAPES.put
 
     def mvn6_constant_axes(x, axes):
         if type(x) is not np.ndarray:
             x = np.asarray(x)
-        found = by_shape.get(x.shape)
+        found = memo.get((params, x.shape))
         if found is None:
             found = _axes(given, x.ndim)                        # raises as mvn6 would
             if not found:
                 return _mvn(x, found, variance, eps, inside)
-            found = (found, *_float64s(math.prod(x.shape[a] for a in found), eps))
-            if len(by_shape) < 64:
-                by_shape[x.shape] = found
+            found = put((params, x.shape),
+                        (found, *_float64s(math.prod(x.shape[a] for a in found), eps)))
         xf = x if x.dtype == np.float64 else x.astype(np.float64)
         return _normalised(x, xf, *found, variance, inside)
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import (attr, axis_of, choice, const_input, dtype_attr, flag, index_dtype,
-                             int_attr, ints, reshaper)
+from loopdbg.ops.args import (SHAPES, attr, axis_of, choice, const_input, dtype_attr, flag,
+                             index_dtype, int_attr, ints, reshaper)
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, axes_of, broadcast, dims, same, same_rank
 
@@ -82,21 +82,20 @@ def _reshape(layer: Layer, consts=None):
             raise ValueError(f"cannot reshape {in_shape} into {ints(shape)}")
         return target
 
-    memo: dict = {}
+    shared, put = SHAPES.found, SHAPES.put        # (kept for every Reshape: args.SharedMemo)
 
     def reshape(x, shape):                   # a target computed each iteration (from ShapeOf)
-        key = (x.shape, tuple(ints(shape)))
-        out = memo.get(key)
+        key = ("Reshape", special_zero, x.shape, tuple(ints(shape)))
+        out = shared.get(key)
         if out is None:
-            out = tuple(target_of(key[0], shape))
-            if len(memo) < 64:
-                memo[key] = out
+            out = put(key, tuple(target_of(key[2], shape)))
         return x.reshape(out)
 
     target = const_input(consts, 1)
     if target is None:
         return reshape
-    return reshaper(lambda in_shape: target_of(in_shape, target))
+    return reshaper(lambda in_shape: target_of(in_shape, target),
+                    params=("Reshape", special_zero, tuple(ints(target))))
 
 
 def _squeezed(shape: tuple, axes) -> tuple:
@@ -132,7 +131,7 @@ def _squeeze_kernel(consts):
     axes = const_input(consts, 1)
     if axes is None:
         return _squeeze
-    return reshaper(lambda shape: _squeezed(shape, axes))
+    return reshaper(lambda shape: _squeezed(shape, axes), params=("Squeeze", tuple(ints(axes))))
 
 
 @op("Squeeze", shape=_squeeze_shape, default_version=1, constants=True)
@@ -174,7 +173,8 @@ def _unsqueeze(layer: Layer, consts=None):
     if listed and listed == list(range(len(listed))):
         lead = (None,) * len(listed)            # new leading axes, whatever the rank: x[None]
         return lambda x, axes: np.asarray(x)[lead] if type(x) is not np.ndarray else x[lead]
-    return reshaper(lambda shape: _unsqueezed(shape, axes))
+    return reshaper(lambda shape: _unsqueezed(shape, axes),
+                    params=("Unsqueeze", tuple(ints(axes))))
 
 
 def _shape_of1_shape(layer: Layer, ins, consts) -> TensorInfo:

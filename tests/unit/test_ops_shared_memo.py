@@ -1,0 +1,87 @@
+"""args.SHAPES: what a kernel computes from its constants and an input's shape is kept for every
+kernel of the same constants (a decoder's 24 Reshapes each see a new shape once an iteration),
+and never given to a kernel of other constants."""
+
+import numpy as np
+import pytest
+
+from loopdbg.ir.model import Layer, Port
+from loopdbg.ops import shape as shape_ops
+from loopdbg.ops.args import SHAPES, SharedMemo
+from loopdbg.ops.registry import make_kernel
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+
+def kernel(type_, consts, n_out=1, version="opset1", **data):
+    layer = Layer(id=1, name="x", type=type_, version=version, data=data,
+                  inputs=tuple(Port(i, i) for i in range(len(consts))),
+                  outputs=tuple(Port(len(consts) + j, j) for j in range(n_out)))
+    return make_kernel(layer, "", consts)[0]
+
+
+@pytest.fixture(autouse=True)
+def fresh_memo():
+    SHAPES.found.clear()
+    yield
+    SHAPES.found.clear()
+
+
+def test_a_reshape_of_the_same_target_reuses_the_shape_another_computed(monkeypatch):
+    target = np.array([0, -1], np.int64)
+    first = kernel("Reshape", [None, target], special_zero="true")
+    assert first(X, target).shape == (2, 12)
+
+    def not_again(*_):
+        raise AssertionError("the shape was computed again")
+
+    monkeypatch.setattr(shape_ops, "reshape_target", not_again)
+    second = kernel("Reshape", [None, target], special_zero="true")
+    assert second(X, target).shape == (2, 12)
+    other = kernel("Reshape", [None, target], special_zero="false")    # 0 means 0 here
+    with pytest.raises(AssertionError, match="computed again"):
+        other(X, target)
+
+
+def test_kernels_of_other_constants_get_their_own_answers():
+    t1, t2 = np.array([4, -1], np.int64), np.array([-1, 4], np.int64)
+    assert kernel("Reshape", [None, t1], special_zero="false")(X, t1).shape == (4, 6)
+    assert kernel("Reshape", [None, t2], special_zero="false")(X, t2).shape == (6, 4)
+    for axis in (0, 1, 2):
+        a = np.array(axis, np.int64)
+        lengths = np.array([1, -1], np.int64)
+        parts = kernel("VariadicSplit", [None, a, None], n_out=2)(X, a, lengths)
+        np.testing.assert_array_equal(parts[0], np.split(X, [1], axis=axis)[0])
+        np.testing.assert_array_equal(parts[1], np.split(X, [1], axis=axis)[1])
+        fixed = kernel("VariadicSplit", [None, a, np.array([1, 1], np.int64)], n_out=2)
+        if X.shape[axis] == 2:
+            np.testing.assert_array_equal(fixed(X, a, None)[1], np.split(X, 2, axis=axis)[1])
+        else:
+            with pytest.raises(ValueError, match="do not add up"):
+                fixed(X, a, None)
+    squeezed = kernel("Squeeze", [None, np.array([0], np.int64)])(X[None], None)
+    assert squeezed.shape == (2, 3, 4)
+    assert kernel("Unsqueeze", [None, np.array([1], np.int64)])(X, None).shape == (2, 1, 3, 4)
+    assert kernel("Unsqueeze", [None, np.array([3], np.int64)])(X, None).shape == (2, 3, 4, 1)
+
+
+@pytest.mark.parametrize("eps", ["1e-5", "0.5"])
+def test_layer_norms_of_other_eps_or_axes_do_not_share(eps):
+    x = np.random.default_rng(0).standard_normal((1, 5, 8)).astype(np.float32)
+    for axes in ([-1], [1, 2], [1]):
+        a = np.array(axes, np.int64)
+        out = kernel("MVN", [None, a], version="opset6", eps=eps, normalize_variance="true",
+                     eps_mode="inside_sqrt")(x, a)
+        xf = x.astype(np.float64)
+        ax = tuple(sorted(v % 3 for v in axes))
+        centred = xf - xf.mean(axis=ax, keepdims=True)
+        want = centred / np.sqrt((centred ** 2).mean(axis=ax, keepdims=True) + float(eps))
+        np.testing.assert_allclose(out, want.astype(np.float32), rtol=1e-6, atol=1e-7)
+
+
+def test_the_memo_starts_afresh_at_its_limit():
+    memo = SharedMemo(limit=3)
+    for k in range(10):
+        assert memo.put(("p", (k,)), k) == k
+        assert len(memo.found) <= 3
+    assert memo.found[("p", (9,))] == 9
