@@ -331,3 +331,36 @@ def test_erf_fallback_without_scipy_is_accurate_to_float32():
     from loopdbg.ops.elementwise import _erf_approx
     x = np.linspace(-5, 5, 101)
     np.testing.assert_allclose(_erf_approx(x), _erf(x), atol=2e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_is_its_formula_bit_for_bit_at_the_edges(dtype, monkeypatch):
+    # Gelu's fast path (A&S erf signed by copysign, numbers as 0-d arrays, in place) against
+    # the formula written out with Python numbers on A&S's erf signed by a product with sign(x).
+    from loopdbg.ops import elementwise
+    monkeypatch.setattr(elementwise, "_ERF", elementwise._erf_approx)
+    tiny = np.finfo(dtype).smallest_subnormal
+    x = np.array([0.0, -0.0, tiny, -tiny, 1e-3, -1e-3, 0.5, -0.7, 3.0, -3.0, 9.0, -9.0,
+                  np.finfo(dtype).max, -np.finfo(dtype).max, np.inf, -np.inf, np.nan], dtype)
+    x = np.concatenate([x, np.geomspace(1e-30, 10, 2001, dtype=dtype),
+                        -np.geomspace(1e-30, 10, 2001, dtype=dtype)])
+    with np.errstate(all="ignore"):
+        got = kernel("Gelu", "opset7", n_in=1, approximation_mode="ERF")(x.reshape(1, -1))[0]
+        want = 0.5 * x * (1 + elementwise._erf_approx(x * np.sqrt(0.5).item()))
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)            # NaN where NaN, and the same bits
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_gelu_float16_near_zero_has_its_erf_on_the_right_side(monkeypatch):
+    # A&S's erf in float16 arithmetic comes out with the wrong sign for small arguments
+    # (1 - poly(t) e^-z² rounds below 0); Gelu signs it by copysign, so 1 + erf(z) is above 1
+    # for z > 0 and below for z < 0: Gelu(x) is above x/2, within float16's rounding.
+    from loopdbg.ops import elementwise
+    monkeypatch.setattr(elementwise, "_ERF", elementwise._erf_approx)
+    x = np.array([1e-3, -1e-3, 2e-3, -2e-3], np.float16)
+    got = kernel("Gelu", "opset7", n_in=1, approximation_mode="ERF")(x)
+    exact = np.array([0.5 * v * (1 + math.erf(v * math.sqrt(0.5))) for v in x.astype(float)])
+    half = x / np.float16(2)
+    assert (got > half).all(), (got, half)
+    assert (np.abs(got - exact) <= np.spacing(exact.astype(np.float16))).all(), (got, exact)
