@@ -84,24 +84,40 @@ def _sdpa_shape(layer: Layer, ins, consts):
 @op("ScaledDotProductAttention", versions=(13,), shape=_sdpa_shape)
 def _sdpa(layer: Layer):
     causal = flag(layer, "causal", False)
-    constant = [None, 0.0]      # a read-only scale input (a constant) and its value, kept
+    constant = [None, 0.0, None]    # a read-only scale input (a constant), its value and that
+    #                                 value as a 0-d float32 array, kept
+    ndarray = np.ndarray
 
-    def scaled_dot_product_attention(q, k, v, mask=None, scale=None, sink=None):
-        q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
-        work = _work_type(q, k, v)
+    def scale_of(scale, q: np.ndarray, work: np.dtype):
+        """The scale as a 0-d array of ``work`` (what ``w *= work.type(s)`` multiplied by)."""
         if scale is None:
             s = 1.0 / np.sqrt(float(q.shape[-1]))
         elif scale is constant[0]:
+            if work == _F32:
+                return constant[2]
             s = constant[1]
         else:
             flat = np.asarray(scale).reshape(-1)
             if flat.size != 1:
                 raise ValueError(f"scale must be a scalar, got shape {np.shape(scale)}")
             s = float(flat[0])
-            if type(scale) is np.ndarray and not scale.flags.writeable:
-                constant[:] = scale, s
-        w = np.matmul(q.astype(work, copy=False), np.swapaxes(k.astype(work, copy=False), -1, -2))
-        w *= work.type(s)
+            if type(scale) is ndarray and not scale.flags.writeable:
+                typed = np.array(s, _F32)
+                typed.flags.writeable = False
+                constant[:] = scale, s, typed
+        return np.array(s, work)
+
+    def scaled_dot_product_attention(q, k, v, mask=None, scale=None, sink=None):
+        if type(q) is ndarray and type(k) is ndarray and type(v) is ndarray and \
+                q.dtype == _F32 and k.dtype == _F32 and v.dtype == _F32:
+            q_type = work = _F32                # (the usual case: no conversions to make)
+        else:
+            q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+            q_type, work = q.dtype, _work_type(q, k, v)
+            q, k, v = q.astype(work, copy=False), k.astype(work, copy=False), \
+                v.astype(work, copy=False)
+        w = np.matmul(q, k.swapaxes(-1, -2))
+        np.multiply(w, scale_of(scale, q, work), out=w)
         n_l, n_s = w.shape[-2], w.shape[-1]
         if causal:
             w += _causal_bias(n_l, n_s, work)
@@ -121,7 +137,8 @@ def _sdpa(layer: Layer):
             w = _softmax_last(np.concatenate([w, sk], axis=-1))[..., :-1]
         else:
             w = _softmax_last(w)
-        return np.matmul(w, v.astype(work, copy=False)).astype(q.dtype, copy=False)
+        out = np.matmul(w, v)
+        return out if out.dtype == q_type else out.astype(q_type)
 
     return scaled_dot_product_attention
 

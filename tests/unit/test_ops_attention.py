@@ -89,6 +89,23 @@ def test_sdpa_scale_and_mask_inputs_that_change_between_calls():
         np.testing.assert_array_equal(got[b], fresh(q, k, v, wide[b], half)[0])
 
 
+def test_sdpa_a_constant_scale_in_each_work_type():
+    # the kept constant (and its float32 value) serves float32 work; float16/float64 inputs
+    # work in float64 with the scale's own value; each as a kernel without the constant gives
+    q, k, v = f32(1, 2, 3, 4), f32(1, 2, 5, 4), f32(1, 2, 5, 6)
+    third = np.array(1 / 3, np.float32)
+    third.flags.writeable = False
+    fn = kernel("ScaledDotProductAttention", 13)
+    for dtype in (np.float32, np.float64, np.float16, np.float32):
+        args = [x.astype(dtype) for x in (q, k, v)]
+        got = fn(*args, None, third)
+        want = kernel("ScaledDotProductAttention", 13)(*args, None, np.array(1 / 3, np.float32))
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+    assert fn(q, k, v).dtype == np.float32                      # no scale: 1/sqrt(E)
+    np.testing.assert_array_equal(fn(q, k, v), fn(q, k, v, None, np.float32(0.5)))
+
+
 def test_sdpa_sink_takes_part_in_the_softmax_only():
     q, k, v = f32(1, 2, 4), f32(1, 3, 4), f32(1, 3, 2)
     sink = np.full((1, 2, 1), -np.inf, np.float32)
