@@ -32,11 +32,15 @@ CHECKED_ELEMENTS = SMALL // 16
 def broadcast_check(*ins) -> None:
     """Before a broadcasting step whose inputs differ in shape: its output's bytes must fit."""
     if len(ins) == 2:                       # one fits into the other (a bias, a scale): the
-        big, small = np.shape(ins[0]), np.shape(ins[1])        # output is the bigger, no
-        if len(big) < len(small):                              # bigger than an input
-            big, small = small, big
-        tail = big[len(big) - len(small):]
-        if all(d == 1 or d == e for d, e in zip(small, tail)):
+        a, b = ins                          # output is the bigger, no bigger than an input
+        big = a.shape if type(a) is np.ndarray else np.shape(a)   # (a decoder's (1, T, N) and
+        small = b.shape if type(b) is np.ndarray else np.shape(b)     # (1, 1, N) bias, each
+        if len(big) < len(small):                                # layer, each iteration:
+            big, small = small, big                              # a loop, no generator)
+        for d, e in zip(small, big[len(big) - len(small):]):
+            if d != 1 and d != e:
+                break
+        else:
             return
     try:
         shape = np.broadcast_shapes(*(np.shape(x) for x in ins))
