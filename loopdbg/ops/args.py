@@ -157,7 +157,9 @@ class SharedMemo:
     kernel of the same parameters: a generation loop without a KV cache shows each layer a new
     shape at each iteration, so a kernel's own memo never hits (each of a 24-layer decoder's
     Reshapes sees each shape once), while the 24 layers that share the parameters see it 24
-    times. Keys are ``(params, shape)``; at ``limit`` entries the memo starts afresh."""
+    times. A kernel keeps its own memo too, looked at first (a steady loop's hit costs what it
+    did); ``through`` is its miss. Keys are ``(params, key)``; at ``limit`` entries the shared
+    memo starts afresh."""
 
     __slots__ = ("found", "limit")
 
@@ -165,11 +167,18 @@ class SharedMemo:
         self.found: dict = {}
         self.limit = limit
 
-    def put(self, key, value):
-        """Keep ``value`` under ``key``; returns it."""
-        if len(self.found) >= self.limit:
-            self.found.clear()
-        self.found[key] = value
+    def through(self, own: dict, params, key, make: Callable, limit: int = 64):
+        """A kernel's miss in its memo ``own``: the value of ``(params, key)`` kept by another
+        kernel, else ``make(key)`` (which may raise, keeping nothing), kept here and in ``own``
+        (while it has fewer than ``limit`` entries)."""
+        value = self.found.get((params, key))
+        if value is None:
+            value = make(key)
+            if len(self.found) >= self.limit:
+                self.found.clear()
+            self.found[(params, key)] = value
+        if len(own) < limit:
+            own[key] = value
         return value
 
 
@@ -180,24 +189,13 @@ def reshaper(out_shape: Callable[[tuple], tuple], limit: int = 64, params=None) 
     """A kernel ``x, *constants -> x.reshape(out_shape(x.shape))``, with ``out_shape`` (a pure
     function that raises ValueError as the general kernel would) computed once per input shape.
     ``params``, when given, is a hashable description of everything ``out_shape`` reads besides
-    the shape (the op and its constants): the shapes are then kept in ``SHAPES``, shared by the
-    kernels of the same ``params``, instead of in the kernel's own memo of ``limit`` entries."""
-    if params is not None:
-        shared, put = SHAPES.found, SHAPES.put
-
-        def shared_kernel(x, *_):
-            try:
-                key = (params, x.shape)
-            except AttributeError:
-                x = np.asarray(x)
-                key = (params, x.shape)
-            out = shared.get(key)
-            if out is None:
-                out = put(key, tuple(out_shape(key[1])))
-            return x.reshape(out)
-
-        return shared_kernel
+    the shape (the op and its constants): the shapes are then also kept in ``SHAPES``, for the
+    kernels of the same ``params``."""
     memo: dict = {}
+    through = SHAPES.through
+
+    def make(shape: tuple) -> tuple:
+        return tuple(out_shape(shape))
 
     def kernel(x, *_):
         try:
@@ -207,9 +205,12 @@ def reshaper(out_shape: Callable[[tuple], tuple], limit: int = 64, params=None) 
             shape = x.shape
         out = memo.get(shape)
         if out is None:
-            out = tuple(out_shape(shape))
-            if len(memo) < limit:
-                memo[shape] = out
+            if params is None:
+                out = make(shape)
+                if len(memo) < limit:
+                    memo[shape] = out
+            else:
+                out = through(memo, params, shape, make, limit)
         return x.reshape(out)
 
     return kernel

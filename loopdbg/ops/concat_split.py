@@ -82,22 +82,18 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
     """A kernel cutting ``x`` with keys computed once per input shape: ``parts(shape)`` gives
     the lengths (raising ValueError as the general kernel would). Only when the axis is a
     non-negative constant or a negative one; otherwise ``general``. The keys are kept in
-    ``args.SHAPES`` under ``params`` (what ``parts`` reads besides the shape), the axis and the
-    shape, for every split of the same ones."""
+    ``args.SHAPES`` too, under ``params`` (what ``parts`` reads besides the shape) and the axis,
+    for every split of the same ones."""
     if axis_c is None or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
         return general
     axis = int(axis_c.reshape(-1)[0])
     params = (*params, axis)
-    memo, put = SHAPES.found, SHAPES.put
+    memo: dict = {}
+    through = SHAPES.through
 
     def keys_for(shape: tuple) -> tuple:
         ax = axis_of(axis, len(shape))
-        lead = (slice(None),) * ax
-        keys, start = [], 0
-        for n in parts(shape, ax):
-            keys.append(lead + (slice(start, start + n),))
-            start += n
-        return tuple(keys)
+        return _slices(ax, parts(shape, ax))
 
     def split(x, *_):
         try:
@@ -105,9 +101,9 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
         except AttributeError:
             x = np.asarray(x)
             shape = x.shape
-        keys = memo.get((params, shape))
+        keys = memo.get(shape)
         if keys is None:
-            keys = put((params, shape), keys_for(shape))
+            keys = through(memo, params, shape, keys_for)
         if n_out == 1:
             return x[keys[0]]
         return tuple([x[k] for k in keys])
@@ -115,33 +111,42 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
     return split
 
 
+def _slices(ax: int, lengths) -> tuple:
+    """The index of each consecutive piece of ``lengths`` along axis ``ax``."""
+    lead = (slice(None),) * ax
+    keys, start = [], 0
+    for n in lengths:
+        keys.append(lead + (slice(start, start + n),))
+        start += n
+    return tuple(keys)
+
+
 def _by_computed_lengths(axis_c, general: Callable) -> Callable:
     """VariadicSplit by a constant axis and lengths computed in the graph (from a ShapeOf, as
     converters write it: the same few lengths at every iteration): the slices are made once per
-    input shape and lengths (kept in ``args.SHAPES`` for every such split), the checks and the
-    errors ``general``'s."""
+    input shape and lengths (kept in ``args.SHAPES`` too, for every such split), with
+    ``general``'s checks and errors."""
     if axis_c is None or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
         return general
-    memo, put = SHAPES.found, SHAPES.put
-    const_axis = int(axis_c.reshape(-1)[0])
+    memo: dict = {}
+    through = SHAPES.through
+    axis = int(axis_c.reshape(-1)[0])
+    params = ("VariadicSplit", axis)
 
-    def variadic_split_computed(x, axis, split_lengths):
+    def keys_for(key: tuple) -> tuple:
+        shape, lengths = key
+        ax = axis_of(axis, len(shape))
+        return _slices(ax, _split_lengths(list(lengths), shape, ax))     # raises as general
+
+    def variadic_split_computed(x, _axis, split_lengths):
         if type(x) is not np.ndarray:
             x = np.asarray(x)
-        key = ("VariadicSplit", const_axis, x.shape, tuple(ints(split_lengths)))
+        key = (x.shape, tuple(ints(split_lengths)))
         keys = memo.get(key)
         if keys is None:
-            parts = general(x, axis, split_lengths)         # raises as it does
-            if type(parts) is not tuple:
-                return parts
-            ax = axis_of(scalar(axis), x.ndim)
-            lead = (slice(None),) * ax
-            keys, start = [], 0
-            for n in _split_lengths(list(key[3]), x.shape, ax):
-                keys.append(lead + (slice(start, start + n),))
-                start += n
-            put(key, keys)
-            return parts
+            keys = through(memo, params, key, keys_for)
+        if len(keys) == 1:
+            return x[keys[0]]
         return tuple([x[k] for k in keys])
 
     return variadic_split_computed

@@ -119,20 +119,23 @@ def _mvn6(layer: Layer, consts=None):
     if given is None:
         return mvn6
     # constant axes: (axes, count, eps) once per shape, kept for every MVN of the same axes and
-    # eps (args.SharedMemo: each of a decoder's layer norms sees each new shape once)
+    # eps too (args.SharedMemo: each of a decoder's layer norms sees each new shape once)
     params = ("MVN", tuple(ints(given)), eps)
-    memo, put = SHAPES.found, SHAPES.put
+    memo: dict = {}
+    through = SHAPES.through
+
+    def numbers(shape: tuple) -> tuple:
+        found = _axes(given, len(shape))                        # raises as mvn6 would
+        return (found, *_float64s(math.prod(shape[a] for a in found), eps))
 
     def mvn6_constant_axes(x, axes):
         if type(x) is not np.ndarray:
             x = np.asarray(x)
-        found = memo.get((params, x.shape))
+        found = memo.get(x.shape)
         if found is None:
-            found = _axes(given, x.ndim)                        # raises as mvn6 would
-            if not found:
-                return _mvn(x, found, variance, eps, inside)
-            found = put((params, x.shape),
-                        (found, *_float64s(math.prod(x.shape[a] for a in found), eps)))
+            found = through(memo, params, x.shape, numbers)
+        if not found[0]:
+            return _mvn(x, (), variance, eps, inside)
         xf = x if x.dtype == np.float64 else x.astype(np.float64)
         return _normalised(x, xf, *found, variance, inside)
 

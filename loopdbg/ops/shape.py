@@ -82,13 +82,14 @@ def _reshape(layer: Layer, consts=None):
             raise ValueError(f"cannot reshape {in_shape} into {ints(shape)}")
         return target
 
-    shared, put = SHAPES.found, SHAPES.put        # (kept for every Reshape: args.SharedMemo)
+    memo: dict = {}                          # and args.SHAPES, for every Reshape
+    through, params = SHAPES.through, ("Reshape", special_zero)
 
     def reshape(x, shape):                   # a target computed each iteration (from ShapeOf)
-        key = ("Reshape", special_zero, x.shape, tuple(ints(shape)))
-        out = shared.get(key)
+        key = (x.shape, tuple(ints(shape)))
+        out = memo.get(key)
         if out is None:
-            out = put(key, tuple(target_of(key[2], shape)))
+            out = through(memo, params, key, lambda k: tuple(target_of(k[0], k[1])))
         return x.reshape(out)
 
     target = const_input(consts, 1)

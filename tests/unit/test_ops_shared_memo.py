@@ -80,8 +80,23 @@ def test_layer_norms_of_other_eps_or_axes_do_not_share(eps):
 
 
 def test_the_memo_starts_afresh_at_its_limit():
-    memo = SharedMemo(limit=3)
+    memo, own = SharedMemo(limit=3), {}
     for k in range(10):
-        assert memo.put(("p", (k,)), k) == k
+        assert memo.through(own, "p", (k,), lambda key: key[0] * 2, limit=5) == 2 * k
         assert len(memo.found) <= 3
-    assert memo.found[("p", (9,))] == 9
+    assert memo.found[("p", (9,))] == 18
+    assert sorted(own) == [(0,), (1,), (2,), (3,), (4,)]        # the kernel's own: its limit
+
+
+def test_a_kernel_keeps_its_own_shapes_too(monkeypatch):
+    target = np.array([-1], np.int64)
+    fn = kernel("Reshape", [None, target], special_zero="false")
+    assert fn(X, target).shape == (24,)
+    SHAPES.found.clear()
+
+    def not_again(*_):
+        raise AssertionError("the shape was computed again")
+
+    monkeypatch.setattr(shape_ops, "reshape_target", not_again)
+    assert fn(X, target).shape == (24,)             # a steady loop's hit: the kernel's own memo
+    assert not SHAPES.found
