@@ -241,7 +241,7 @@ class GraphPlan:
 
     def step_lines(self, indent: str, elide: bool = False, guard: bool = True,
                    once: frozenset[int] = frozenset(), once_if: str | None = None,
-                   folded: bool = True) -> list[tuple[str, int]]:
+                   folded: bool = True, memo: dict | None = None) -> list[tuple[str, int]]:
         """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
         body's lines into the code of its loop; the names are this plan's). With ``elide``, a
         step that may write into a big temporary input does so when ``_E_fits`` (see
@@ -255,8 +255,10 @@ class GraphPlan:
         ``once_if`` holds, and are left out when it is None; nothing writes into their values.
         Without ``folded``, the steps folded at plan time (``hoist.Folded``) get no line: their
         readers and the Results read the constants they became, so only ``run_all``'s every
-        value names their outputs."""
-        into = candidates(self.steps, self.result_locals, once) if elide else {}
+        value names their outputs. The steps ``memo`` names (``engine.memo``) give their memo's
+        value while their inputs repeat, and nothing writes into their values."""
+        memo = memo or {}
+        into = candidates(self.steps, self.result_locals, once | memo.keys()) if elide else {}
         out = []
         for k, step in enumerate(self.steps):
             if not folded and type(step.fn) is hoist.Folded:
@@ -288,6 +290,8 @@ class GraphPlan:
             else:
                 target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
                 call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
+                if k in memo:
+                    call = memo[k].expression(k, args)
                 if k in into:
                     t = step.ins[into[k]]
                     others = "".join(f", {a}" for a in step.ins if a != t)
