@@ -23,7 +23,7 @@ So the ``FAST`` loop code (``loopcode``) runs each step ``steps`` selects throug
   step's output) or the output of another selected step: so a chain of them hits from its
   ``Shape`` down as soon as the shape repeats.
 * Steps that compute the same function share one memo: same type, version, attributes, port
-  precisions and dimensions, constant inputs equal (dtype, shape, bytes), connected alike. The
+  element types and ranks, constant inputs equal (dtype, shape, bytes), connected alike. The
   24 blocks' ``Shape``, ``Gather``, ``Unsqueeze``, ``Concat`` of one iteration so run their
   kernels once, in the first block; the three ``Shape`` of one tensor run one kernel.
 * On a miss the step's own kernel runs (its error names its own layer, as before), and its value is
@@ -157,8 +157,10 @@ def _signature(step, consts, what: dict, shape_of: bool):
             ins.append((c.dtype.str, c.shape, c.tobytes()))
         else:
             ins.append("shape" if shape_of else what[a])
-    ports = [(p.precision, p.dims) for p in layer.inputs]
-    ports += [(p.precision, p.dims) for p in layer.outputs]
+    # declared element types and ranks (no kernel of PURE reads a declared dimension, which
+    # shape inference may give one block and not the next)
+    ports = [(p.precision, len(p.dims)) for p in layer.inputs]
+    ports += [(p.precision, len(p.dims)) for p in layer.outputs]
     return (layer.type, layer.version, tuple(sorted(attrs)), tuple(ins), tuple(ports),
             len(step.outs), shape_of)
 
