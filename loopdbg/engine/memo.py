@@ -137,12 +137,11 @@ def _signature(step, consts, what: dict, shape_of: bool):
     that is not known well enough to share a memo."""
     layer = step.layer
     attrs = []
-    for key, value in layer.data.items():
-        if key in _NAMES_ONLY:
+    for key, value in layer.data.items():      # (in the file's order: an attribute written
+        if key in _NAMES_ONLY:                  # first elsewhere only shares no memo)
             continue
-        t = type(value)
-        if t is int or t is str or t is float or t is bool:
-            attrs.append((key, t, value))
+        if value.__class__ in _PLAIN:
+            attrs.append((key, value.__class__, value))
         else:
             value = _canonical(value)
             if value is None:
@@ -159,10 +158,12 @@ def _signature(step, consts, what: dict, shape_of: bool):
             ins.append("shape" if shape_of else what[a])
     # declared element types and ranks (no kernel of PURE reads a declared dimension, which
     # shape inference may give one block and not the next)
-    ports = [(p.precision, len(p.dims)) for p in layer.inputs]
-    ports += [(p.precision, len(p.dims)) for p in layer.outputs]
-    return (layer.type, layer.version, tuple(sorted(attrs)), tuple(ins), tuple(ports),
-            len(step.outs), shape_of)
+    ports = tuple([(p.precision, len(p.dims)) for p in layer.inputs + layer.outputs])
+    return (layer.type, layer.version, tuple(attrs), tuple(ins), ports, len(step.outs),
+            shape_of)
+
+
+_PLAIN = frozenset({int, str, float, bool})
 
 
 def _canonical(value):
