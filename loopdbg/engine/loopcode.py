@@ -164,7 +164,7 @@ class _Inlined:
         self.once = _once(spec)
         stable = {f"p{p}" for p, _ in spec.invariant}
         stable.update(o for k in self.once for o in body.steps[k].outs)
-        self.memo, self.memos = memo.steps(body, stable)
+        self.memo, self.memos = memo.steps(body, stable, self.once)
 
 
 def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,

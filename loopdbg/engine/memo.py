@@ -90,11 +90,12 @@ class Memo:
         return f"{m}[0] if {same} else _S_same({m}, k{k}, ({keys}), {args})"
 
 
-def steps(plan, stable: set[str]) -> tuple[dict[int, Memo], dict[str, list]]:
+def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], dict[str, list]]:
     """The steps of ``plan`` (a loop body's) to run through memos, and the memos by name.
     ``stable``: the locals that are the same object for a whole loop execution (the invariant
-    inputs, the hoisted steps' outputs). A hoisted step may be chosen: in the first iteration
-    its blocks' copies then give one array."""
+    inputs, the hoisted steps' outputs); ``once``: the hoisted steps. A hoisted step runs once
+    per execution anyway: it is chosen only when a memo of every iteration reads it (itself or
+    through other hoisted ones), so that its blocks' copies give that memo one key."""
     if not ENABLED:
         return {}, {}
     from loopdbg.engine.hoist import Folded
@@ -128,7 +129,14 @@ def steps(plan, stable: set[str]) -> tuple[dict[int, Memo], dict[str, list]]:
         if name not in memos:
             memos[name] = [None, *[_MISSING] * len(moving)]
         chosen[k] = Memo(name, shape_of, tuple(moving))
-    return chosen, memos
+    read: set[str] = set()                  # by the memos kept, last step first
+    for k in sorted(chosen, reverse=True):
+        if k in once and not any(o in read for o in plan.steps[k].outs):
+            del chosen[k]
+        elif not chosen[k].shape_of:
+            read.update(chosen[k].keys)
+    used = {m.name for m in chosen.values()}
+    return chosen, {name: m for name, m in memos.items() if name in used}
 
 
 def _signature(step, consts, what: dict, shape_of: bool):
