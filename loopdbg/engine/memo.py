@@ -21,19 +21,24 @@ So the ``FAST`` loop code (``loopcode``) runs each step ``steps`` selects throug
   when its type is pure shape or integer arithmetic (``PURE``) and each input is a constant, a
   value that stays the same object for the whole loop execution (an invariant input, a hoisted
   step's output) or the output of another selected step: so a chain of them hits from its
-  ``Shape`` down as soon as the shape repeats.
+  ``Shape`` down as soon as the shape repeats. A hoisted step (``hoist.invariant_steps``: it runs
+  in the first iteration only) is selected only when a memo of every iteration reads it, so
+  that each block's ``Unsqueeze`` of the number of heads gives the block's ``Concat`` one key.
 * Steps that compute the same function share one memo: same type, version, attributes, port
   element types and ranks, constant inputs equal (dtype, shape, bytes), connected alike. The
   24 blocks' ``Shape``, ``Gather``, ``Unsqueeze``, ``Concat`` of one iteration so run their
   kernels once, in the first block; the three ``Shape`` of one tensor run one kernel.
 * On a miss the step's own kernel runs (its error names its own layer, as before), and its value is
-  kept when it is small (``MAX_BYTES``); a kept array is made read-only, since several nodes may
-  now show the same array (no step writes into it: ``elide`` never picks it).
+  kept when it is small (``MAX_BYTES``, far under the budget's ``SMALL``, which no memory check
+  refuses: a hit skips none that could fail); a kept array is made read-only, since several
+  nodes may now show the same array (no step writes into it: ``elide`` never picks it).
 
 What a memo gives is what the kernel gave for equal inputs, the same array: a node's value is
 exactly the one it had. Runs that record every node (``run_all``) and the plain iteration
 (``loopcode.CALLED``, which the tests compare with ``FAST`` event by event) run every kernel.
-``ENABLED`` turns the memos off.
+A memo keeps its last key and value (small arrays, and the inputs they were computed from)
+until the step runs again, in this run or the next one of the same engine. ``ENABLED`` turns
+the memos off.
 """
 
 from __future__ import annotations

@@ -183,16 +183,17 @@ class GraphPlan:
         return folded
 
     def _input_names(self, layer: Layer, local, edges) -> tuple[str | None, ...]:
-        connected = {}
+        if not edges:
+            return ()
+        names: list[str | None] = [None] * (max([e.to_port for e in edges]) + 1)
         for e in edges:
-            connected[e.to_port] = local.get((e.from_layer, e.from_port))
-            if connected[e.to_port] is None:
+            name = names[e.to_port] = local.get((e.from_layer, e.from_port))
+            if name is None:
                 src = self.graph.layers.get(e.from_layer)
                 what = src.describe() if src else f"layer {e.from_layer}"
                 raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
                                  f"of {what}, which does not exist.")
-        n = max(connected, default=-1) + 1
-        return tuple([connected.get(i) for i in range(n)])
+        return tuple(names)
 
     # -- compiling ----------------------------------------------------------------------------
     @property
