@@ -114,26 +114,27 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
     chosen: dict[int, Memo] = {}
     memos: dict[str, list] = {}
     for k, step in enumerate(plan.steps):
-        layer = step.layer
-        fn = step.fn
-        if layer.type not in PURE or step.nested or step.with_ctx or \
-                type(fn) is Folded or getattr(fn, "needs_context", False) or \
-                getattr(fn, "notice", None):
+        kind = step.layer.type
+        if kind not in PURE:
             continue
-        shape_of = layer.type in SHAPE_OF and len(step.ins) == 1
-        moving = [a for a in step.ins if a is not None and a not in consts]
-        if not moving or not (shape_of or all(a in what for a in moving)):
+        shape_of = kind in SHAPE_OF and len(step.ins) == 1
+        moving = tuple([a for a in step.ins if a is not None and a not in consts])
+        if not moving or not (shape_of or all([a in what for a in moving])):
+            continue
+        fn = step.fn
+        if step.nested or step.with_ctx or type(fn) is Folded or \
+                getattr(fn, "needs_context", False) or getattr(fn, "notice", None):
             continue
         sig = _signature(step, consts, what, shape_of)
         if sig is None:
             continue
         n = interned.setdefault(sig, len(interned))
+        name = f"_S_m{n}"
+        if n == len(memos):
+            memos[name] = [None] + [_MISSING] * len(moving)
         for j, o in enumerate(step.outs):
             what[o] = (n, j)
-        name = f"_S_m{n}"
-        if name not in memos:
-            memos[name] = [None, *[_MISSING] * len(moving)]
-        chosen[k] = Memo(name, shape_of, tuple(moving))
+        chosen[k] = Memo(name, shape_of, moving)
     read: set[str] = set()                  # by the memos kept, last step first
     for k in sorted(chosen, reverse=True):
         if k in once and not any(o in read for o in plan.steps[k].outs):
