@@ -117,9 +117,16 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
         kind = step.layer.type
         if kind not in PURE:
             continue
-        shape_of = kind in SHAPE_OF and len(step.ins) == 1
-        moving = tuple([a for a in step.ins if a is not None and a not in consts])
-        if not moving or not (shape_of or all([a in what for a in moving])):
+        ins = step.ins
+        shape_of = kind in SHAPE_OF and len(ins) == 1
+        moving: tuple = ()
+        for a in ins:                       # (a loop: no frame of a comprehension per step)
+            if a is not None and a not in consts:
+                if not shape_of and a not in what:
+                    moving = ()
+                    break
+                moving += (a,)
+        if not moving:
             continue
         fn = step.fn
         if step.nested or step.with_ctx or type(fn) is Folded or \
