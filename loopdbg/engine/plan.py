@@ -250,7 +250,8 @@ class GraphPlan:
         inputs is preceded by the budget's check of its broadcast output when their shapes
         differ and the product of their sizes could reach the budget's SMALL
         (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise: with a
-        constant, of the other input's last dimensions with the constant's shape); a
+        constant, of the other input's last dimensions with the constant's shape; of two
+        values, whether one ends in the other's shape: the check would pass both at once); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
         ``once_if`` holds, and are left out when it is None; nothing writes into their values.
@@ -284,7 +285,12 @@ class GraphPlan:
                     c = fixed[0]                            # no bigger than x when x ends in
                     x = grow[1] if c == grow[0] else grow[0]        # the constant's shape
                     differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
-                out.append((f"{indent}if {when}({differ}) and {product} > _S_CHECKED: "
+                big = f"{product} > _S_CHECKED"
+                if len(grow) == 2 and not fixed:    # two values: one ending in the other's
+                    a, b = grow                     # shape (a bias, a mask) passes the check
+                    big += (f" and {a}.shape[-{b}.ndim:] != {b}.shape and "      # at once
+                            f"{b}.shape[-{a}.ndim:] != {a}.shape")
+                out.append((f"{indent}if {when}({differ}) and {big}: "
                             f"_S_broadcast_check({args})", k))
             if step.nested:
                 target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
