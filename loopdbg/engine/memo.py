@@ -36,8 +36,8 @@ So the ``FAST`` loop code (``loopcode``) runs each step ``steps`` selects throug
 What a memo gives is what the kernel gave for equal inputs, the same array: a node's value is
 exactly the one it had. Runs that record every node (``run_all``) and the plain iteration
 (``loopcode.CALLED``, which the tests compare with ``FAST`` event by event) run every kernel.
-A memo keeps its last key and value (small arrays, and the inputs they were computed from)
-until the step runs again, in this run or the next one of the same engine. ``ENABLED`` turns
+A memo keeps its last key and value (small arrays, and the small inputs they were computed
+from) until the step runs again, in this run or the next one of the same engine. ``ENABLED`` turns
 the memos off.
 """
 
@@ -223,9 +223,10 @@ def shape(memo: list, fn, x):
 
 
 def same(memo: list, fn, keys: tuple, *args):
-    """A selected step's value on a miss: ``fn(*args)``, kept under its ``keys``' identity."""
+    """A selected step's value on a miss: ``fn(*args)``, kept under its ``keys``' identity
+    when they are small too (a memo holds what it compares: never a big input past its run)."""
     out = fn(*args)
-    if _keep(out, args):
+    if all(type(k) is not _nd or k.nbytes <= MAX_BYTES for k in keys) and _keep(out, args):
         memo[:] = out, *keys
     return out
 

@@ -170,3 +170,19 @@ def test_a_failing_memo_step_is_named_as_before(monkeypatch):
     with pytest.raises(LoopdbgError, match="pos_emb"):
         Engine(model).run_to_end(inputs)
     _compare(model, inputs, monkeypatch)
+
+
+def test_a_memo_keeps_nothing_big():
+    """A memo holds what it compares and what it gives: a big value, or a small one computed
+    from a big input (a row gathered from an outer table), is given but not kept."""
+    small, big = np.arange(3, dtype=np.int64), np.zeros(10_000, np.float32)
+    m = [None, object()]
+    out = memo.same(m, lambda x: x[:2], (big,), big)
+    assert out.tolist() == [0.0, 0.0] and m[0] is None and m[1] is not big
+    out = memo.same(m, lambda x: np.concatenate([x, x]), (small,), small)
+    assert m[0] is out and m[1] is small and not out.flags.writeable
+    assert small.flags.writeable                    # (an input is never made read-only)
+    out = memo.same(m, lambda x: np.repeat(x, 1000), (small,), small)    # 24 kB: given only
+    assert out.size == 3000 and out.flags.writeable and m[0] is not out
+    out = memo.shape(m, lambda x: np.array(x.shape, np.int64), big)
+    assert m[0] is out and m[1] == (10_000,)        # a shape is kept, not the array
