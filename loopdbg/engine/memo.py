@@ -115,7 +115,7 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
     memos: dict[str, list] = {}
     for k, step in enumerate(plan.steps):
         kind = step.layer.type
-        if kind not in PURE:
+        if kind not in PURE or len(step.outs) != 1:
             continue
         ins = step.ins
         shape_of = kind in SHAPE_OF and len(ins) == 1
@@ -202,16 +202,16 @@ def _canonical(value):
 
 
 def _keep(out, args) -> bool:
-    """Is ``out`` (a kernel's value on ``args``) small enough to keep? Kept arrays the kernel
-    made become read-only (not an input it gave back: that is someone else's)."""
-    outs = out if type(out) in (tuple, list) else (out,)
-    if not all((type(v) is _nd or isinstance(v, np.generic)) and v.nbytes <= MAX_BYTES
-               for v in outs):
-        return False
-    for v in outs:                  # (a numpy scalar is read-only)
-        if type(v) is _nd and not any(v is x for x in args):
-            v.flags.writeable = False
-    return True
+    """Is ``out`` (a kernel's value on ``args``) a small array or numpy scalar, to keep? A
+    sequence (a list) is not. A kept array the kernel made becomes read-only (not an input it
+    gave back: that is someone else's; a numpy scalar is read-only)."""
+    if type(out) is _nd:
+        if out.nbytes > MAX_BYTES:
+            return False
+        if not any(out is x for x in args):
+            out.flags.writeable = False
+        return True
+    return isinstance(out, np.generic) and out.nbytes <= MAX_BYTES
 
 
 def shape(memo: list, fn, x):

@@ -186,3 +186,11 @@ def test_a_memo_keeps_nothing_big():
     assert out.size == 3000 and out.flags.writeable and m[0] is not out
     out = memo.shape(m, lambda x: np.array(x.shape, np.int64), big)
     assert m[0] is out and m[1] == (10_000,)        # a shape is kept, not the array
+
+
+def test_a_sequence_is_given_but_never_kept():
+    """An Identity of an ONNX sequence gives a list: not kept, and its arrays left as they are."""
+    items = [np.arange(2), np.arange(3)]
+    m = [None, object()]
+    out = memo.same(m, lambda s: s, (items,), items)
+    assert out is items and m[0] is None and all(a.flags.writeable for a in items)
