@@ -50,7 +50,7 @@ from typing import Callable
 import numpy as np
 
 from loopdbg.engine import events as ev
-from loopdbg.engine import execution, hoist, iteration_checks as checks
+from loopdbg.engine import execution, hoist, iteration_checks as checks, memo
 from loopdbg.engine.elide import fits
 from loopdbg.engine.interp import COMPILE_LIMIT
 from loopdbg.engine.loopspec import LoopSpec
@@ -100,7 +100,8 @@ def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
         src += ["    _L_block_base = 0", "    _L_block = _L_counter_block(_L_SPEC, 0)"]
     src += ["    try:", "        while True:"]
     line_map: dict[int, int] = {}
-    _iteration(spec, src, line_map, "            ", mode, checked=True)
+    fast = _Inlined(spec) if mode == FAST and inlined(spec.body) else None
+    _iteration(spec, src, line_map, "            ", mode, checked=True, fast=fast)
     if mode == FAST and steady_kind(spec):  # values keep their shapes and dtypes: checks end
         new = "".join(f"p{p}, " for p, _ in spec.back_edges)
         old = "".join(f"_L_body_in[{p}], " for p, _ in spec.back_edges)
@@ -113,7 +114,7 @@ def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
                 "                _L_probe = _L_now is not None      # None: it never will be",
                 "        if _L_stop is None:",
                 "            while True:                  # steady: nothing left to check"]
-        _iteration(spec, src, line_map, "                ", mode, checked=False)
+        _iteration(spec, src, line_map, "                ", mode, checked=False, fast=fast)
     src += ["    except Exception as _L_exc:",
             "        _L_err = yield from _L_fail(_L_SPEC, ctx, st, _L_i, _L_exc)",
             "        if _L_err is _L_exc:",
@@ -132,7 +133,8 @@ def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
              "_L_body_run": None if mode == FAST and inlined(spec.body) else
              spec.body.run_all if mode == RECORDED else spec.body.run,
              "_L_body_all": _all_values(spec.body),
-             "_L_result_values": spec.body.result_values}
+             "_L_result_values": spec.body.result_values,
+             **memo.NAMES, **(fast.memos if fast is not None else {})}
     return spec.body.compile_with("\n".join(src) + "\n", line_map, names, "loop_run")
 
 
@@ -151,13 +153,27 @@ def steady_kind(spec: LoopSpec) -> bool:
         type(s.fn) is np.ufunc and not s.nested and not s.with_ctx for s in steps)
 
 
+class _Inlined:
+    """What the ``FAST`` code of a loop whose body is inlined knows of its steps: those it runs
+    in the first iteration only (``hoist.invariant_steps``), those it runs through a memo
+    (``memo.steps``: the values that stay the same objects are the invariant inputs and the
+    hoisted steps' outputs) and the memos, by name."""
+
+    def __init__(self, spec: LoopSpec):
+        body = spec.body
+        self.once = _once(spec)
+        stable = {f"p{p}" for p, _ in spec.invariant}
+        stable.update(o for k in self.once for o in body.steps[k].outs)
+        self.memo, self.memos = memo.steps(body, stable, self.once)
+
+
 def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
-               checked: bool) -> None:
+               checked: bool, fast: _Inlined | None = None) -> None:
     """Append one iteration's lines at indent ``ind``: feeds, the body (as ``mode`` says), scan
     pieces, the condition, the event, the back edges; ``checked``: with the checks of the
-    pieces' shapes and of the back edges' dtypes."""
+    pieces' shapes and of the back edges' dtypes; ``fast``: the inlined body's steps."""
     body = spec.body
-    inline = mode == FAST and inlined(body)
+    inline = fast is not None
     record = mode == RECORDED
     results = body.result_locals if inline else [f"_L_r{j}" for j in range(len(body.result_locals))]
     n_params = len(spec.param_names)
@@ -178,13 +194,14 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
         src.append(f"{ind}ctx.outer.append(_L_i)")
     if mode == FAST:                        # the debugger may want this one's every value
         src += [f"{ind}if ctx.keep_nodes > _L_depth:  # (RunContext.keep_nodes)"]
-        _recorded_body(spec, src, ind + "    ", results, params, hoisted=inline and checked)
+        once = fast.once if inline and checked else frozenset()
+        _recorded_body(spec, src, ind + "    ", results, params, once)
         src.append(f"{ind}else:")
-        _body(spec, src, line_map, ind + "    ", mode, checked, results, params, keep=True)
+        _body(spec, src, line_map, ind + "    ", fast, checked, results, params, keep=True)
     elif record:
         _recorded_body(spec, src, ind, results, params)
     else:
-        _body(spec, src, line_map, ind, mode, checked, results, params)
+        _body(spec, src, line_map, ind, fast, checked, results, params)
     if body.is_generator:
         src.append(f"{ind}ctx.outer.pop()")
     for k, o in enumerate(spec.concats):
@@ -235,15 +252,16 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
         src.append(f"{ind}p{spec.condition_param} = _L_asarray(_L_cond)")
 
 
-def _body(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str, checked: bool,
-          results: list, params: str, keep: bool = False) -> None:
+def _body(spec: LoopSpec, src: list, line_map: dict, ind: str, fast: _Inlined | None,
+          checked: bool, results: list, params: str, keep: bool = False) -> None:
     """The body's lines of an iteration that keeps only its Results (``FAST``, ``CALLED``);
-    ``keep``: one that could have kept every value says it did not (``_L_nodes``)."""
+    ``fast``: inlined (``FAST``); ``keep``: one that could have kept every value says it did
+    not (``_L_nodes``)."""
     body = spec.body
-    if mode == FAST and inlined(body):      # invariant steps: the first iteration only
-        for line, k in body.step_lines(ind, elide=True, guard=checked, once=_once(spec),
+    if fast is not None:                    # invariant steps: the first iteration only
+        for line, k in body.step_lines(ind, elide=True, guard=checked, once=fast.once,
                                        once_if="_L_i == 0" if checked else None,
-                                       folded=False):
+                                       folded=False, memo=fast.memo):
             line_map[len(src) + 1] = k
             src.append(line)
     else:                                   # the body's own function (interp past the limit)
@@ -256,10 +274,10 @@ def _body(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str, checke
 
 
 def _recorded_body(spec: LoopSpec, src: list, ind: str, results: list, params: str,
-                   hoisted: bool = False) -> None:
+                   once: frozenset[int] = frozenset()) -> None:
     """The body's lines of an iteration that keeps every node's value (``_L_nodes``): its
-    ``run_all`` called. ``hoisted``: the first iteration of inlined code also gives the values
-    of the invariant steps, which the later iterations of the same code do not compute again."""
+    ``run_all`` called. ``once``: the invariant steps of inlined code, whose values the first
+    iteration also gives, since the later iterations of the same code do not compute them."""
     body = spec.body
     call = _call("_L_body_all", body, params)
     src += [f"{ind}_L_outs, _L_every = {call}  # the body: every node recorded",
@@ -268,7 +286,6 @@ def _recorded_body(spec: LoopSpec, src: list, ind: str, results: list, params: s
     if results:
         src.append(f"{ind}" + "".join(f"{r}, " if r not in consts else "_L_x, " for r in results)
                    + "= _L_outs")
-    once = _once(spec) if hoisted else ()
     outs = [o for k in sorted(once) for o in body.steps[k].outs
             if type(body.steps[k].fn) is not hoist.Folded and o not in consts]
     if outs:                                # (not the folded ones: constants, no lines)

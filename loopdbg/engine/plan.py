@@ -183,16 +183,17 @@ class GraphPlan:
         return folded
 
     def _input_names(self, layer: Layer, local, edges) -> tuple[str | None, ...]:
-        connected = {}
+        if not edges:
+            return ()
+        names: list[str | None] = [None] * (max([e.to_port for e in edges]) + 1)
         for e in edges:
-            connected[e.to_port] = local.get((e.from_layer, e.from_port))
-            if connected[e.to_port] is None:
+            name = names[e.to_port] = local.get((e.from_layer, e.from_port))
+            if name is None:
                 src = self.graph.layers.get(e.from_layer)
                 what = src.describe() if src else f"layer {e.from_layer}"
                 raise ModelError(f"{self.where}{layer.describe()} reads output {e.from_port} "
                                  f"of {what}, which does not exist.")
-        n = max(connected, default=-1) + 1
-        return tuple([connected.get(i) for i in range(n)])
+        return tuple(names)
 
     # -- compiling ----------------------------------------------------------------------------
     @property
@@ -241,7 +242,7 @@ class GraphPlan:
 
     def step_lines(self, indent: str, elide: bool = False, guard: bool = True,
                    once: frozenset[int] = frozenset(), once_if: str | None = None,
-                   folded: bool = True) -> list[tuple[str, int]]:
+                   folded: bool = True, memo: dict | None = None) -> list[tuple[str, int]]:
         """One line per step, ``outs = kK(ins)``, with its step index (``loopcode`` inlines a
         body's lines into the code of its loop; the names are this plan's). With ``elide``, a
         step that may write into a big temporary input does so when ``_E_fits`` (see
@@ -249,14 +250,17 @@ class GraphPlan:
         inputs is preceded by the budget's check of its broadcast output when their shapes
         differ and the product of their sizes could reach the budget's SMALL
         (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise: with a
-        constant, of the other input's last dimensions with the constant's shape); a
+        constant, of the other input's last dimensions with the constant's shape; of two
+        values, whether one ends in the other's shape: the check would pass both at once); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
         ``once_if`` holds, and are left out when it is None; nothing writes into their values.
         Without ``folded``, the steps folded at plan time (``hoist.Folded``) get no line: their
         readers and the Results read the constants they became, so only ``run_all``'s every
-        value names their outputs."""
-        into = candidates(self.steps, self.result_locals, once) if elide else {}
+        value names their outputs. The steps ``memo`` names (``engine.memo``) give their memo's
+        value while their inputs repeat, and nothing writes into their values."""
+        memo = memo or {}
+        into = candidates(self.steps, self.result_locals, once | memo.keys()) if elide else {}
         out = []
         for k, step in enumerate(self.steps):
             if not folded and type(step.fn) is hoist.Folded:
@@ -281,13 +285,20 @@ class GraphPlan:
                     c = fixed[0]                            # no bigger than x when x ends in
                     x = grow[1] if c == grow[0] else grow[0]        # the constant's shape
                     differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
-                out.append((f"{indent}if {when}({differ}) and {product} > _S_CHECKED: "
+                big = f"{product} > _S_CHECKED"
+                if len(grow) == 2 and not fixed:    # two values: one ending in the other's
+                    a, b = grow                     # shape (a bias, a mask) passes the check
+                    big += (f" and {a}.shape[-{b}.ndim:] != {b}.shape and "      # at once
+                            f"{b}.shape[-{a}.ndim:] != {a}.shape")
+                out.append((f"{indent}if {when}({differ}) and {big}: "
                             f"_S_broadcast_check({args})", k))
             if step.nested:
                 target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
             else:
                 target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
                 call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
+                if k in memo:
+                    call = memo[k].expression(k, args)
                 if k in into:
                     t = step.ins[into[k]]
                     others = "".join(f", {a}" for a in step.ins if a != t)

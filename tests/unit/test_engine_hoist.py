@@ -50,8 +50,14 @@ def _compare(model, inputs, monkeypatch, **options):
     engine, folded, folded_error = _events(model, inputs, True, monkeypatch, **options)
     _, plain, plain_error = _events(model, inputs, False, monkeypatch, **options)
     assert folded_error == plain_error
-    assert [type(e).__name__ for e in folded] == [type(e).__name__ for e in plain]
-    for a, b in zip(folded, plain):
+    _agree(folded, plain)
+    return engine, folded, folded_error
+
+
+def _agree(events, others) -> None:
+    """Two event streams are the same, event by event, value by value."""
+    assert [type(e).__name__ for e in events] == [type(e).__name__ for e in others]
+    for a, b in zip(events, others):
         name = type(a).__name__
         if name == "IterationDone":
             assert (a.path, a.iteration, bool(a.cond), a.continues, a.stop_reason) == \
@@ -63,7 +69,6 @@ def _compare(model, inputs, monkeypatch, **options):
             _same(a.outputs, b.outputs)
         elif name not in ("LoopStarted", "LoopRun"):
             assert a == b
-    return engine, folded, folded_error
 
 
 @pytest.mark.parametrize("case", MODELS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -392,11 +392,10 @@ def _bias_loop(x_shape, bias_shape):
     return b.build()
 
 
-def test_a_constant_that_fits_the_end_of_its_other_input_is_never_checked(monkeypatch):
-    """A bias or a scale ends the shape of the value it is added to: the output is that value's
-    size, so the loop's code compares shapes and calls no broadcast check; a constant that
-    broadcasts the other input up (an outer sum) is still checked and refused."""
+def _checks_counted(monkeypatch) -> list:
+    """The inputs' shapes of every broadcast check the plans' code calls from now on."""
     from loopdbg.engine import plan as plan_module
+    from loopdbg.ops.sizes import broadcast_check
 
     calls = []
 
@@ -404,8 +403,15 @@ def test_a_constant_that_fits_the_end_of_its_other_input_is_never_checked(monkey
         calls.append([np.shape(a) for a in ins])
         return broadcast_check(*ins)
 
-    from loopdbg.ops.sizes import broadcast_check
     monkeypatch.setattr(plan_module, "broadcast_check", counting)
+    return calls
+
+
+def test_a_constant_that_fits_the_end_of_its_other_input_is_never_checked(monkeypatch):
+    """A bias or a scale ends the shape of the value it is added to: the output is that value's
+    size, so the loop's code compares shapes and calls no broadcast check; a constant that
+    broadcasts the other input up (an outer sum) is still checked and refused."""
+    calls = _checks_counted(monkeypatch)
     x = np.ones((1, 64, 512), np.float32)           # 64x512 times 512: past _S_CHECKED
     events = list(Engine(_bias_loop(x.shape, (512,))).run({"x0": x}))
     np.testing.assert_array_equal(events[-1].outputs["out"], x + 1.5)
@@ -414,3 +420,40 @@ def test_a_constant_that_fits_the_end_of_its_other_input_is_never_checked(monkey
     with pytest.raises(RunError, match="'bias'.*would need"):
         Engine(_bias_loop(x.shape, (4096,))).run_to_end({"x0": x}, max_memory=32 << 20)
     assert calls and calls[0] == [(4096, 1), (4096,)]
+
+
+def _outer_bias_loop(x_shape, bias_shape, flip=False):
+    """As _bias_loop, the bias an outer value (an invariant input, as ONNX bodies read their
+    weights), not a constant of the body; ``flip``: the bias the first input."""
+    b = GraphBuilder("net")
+    x0 = b.parameter("x0", "f32", list(x_shape))
+    bias0 = b.parameter("bias0", "f32", list(bias_shape))
+    loop = b.loop("loop", trip=3, cond=True)
+    x = loop.merged_input(x0, "x")
+    bias = loop.invariant_input(bias0, "b")
+    y = loop.body.op("Add", [bias, x] if flip else [x, bias], name="bias")
+    loop.back_edge(loop.body.op("Relu", [y], name="act"), x)
+    b.result(loop.output_last(y, name="out"))
+    return b.build()
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_a_value_that_fits_the_end_of_its_other_input_is_never_checked(monkeypatch, flip):
+    """Two values, neither a constant, one ending in the other's shape (a bias read from the
+    outer graph, a causal mask added to every head's scores): the loop's code compares shapes
+    and calls no broadcast check; values broadcast up (an outer sum) are still checked and
+    refused, as before."""
+    calls = _checks_counted(monkeypatch)
+    x = np.ones((1, 64, 512), np.float32)           # 64x512 times 512: past _S_CHECKED
+    bias = np.full(512, 1.5, np.float32)
+    feed = {"x0": x, "bias0": bias}
+    events = list(Engine(_outer_bias_loop(x.shape, bias.shape, flip)).run(feed))
+    np.testing.assert_array_equal(events[-1].outputs["out"], x + 4.5)
+    assert calls == []
+    x = np.ones((4096, 1), np.float32)              # (4096, 1) + (4096,): 64 MiB out
+    bias = np.ones(4096, np.float32)
+    with pytest.raises(RunError, match="'bias'.*would need"):
+        Engine(_outer_bias_loop(x.shape, bias.shape, flip)).run_to_end(
+            {"x0": x, "bias0": bias}, max_memory=32 << 20)
+    assert calls and sorted(calls[0]) == sorted([(4096, 1), (4096,)])
+
