@@ -118,6 +118,20 @@ async def test_a_panel_out_of_sight_is_shown_the_stop_in_sight_or_once_read(monk
         assert text_of(seen) == "step at 3, 4 in history"
 
 
+async def test_panes_zoomed_away_show_the_last_stop_in_the_frame_that_brings_them_back(monkeypatch):
+    monkeypatch.setattr(LoopdbgApp, "CATCH_UP_DELAY", 600)   # keys far faster than reading
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "z")                            # the graph alone
+        await press(pilot, "n", "n")
+        assert "current_iteration 0" in text_of(app.query_one("#state"))   # not shown yet
+        await press(pilot, "z")                            # back: the state shows the stop
+        assert any("current_iteration 2" in row for row in screen_text(app))
+        assert any("body_x ←" in row for row in screen_text(app))          # the back edges
+
+
 async def test_a_panel_asks_the_app_by_message():
     session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
     session.breakpoints.add("i == 2")
