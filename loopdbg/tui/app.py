@@ -28,6 +28,7 @@ from loopdbg.debug.report import (RANDOM_SOURCE, headline, random_failure_hint,
                                   random_inputs_note)
 from loopdbg.debug.session import Session, Stop
 from loopdbg.tui.commands import LoopdbgCommands
+from loopdbg.tui.driver import quick_escape
 from loopdbg.tui.guard import Guarded, describe
 from loopdbg.tui.messages import Busy, GoTo, GroupsShown, InspectValue, PromptShown, Stopped
 from loopdbg.tui.panel import Panel, View
@@ -120,6 +121,10 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
         self.engine = EngineThread(session, self._stopped_in_thread)
         self.internal_errors: list[BaseException] = []
         self._up = False                 # the screen is built: errors are reported, not fatal
+
+    def get_driver_class(self):
+        """Textual's driver, with a lone Escape delivered at once (``loopdbg.tui.driver``)."""
+        return quick_escape(super().get_driver_class())
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
