@@ -18,7 +18,6 @@ from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.plain import displayed
 
 
-
 def in_a_hidden_tab(widget) -> bool:
     """Whether ``widget`` sits in a tab not selected (a pane zoomed away or under the help is
     not counted: those are styles of the screen, applied only at its next layout)."""
