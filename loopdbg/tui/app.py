@@ -28,7 +28,6 @@ from loopdbg.debug.report import (RANDOM_SOURCE, headline, random_failure_hint,
                                   random_inputs_note)
 from loopdbg.debug.session import Session, Stop
 from loopdbg.tui.commands import LoopdbgCommands
-from loopdbg.tui.driver import quick_escape
 from loopdbg.tui.guard import Guarded, describe
 from loopdbg.tui.messages import Busy, GoTo, GroupsShown, InspectValue, PromptShown, Stopped
 from loopdbg.tui.panel import Panel, View
@@ -124,7 +123,12 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
 
     def get_driver_class(self):
         """Textual's driver, with a lone Escape delivered at once (``loopdbg.tui.driver``)."""
-        return quick_escape(super().get_driver_class())
+        driver = super().get_driver_class()
+        try:
+            from loopdbg.tui.driver import quick_escape
+        except ImportError:             # no termios (Windows): Textual's driver as it is
+            return driver
+        return quick_escape(driver)
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:

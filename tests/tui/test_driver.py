@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pty
 import signal
 import threading
-import tty as termios_tty
 
 import pytest
 
 pytest.importorskip("textual")
+pytest.importorskip("termios")
+
+import pty  # noqa: E402
+import tty as termios_tty  # noqa: E402
 
 from textual import events  # noqa: E402
 from textual.drivers.linux_driver import LinuxDriver  # noqa: E402
