@@ -31,10 +31,10 @@ from loopdbg.tui.commands import LoopdbgCommands
 from loopdbg.tui.guard import Guarded, describe
 from loopdbg.tui.messages import Busy, GoTo, GroupsShown, InspectValue, PromptShown, Stopped
 from loopdbg.tui.panel import Panel, View
-from loopdbg.tui.plain import displayed
 from loopdbg.tui.prompts import PromptActions
 from loopdbg.tui.screens.help import HelpPanel
 from loopdbg.tui.screens.prompt import PromptBar
+from loopdbg.tui.showing import ShowsPanels
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable
 from loopdbg.tui.widgets.code import CodePanel
 from loopdbg.tui.widgets.footer import KeyFooter
@@ -60,7 +60,7 @@ TALL_HEIGHT = 56            # from here: the tabs grow with the terminal
 ZOOMS = ("zoom-graph", "zoom-side", "zoom-tabs")
 
 
-class LoopdbgApp(Guarded, PromptActions, App):
+class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
     """loopdbg's UI.
 
     n next · N back · s step (into / node by node) · f finish · c continue · space pause ·
@@ -116,9 +116,19 @@ class LoopdbgApp(Guarded, PromptActions, App):
         self.view = View(session.stop, session)
         self.panels: list[Panel] = []
         self._unshown: set[Panel] = set()   # panels out of sight, to show the last stop
+        self._catch_up_timer = None         # shows them once the person pauses (ShowsPanels)
         self.engine = EngineThread(session, self._stopped_in_thread)
         self.internal_errors: list[BaseException] = []
         self._up = False                 # the screen is built: errors are reported, not fatal
+
+    def get_driver_class(self):
+        """Textual's driver, with a lone Escape delivered at once (``loopdbg.tui.driver``)."""
+        driver = super().get_driver_class()
+        try:
+            from loopdbg.tui.driver import quick_escape
+        except ImportError:             # no termios (Windows): Textual's driver as it is
+            return driver
+        return quick_escape(driver)
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -183,12 +193,14 @@ class LoopdbgApp(Guarded, PromptActions, App):
             tabs.styles.display = "none"
         elif tabs.styles.clear_rule("display"):      # the stylesheet says again (zoom, help)
             tabs.styles.refresh(layout=True, parent=True)
+            self.show_unshown(only_in_sight=True)
 
     def action_zoom(self) -> None:
         """Maximise the pane that has the focus (the graph when none has); again to restore."""
         screen = self.screen
         if any(screen.has_class(z) for z in ZOOMS):
             screen.remove_class(*ZOOMS)
+            self.show_unshown(only_in_sight=True)
             return
         focused = self.focused
         area = "graph"
@@ -203,7 +215,7 @@ class LoopdbgApp(Guarded, PromptActions, App):
         tabs = self.query_one(TabbedContent)
         ids = [pane.id for pane in tabs.query(TabPane)]
         k = ids.index(tabs.active) if tabs.active in ids else 0
-        tabs.active = ids[(k + step) % len(ids)]
+        self.select_tab(ids[(k + step) % len(ids)])
 
     def action_graph_detail(self) -> None:
         self.graph.action_detail()
@@ -230,7 +242,7 @@ class LoopdbgApp(Guarded, PromptActions, App):
         if self.focused is panel:
             self.graph.focus()
             return
-        self.query_one(TabbedContent).active = TimelinePanel.TAB_ID
+        self.select_tab(TimelinePanel.TAB_ID)
         panel.focus()
 
     def _stopped_in_thread(self, stop: Stop, name: str) -> None:
@@ -278,7 +290,7 @@ class LoopdbgApp(Guarded, PromptActions, App):
         stop = message.stop
         self.refresh_all(stop)
         if stop.kind == "end" and not self.session.engine.loops:     # nothing else to show
-            self.query_one(TabbedContent).active = OutputsPanel.TAB_ID
+            self.select_tab(OutputsPanel.TAB_ID)
         self.log_line(f"[{message.command}] {headline(stop)}")
         if stop.kind in ("breakpoint", "nan", "error"):
             self.notify(headline(stop), severity="error" if stop.kind == "error" else "warning",
@@ -319,46 +331,6 @@ class LoopdbgApp(Guarded, PromptActions, App):
     def refresh_all(self, stop: Stop) -> None:
         """Show every panel a new stop."""
         self.show_view(View(stop, self.session))
-
-    def show_view(self, view: View) -> None:
-        """Every panel shows ``view`` (the panel contract, loopdbg.tui.panel): those on the
-        screen now, the others (a tab not selected, a pane zoomed away) once the frame is
-        drawn, so that a key's frame waits for none of them (with several stops before that,
-        only the last is shown)."""
-        self.view = view
-        self.last_stop = view.stop
-        unseen = False
-        for panel in self.panels:
-            if not displayed(panel):
-                self._unshown.add(panel)
-                unseen = True
-                continue
-            self._unshown.discard(panel)
-            self._show(panel, view)
-        if unseen and not self._catching_up:
-            self._catching_up = True
-            self.call_after_refresh(self._show_unshown)
-
-    _catching_up = False
-
-    def _show_unshown(self) -> None:
-        """The panels out of sight at the last stop show it now (after its frame); not once a
-        command runs again: the session is the engine thread's then (they show its stop)."""
-        self._catching_up = False
-        if self.busy:
-            return
-        panels, self._unshown = self._unshown, set()
-        for panel in self.panels:
-            if panel in panels:
-                self._show(panel, self.view)
-
-    def _show(self, panel: Panel, view: View) -> None:
-        try:
-            panel.show(view)
-        except Exception as exc:  # noqa: BLE001 - one panel failing leaves the others shown
-            if self.RAISE_INTERNAL_ERRORS:
-                raise
-            self.report_internal_error(exc, type(panel).__name__)
 
     def show_again(self, stop: Stop | None = None) -> None:
         """Show the current stop again: breakpoints or watches changed (or the stop's watches)."""
@@ -427,6 +399,7 @@ class LoopdbgApp(Guarded, PromptActions, App):
             self._before_help = self.focused
             panel.focus()
         else:
+            self.show_unshown(only_in_sight=True)
             back = getattr(self, "_before_help", None)
             if back is not None and back.is_attached and back.display:
                 back.focus()

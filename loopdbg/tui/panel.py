@@ -5,8 +5,8 @@ A panel is a widget that also derives from ``Panel``. It says where it goes (``A
 implements ``show(view)``. After every stop (the ``Stopped`` message), and whenever breakpoints or
 watches change, the app calls ``show`` on each panel with one ``View`` (loopdbg.view.stop): the
 ``Stop`` and the session it came from. A panel out of sight (in a tab not selected, a pane zoomed
-away) is shown it once the frame with the others is drawn; of stops coming faster than frames,
-it is shown the last. A panel only reads the view; to ask for a change it posts a message
+away) is shown it when it comes into sight, or once the person pauses (``loopdbg.tui.showing``);
+of several stops meanwhile, it is shown the last. A panel only reads the view; to ask for a change it posts a message
 (``loopdbg.tui.messages``), never calls the app.
 
 Adding a panel: one file in ``loopdbg/tui/widgets/`` with the class, and its entry in ``PANELS``

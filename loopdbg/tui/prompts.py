@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from textual.widgets import TabbedContent
-
 from loopdbg.debug.breakpoints import EventLookup
 from loopdbg.debug.complete import expression_words, loop_words, name_word, plain_words
 from loopdbg.debug.jump import HINT, parse_target
@@ -119,7 +117,7 @@ class PromptActions:
 
     def show_value(self, text: str) -> None:
         """Show ``text`` (a name or an expression) in the Inspector tab."""
-        self.query_one(TabbedContent).active = "tab-inspect"
+        self.select_tab(Inspector.TAB_ID)
         self.query_one(Inspector).inspect(text)
 
     def action_jump(self) -> None:
@@ -158,8 +156,8 @@ class PromptActions:
 
         def done(result):
             if result:
+                self.select_tab(PlotPanel.TAB_ID)      # the panel shows the last stop, then
                 panel.set_expressions([t.strip() for t in result.split(";") if t.strip()])
-                self.query_one(TabbedContent).active = PlotPanel.TAB_ID
         x = self.example()
         self.ask("Plot over the iterations …", f"mean({x})   ·   norm({x}); {x}[0]", check, done,
                  value="; ".join(panel.expressions), to_graph=True)

@@ -48,6 +48,14 @@ async def press(pilot, *keys: str) -> None:
         await settle(pilot)
 
 
+async def open_tab(pilot, tab_id: str) -> None:
+    """Bring tab ``tab_id`` in front as a person does, by a click on its title (a panel in a
+    tab not selected shows the last stop only then, or once the person pauses)."""
+    await pilot.click(f"#--content-tab-{tab_id}")
+    await pilot.pause()
+    assert pilot.app.query_one("#tabs").active == tab_id
+
+
 def screen_rows(app) -> list[Strip]:
     """Every row of the screen as the terminal gets it."""
     return app.screen._compositor.render_strips()

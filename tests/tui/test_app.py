@@ -22,7 +22,7 @@ pytest.importorskip("textual")
 
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent  # noqa: E402
 
-from screen import press, settle  # noqa: E402,F401 - the tests of this file wait with them
+from screen import open_tab, press, settle  # noqa: E402,F401 - the tests of this file wait with them
 
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
@@ -103,6 +103,7 @@ async def test_opens_at_the_first_iteration_and_fills_every_panel():
         assert any("body_x" in line for line in graph._lines)
         back = rows(app.query_one(BackEdgeTable))
         assert [r[0] for r in back] == ["body_x ← Add_5526", "body_count ← Add_5530"]
+        await open_tab(pilot, "tab-scan")
         scans = rows(app.query_one(ScanTable))
         assert scans and scans[0][0] == "x_trace" and scans[0][2] == "(1,)"
 
@@ -196,6 +197,7 @@ async def test_c_runs_to_a_breakpoint_and_R_reverse_continues_back_to_it():
     app = app_for(sess)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        await open_tab(pilot, "tab-bp")
         assert rows(app.query_one(BreakpointTable))[0][:2] == ["1", "i == 3"]
         await press(pilot, "c")
         assert app.last_stop.kind == "breakpoint"
@@ -282,6 +284,7 @@ async def test_b_shows_an_invalid_expression_in_the_prompt_then_adds_a_valid_one
         await pilot.pause()
         assert not app.query_one(PromptBar).open
         assert [bp.text for bp in sess.breakpoints.items.values()] == ["i == 2"]
+        await open_tab(pilot, "tab-bp")
         table = rows(app.query_one(BreakpointTable))
         assert table == [["1", "i == 2", "any", "yes", "0", "0"]]
         await press(pilot, "c")
@@ -327,6 +330,7 @@ async def test_w_adds_a_watch_shown_in_the_watches_table():
         await pilot.press("enter")
         await pilot.pause()
         assert not app.query_one(PromptBar).open
+        await open_tab(pilot, "tab-watch")
         table = app.query_one(WatchTable)
         assert rows(table)[0][:2] == ["1", "body_count"]
         assert "not evaluated" not in rows(table)[0][2]
@@ -415,6 +419,7 @@ async def test_ti_lstm_fills_the_tensor_iterator_panels():
         await press(pilot, "f")
         assert field(app, "current_iteration") == "4"
         assert "every slice" in field(app, "next")
+        await open_tab(pilot, "tab-scan")
         scan = rows(app.query_one(ScanTable))
         assert scan[0][:3] == ["Y", "1", "(2, 5, 16)"]
         heat = text_of(app.query_one("#heat", Static))

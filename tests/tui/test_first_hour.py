@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("textual")
 
 from textual.widgets import Static  # noqa: E402
-from screen import model_files, press, rows_of, screen_text, settle, style_at  # noqa: E402
+from screen import model_files, open_tab, press, rows_of, screen_text, settle, style_at  # noqa: E402
 
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
@@ -73,6 +73,7 @@ async def test_the_plot_extra_installed_while_the_ui_is_open_does_not_crash_it(m
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         monkeypatch.setattr(plot, "plot_widget", lambda: Static)    # "installed" since
+        await open_tab(pilot, "tab-plot")
         app.query_one(plot.PlotPanel).set_expressions(["x_next[0]"])
         await press(pilot, "n")
         assert "start loopdbg again" in str(app.query_one("#plot-note").render())
@@ -102,6 +103,7 @@ async def test_a_panel_that_raises_is_shown_in_the_log_and_the_ui_stays_up(monke
     app = app_for("while_loop")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        await open_tab(pilot, "tab-boom")
         await press(pilot, "n", "n")                     # show raises at iterations 1 and 2
         assert app.is_running and app.session.current.iteration == 2
         app.query_one(Exploding).focus()

@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from screen import open_tab  # noqa: E402
 from textual.widgets import Input, TabbedContent  # noqa: E402
 from textual.widgets._footer import FooterKey  # noqa: E402
 
@@ -316,6 +317,7 @@ async def test_without_textual_plotext_the_plot_tab_says_how_to_get_it(monkeypat
     app = LoopdbgApp(session("while_loop"), title="m")
     async with app.run_test(size=(120, 36)) as pilot:
         await press(pilot, "n")
+        await open_tab(pilot, plot.PlotPanel.TAB_ID)
         app.query_one(plot.PlotPanel).set_expressions(["x_next[0]"])
         await pilot.pause()
         assert "loopdbg[ui-plot]" in str(app.query_one("#plot-note").render())

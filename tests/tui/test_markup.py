@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from screen import open_tab  # noqa: E402
 from textual.widgets import DataTable, Input, RichLog, Static  # noqa: E402
 
 from loopdbg.debug.session import Session  # noqa: E402
@@ -92,8 +93,10 @@ async def test_names_that_are_markup_are_shown_as_written_and_obeyed_never(tmp_p
         assert STEP in code and SUM in code and OUT in code
         back = app.query_one("#back", DataTable)
         assert STATE in str(back.get_row_at(0)[0])
+        await open_tab(pilot, "tab-bp")
         bps = app.query_one("#bps", DataTable)
         assert SUM in str(bps.get_row_at(0)[1])
+        await open_tab(pilot, "tab-watch")
         watches = app.query_one("#watches", DataTable)
         assert STEP in str(watches.get_row_at(0)[1])
         app.query_one("#tabs").active = "tab-log"          # a RichLog writes once it is shown

@@ -43,6 +43,8 @@ KEYS = (
         ("arrows", "move the cursor from box to box"),
         ("enter", "the selected node's full value in the Inspector; on a nested loop's box, "
                   "its body"),
+        ("+ / -", "open / close a group of a big body in place (enter opens, escape closes "
+                  "too)"),
         ("escape", "back from a nested body"),
         ("v", "boxes: fit the pane, wide, compact"),
         ("pgup / pgdn / home / end", "scroll"),
