@@ -213,16 +213,18 @@ def _erf_approx(x):
     return np.sign(x) * (1 - poly * np.exp(-x * x))
 
 
-def _erf_approx_into(x: np.ndarray, zero_signed: bool = True) -> np.ndarray:
+def _erf_approx_into(x: np.ndarray, zero_signed: bool = True,
+                     t: np.ndarray | None = None) -> np.ndarray:
     """``_erf_approx`` of a float array: the same operations in the same order (so the same
     values), in two temporaries instead of a dozen, its numbers as 0-d arrays of x's type
     (``_erf_numbers``: numpy would convert each Python float on every call, to the same).
     Without ``zero_signed`` the magnitude takes x's sign by ``copysign`` instead of a product
     with ``sign(x)``: the same everywhere but at x = ±0, whose erf is then ±(1 - poly(1)), a few
     units of float rounding instead of 0: for Gelu, which multiplies it back by x (one call, no
-    temporary, instead of two)."""
+    temporary, instead of two). ``t``: ``np.abs(x)`` when the caller has it (it is used up: the
+    result is written into it)."""
     a, one, p5, p4, p3, p2, p1 = _erf_numbers(x.dtype)
-    t = np.abs(x)
+    t = np.abs(x) if t is None else t
     np.multiply(t, a, out=t)
     np.add(t, one, out=t)
     np.divide(one, t, out=t)
@@ -230,7 +232,7 @@ def _erf_approx_into(x: np.ndarray, zero_signed: bool = True) -> np.ndarray:
     for c in (p4, p3, p2, p1):
         np.add(poly, c, out=poly)
         np.multiply(poly, t, out=poly)
-    e = np.multiply(x, x)
+    e = np.multiply(x, x, out=t)                # t is done with: e^-x² goes into it
     np.negative(e, out=e)
     np.exp(e, out=e)
     np.multiply(e, poly, out=e)
@@ -281,13 +283,47 @@ def erf(x):
     if x.dtype == np.float16 or not x.ndim:
         wide = x.astype(np.float32) if x.dtype == np.float16 else x
         return erf(wide.reshape(x.shape or (1,))).astype(x.dtype).reshape(x.shape)
-    y = fn(x)
-    small = np.flatnonzero(np.abs(x) < 0.1)    # A&S's error is absolute (1.5e-7): erf(1e-7)
-    if small.size:                             # came out 0; there three terms of the series
-        z = x.take(small)                      # are exact to float32 (x^6/42 < 2.4e-8)
-        z2 = z * z
-        y.put(small, z * (_TWO_OVER_SQRT_PI * (1 + z2 * (-1 / 3 + z2 * 0.1))))   # (C order,
-    return y                                   # as take and flatnonzero, whatever y's layout)
+    return _erf_fixed_into(x)
+
+
+def _erf_fixed_into(x: np.ndarray) -> np.ndarray:
+    """``erf`` of a float32 or float64 array without scipy: A&S in place (``_erf_approx_into``)
+    and, below |x| 0.1, ``x 2/sqrt(pi) (1 + x² (-1/3 + x² 0.1))``: A&S's error is absolute
+    (1.5e-7), so erf(1e-7) came out 0, and there three terms of the series are exact to float32
+    (x^6/42 < 2.4e-8). The |x| that picks the small ones is A&S's first; its sign is taken by
+    ``copysign`` (unlike the product with sign(x) only at ±0, which are small ones, given ±0 by
+    the series); the series' numbers are 0-d arrays of x's type (what numpy rounds the Python
+    numbers to), its sums and products in place."""
+    t = np.abs(x)
+    small = np.flatnonzero(t < _series_numbers(x.dtype)[0])
+    y = _erf_approx_into(x, zero_signed=False, t=t)
+    if small.size:
+        _, tenth, third, one, scale = _series_numbers(x.dtype)
+        z = x.take(small)
+        z2 = np.multiply(z, z)
+        w = np.multiply(z2, tenth)
+        np.add(w, third, out=w)                 # -1/3 + z²/10
+        np.multiply(w, z2, out=w)
+        np.add(w, one, out=w)
+        np.multiply(w, scale, out=w)
+        np.multiply(w, z, out=w)
+        y.put(small, w)                         # (C order, as take and flatnonzero)
+    return y
+
+
+_SERIES_NUMBERS: dict[np.dtype, tuple[np.ndarray, ...]] = {}
+
+
+def _series_numbers(dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """(0.1 the bound, 0.1, -1/3, 1, 2/sqrt(pi)) as read-only 0-d arrays of ``dtype``: what
+    numpy rounds the Python numbers of ``erf``'s series to, once."""
+    found = _SERIES_NUMBERS.get(dtype)
+    if found is None:
+        found = tuple(np.array(v, dtype) for v in (0.1, 0.1, -1 / 3, 1, _TWO_OVER_SQRT_PI))
+        for v in found:
+            v.flags.writeable = False
+        _SERIES_NUMBERS[dtype] = found
+    return found
 
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
