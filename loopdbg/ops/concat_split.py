@@ -93,7 +93,7 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
 
     def keys_for(shape: tuple) -> tuple:
         ax = axis_of(axis, len(shape))
-        return _slices(ax, parts(shape, ax))
+        return slice_keys(ax, parts(shape, ax))
 
     def split(x, *_):
         try:
@@ -111,7 +111,7 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
     return split
 
 
-def _slices(ax: int, lengths) -> tuple:
+def slice_keys(ax: int, lengths) -> tuple:
     """The index of each consecutive piece of ``lengths`` along axis ``ax``."""
     lead = (slice(None),) * ax
     keys, start = [], 0
@@ -136,7 +136,7 @@ def _by_computed_lengths(axis_c, general: Callable) -> Callable:
     def keys_for(key: tuple) -> tuple:
         shape, lengths = key
         ax = axis_of(axis, len(shape))
-        return _slices(ax, _split_lengths(list(lengths), shape, ax))     # raises as general
+        return slice_keys(ax, _split_lengths(list(lengths), shape, ax))     # raises as general
 
     def variadic_split_computed(x, _axis, split_lengths):
         if type(x) is not np.ndarray:

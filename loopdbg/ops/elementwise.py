@@ -213,16 +213,18 @@ def _erf_approx(x):
     return np.sign(x) * (1 - poly * np.exp(-x * x))
 
 
-def _erf_approx_into(x: np.ndarray, zero_signed: bool = True) -> np.ndarray:
+def _erf_approx_into(x: np.ndarray, zero_signed: bool = True,
+                     t: np.ndarray | None = None) -> np.ndarray:
     """``_erf_approx`` of a float array: the same operations in the same order (so the same
     values), in two temporaries instead of a dozen, its numbers as 0-d arrays of x's type
-    (``_erf_numbers``: numpy would convert each Python float on every call, to the same).
+    (``_typed``: numpy would convert each Python float on every call, to the same).
     Without ``zero_signed`` the magnitude takes x's sign by ``copysign`` instead of a product
     with ``sign(x)``: the same everywhere but at x = ±0, whose erf is then ±(1 - poly(1)), a few
     units of float rounding instead of 0: for Gelu, which multiplies it back by x (one call, no
-    temporary, instead of two)."""
-    a, one, p5, p4, p3, p2, p1 = _erf_numbers(x.dtype)
-    t = np.abs(x)
+    temporary, instead of two). ``t``: ``np.abs(x)`` when the caller has it (it is used up: the
+    result is written into it)."""
+    a, one, p5, p4, p3, p2, p1 = _typed(_AS, x.dtype)
+    t = np.abs(x) if t is None else t
     np.multiply(t, a, out=t)
     np.add(t, one, out=t)
     np.divide(one, t, out=t)
@@ -230,7 +232,7 @@ def _erf_approx_into(x: np.ndarray, zero_signed: bool = True) -> np.ndarray:
     for c in (p4, p3, p2, p1):
         np.add(poly, c, out=poly)
         np.multiply(poly, t, out=poly)
-    e = np.multiply(x, x)
+    e = np.multiply(x, x, out=t)                # t is done with: e^-x² goes into it
     np.negative(e, out=e)
     np.exp(e, out=e)
     np.multiply(e, poly, out=e)
@@ -240,21 +242,6 @@ def _erf_approx_into(x: np.ndarray, zero_signed: bool = True) -> np.ndarray:
     else:
         np.copysign(e, x, out=e)
     return e
-
-
-_ERF_NUMBERS: dict[np.dtype, tuple[np.ndarray, ...]] = {}
-
-
-def _erf_numbers(dtype: np.dtype) -> tuple[np.ndarray, ...]:
-    """A&S 7.1.26's numbers (p, 1, a5 ... a1) as read-only 0-d arrays of ``dtype``."""
-    found = _ERF_NUMBERS.get(dtype)
-    if found is None:
-        found = tuple(np.array(v, dtype) for v in (0.3275911, 1, 1.061405429, -1.453152027,
-                                                   1.421413741, -0.284496736, 0.254829592))
-        for v in found:
-            v.flags.writeable = False
-        _ERF_NUMBERS[dtype] = found
-    return found
 
 
 _ERF: Callable | None = None
@@ -281,32 +268,48 @@ def erf(x):
     if x.dtype == np.float16 or not x.ndim:
         wide = x.astype(np.float32) if x.dtype == np.float16 else x
         return erf(wide.reshape(x.shape or (1,))).astype(x.dtype).reshape(x.shape)
-    y = fn(x)
-    small = np.flatnonzero(np.abs(x) < 0.1)    # A&S's error is absolute (1.5e-7): erf(1e-7)
-    if small.size:                             # came out 0; there three terms of the series
-        z = x.take(small)                      # are exact to float32 (x^6/42 < 2.4e-8)
-        z2 = z * z
-        y.put(small, z * (_TWO_OVER_SQRT_PI * (1 + z2 * (-1 / 3 + z2 * 0.1))))   # (C order,
-    return y                                   # as take and flatnonzero, whatever y's layout)
+    return _erf_fixed_into(x)
 
 
-_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+def _erf_fixed_into(x: np.ndarray) -> np.ndarray:
+    """``erf`` of a float32/float64 array without scipy: A&S in place and, below |x| 0.1 (A&S's
+    error is absolute, 1.5e-7: erf(1e-7) came out 0), ``x 2/sqrt(pi) (1 + x² (-1/3 + x² 0.1))``,
+    exact to float32 there (x^6/42 < 2.4e-8), in place. A&S's first |x| picks the small ones;
+    its sign is by ``copysign`` (unlike sign(x)'s product only at ±0: small ones, signed by the
+    series)."""
+    tenth, third, one, scale = _typed(_SERIES, x.dtype)
+    t = np.abs(x)
+    small = np.flatnonzero(t < tenth)
+    y = _erf_approx_into(x, zero_signed=False, t=t)
+    if small.size:
+        z = x.take(small)
+        z2 = np.multiply(z, z)
+        w = np.multiply(z2, tenth)
+        np.add(w, third, out=w)                 # -1/3 + z²/10
+        np.multiply(w, z2, out=w)
+        np.add(w, one, out=w)
+        np.multiply(w, scale, out=w)
+        np.multiply(w, z, out=w)
+        y.put(small, w)                         # (C order, as take and flatnonzero)
+    return y
 
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-_GELU_NUMBERS: dict[np.dtype, tuple[np.ndarray, ...]] = {}
+_AS = (0.3275911, 1, 1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
+_SERIES = (0.1, -1 / 3, 1, 2 / math.sqrt(math.pi))      # erf's below |x| 0.1 (and the bound)
+_GELU = (_SQRT_HALF, 1, 0.5)
+_TYPED: dict[tuple, tuple[np.ndarray, ...]] = {}
 
 
-def _gelu_numbers(dtype: np.dtype) -> tuple[np.ndarray, ...]:
-    """(sqrt(1/2), 1, 1/2) as read-only 0-d arrays of ``dtype``: the values numpy converts the
-    Python numbers to (a Python float beside an array takes the array's type), once."""
-    found = _GELU_NUMBERS.get(dtype)
+def _typed(numbers: tuple, dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """``numbers`` as read-only 0-d arrays of ``dtype``: what numpy converts the Python numbers
+    to beside an array of that type, once (not on every call)."""
+    found = _TYPED.get((numbers, dtype))
     if found is None:
-        found = tuple(np.array(v, dtype) for v in (_SQRT_HALF, 1, 0.5))
+        found = _TYPED[(numbers, dtype)] = tuple(np.array(v, dtype) for v in numbers)
         for v in found:
             v.flags.writeable = False
-        _GELU_NUMBERS[dtype] = found
     return found
 
 
@@ -314,7 +317,7 @@ def _gelu_erf(x):
     if type(x) is np.ndarray and x.dtype == np.float16:     # in float32, rounded back once:
         return _gelu_erf(x.astype(np.float32)).astype(np.float16)   # see erf
     if type(x) is np.ndarray and x.ndim and x.dtype.kind == "f":    # the same operations,
-        sqrt_half, one, half_ = _gelu_numbers(x.dtype)              # fewer temporaries
+        sqrt_half, one, half_ = _typed(_GELU, x.dtype)              # fewer temporaries
         z = np.multiply(x, sqrt_half)
         if (_ERF or _erf_function()) is _erf_approx:
             e = _erf_approx_into(z, zero_signed=False)      # x = ±0 gives ±0 all the same

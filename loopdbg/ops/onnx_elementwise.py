@@ -190,6 +190,16 @@ def _erf(x):
     return np.asarray(erf(x)).astype(x.dtype, copy=False)
 
 
+def _erf_kernel(x):
+    """``_erf`` of x's type, quiet: erf of a float array is an array of its type, returned as
+    it is (one Python call and no checks the more, on a decoder's every GELU)."""
+    with np.errstate(all="ignore"):
+        out = erf(x)
+    if type(out) is np.ndarray and out.dtype == x.dtype:
+        return out
+    return np.asarray(out).astype(x.dtype, copy=False)
+
+
 def _same_type(fn: Callable) -> Callable:
     def kernel(x):
         out = fn(x)
@@ -207,12 +217,12 @@ _UNARY: dict[str, tuple[Callable, int]] = {
     "Sin": (np.sin, 7), "Cos": (np.cos, 7), "Tan": (np.tan, 7), "Asin": (np.arcsin, 7),
     "Acos": (np.arccos, 7), "Atan": (np.arctan, 7), "Sinh": (np.sinh, 9), "Cosh": (np.cosh, 9),
     "Asinh": (np.arcsinh, 9), "Acosh": (np.arccosh, 9), "Atanh": (np.arctanh, 9),
-    "Erf": (_erf, 9),
     "Softplus": (lambda x: np.logaddexp(x.dtype.type(0), x), 1),
     "Softsign": (lambda x: x / (1 + np.abs(x)), 1),
 }
 for _name, (_fn, _v) in _UNARY.items():
     op(f"onnx.{_name}", versions=(_v,))(lambda layer, fn=_same_type(_quiet(_fn)): fn)
+op("onnx.Erf", versions=(9,))(lambda layer: _erf_kernel)
 
 
 @op("onnx.Identity")

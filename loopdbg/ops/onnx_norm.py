@@ -24,7 +24,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import a, declared_outputs
+from loopdbg.ops.args import SHAPES, a, declared_outputs
 from loopdbg.ops.registry import op
 
 
@@ -37,15 +37,17 @@ def _layer_normalization(layer: Layer):
         raise ValueError(f"stash_type={stash}: ONNX defines only 1 (float32)")
     count = declared_outputs(layer)
     shapes: dict[tuple, tuple] = {}     # (X's shape, dtype) -> what follows from them
+    through, params = SHAPES.through, ("onnx.LayerNormalization", axis, epsilon)
+
+    def layout(key: tuple) -> tuple:
+        return _layout(key[0], key[1], axis, epsilon)
 
     def layer_normalization(x, scale, b=None):
-        known = shapes.get((x.shape, x.dtype))
-        if known is None:
-            known = _layout(x, axis, epsilon)
-            if len(shapes) >= 64:
-                shapes.clear()
-            shapes[(x.shape, x.dtype)] = known
-        ax, work, rows_cols, n_cols, eps = known
+        key = (x.shape, x.dtype)
+        known = shapes.get(key)
+        if known is None:                   # (every block's of a decoder sees the new shapes)
+            known = through(shapes, params, key, layout)
+        ax, work, rows_cols, n_cols, eps, tail = known
         mat = x.astype(work, copy=False).reshape(rows_cols)
         # np.sum is add.reduce behind Python layers; the rest works in place, the Python numbers
         # as arrays of the computing type (what numpy converts them to: the same values)
@@ -59,9 +61,13 @@ def _layer_normalization(layer: Layer):
         np.sqrt(inv_std, out=inv_std)
         np.reciprocal(inv_std, out=inv_std)
         np.multiply(diff, inv_std, out=square)
-        y = _combine(square.reshape(x.shape), scale.astype(work, copy=False), np.multiply)
+        y = square.reshape(x.shape)
+        scale = scale.astype(work, copy=False)
+        # Scale and B of the normalized shape (as they nearly always are) go into y, a temporary
+        y = np.multiply(y, scale, out=y) if scale.shape == tail else _combine(y, scale, np.multiply)
         if b is not None:
-            y = _combine(y, b.astype(work, copy=False), np.add)
+            b = b.astype(work, copy=False)
+            y = np.add(y, b, out=y) if b.shape == tail else _combine(y, b, np.add)
         y = y.astype(x.dtype, copy=False)
         if count == 1:
             return y
@@ -73,15 +79,16 @@ def _layer_normalization(layer: Layer):
     return layer_normalization
 
 
-def _layout(x: np.ndarray, axis: int, epsilon: float) -> tuple:
-    """(axis, computing dtype, (rows, columns), columns and epsilon as 0-d arrays) of a
-    LayerNormalization of ``x``: a function of its shape and dtype, kept per kernel."""
-    ax = axis + x.ndim if axis < 0 else axis
-    if not 0 <= ax < x.ndim:
-        raise ValueError(f"axis={axis} is out of range for X of rank {x.ndim}")
-    work = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
-    rows, cols = math.prod(x.shape[:ax]), math.prod(x.shape[ax:])
-    return (ax, work, (rows, cols)) + _scalars(work, cols, epsilon)
+def _layout(shape: tuple, dtype: np.dtype, axis: int, epsilon: float) -> tuple:
+    """(axis, computing dtype, (rows, columns), columns and epsilon as 0-d arrays, the
+    normalized shape) of a LayerNormalization of an ``x`` of ``shape`` and ``dtype``, kept per
+    kernel and in ``args.SHAPES`` for every kernel of the same axis and epsilon."""
+    ax = axis + len(shape) if axis < 0 else axis
+    if not 0 <= ax < len(shape):
+        raise ValueError(f"axis={axis} is out of range for X of rank {len(shape)}")
+    work = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    rows, cols = math.prod(shape[:ax]), math.prod(shape[ax:])
+    return (ax, work, (rows, cols)) + _scalars(work, cols, epsilon) + (shape[ax:],)
 
 
 _SCALARS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}

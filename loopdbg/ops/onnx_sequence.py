@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops.args import a, axis_of, scalar
-from loopdbg.ops.concat_split import pieces
+from loopdbg.ops.args import SHAPES, a, axis_of, scalar
+from loopdbg.ops.concat_split import pieces, slice_keys
 from loopdbg.ops.registry import op
 
 
@@ -136,8 +136,27 @@ def _concat_from_sequence(layer: Layer):
 @op("onnx.SplitToSequence", versions=(11, 24))
 def _split_to_sequence(layer: Layer):
     axis, keepdims = int(a(layer, "axis", 0)), bool(a(layer, "keepdims", 1))
+    memo: dict = {}                     # (X's shape, split) -> the slices of its pieces
+    through, params = SHAPES.through, ("onnx.SplitToSequence", axis)
+
+    def even_keys(key: tuple) -> tuple:
+        shape, step = key
+        ax = axis_of(axis, len(shape))
+        if step <= 0:
+            raise ValueError(f"split {step} is not positive")
+        return slice_keys(ax, _even(shape[ax], step))
 
     def split(x, sizes=None):
+        kind = type(sizes)
+        if type(x) is np.ndarray and (kind is np.int64 or kind is np.ndarray and not sizes.ndim
+                                      and sizes.dtype.kind in "iu"):
+            # one piece length, as exporters write it (a head's size, computed in the graph):
+            # the slices once per shape and length, for every split of the same axis
+            key = (x.shape, int(sizes))
+            keys = memo.get(key)
+            if keys is None:
+                keys = through(memo, params, key, even_keys)
+            return [x[k] for k in keys]
         x = np.asarray(x)
         ax = axis_of(axis, x.ndim)
         length = x.shape[ax]

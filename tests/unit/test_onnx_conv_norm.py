@@ -144,3 +144,39 @@ def test_one_layer_normalization_kernel_over_changing_shapes_and_types():
                 assert np.array_equal(got, want)
         with pytest.raises(ValueError, match="axis=-2 is out of range for X of rank 1"):
             kept(np.ones(t, np.float32), np.ones(t, np.float32))
+
+
+def test_layer_normalizations_of_the_same_attributes_share_their_layout(monkeypatch):
+    """A decoder's blocks each see a new sequence length at each iteration: the first block's
+    LayerNormalization works out what follows from the shape, the others of the same axis and
+    epsilon find it (args.SHAPES); another epsilon works out its own. A Scale or B broadcast from
+    fewer dimensions than the normalized ones gives the formula's values all the same."""
+    from loopdbg.ir.model import Layer
+    from loopdbg.ops import args, onnx_norm
+    from loopdbg.ops.registry import make_kernel
+
+    calls = []
+    layout = onnx_norm._layout
+    monkeypatch.setattr(onnx_norm, "_layout", lambda *a: calls.append(a[0]) or layout(*a))
+    monkeypatch.setattr(args, "SHAPES", args.SharedMemo())
+    monkeypatch.setattr(onnx_norm, "SHAPES", args.SHAPES)
+
+    def kernel(epsilon):
+        layer = Layer(1, "ln", "onnx.LayerNormalization", "opset17",
+                      data={"axis": -2, "epsilon": epsilon})
+        return make_kernel(layer)[0]
+
+    rng = np.random.default_rng(6)
+    blocks = [kernel(1e-3) for _ in range(4)]
+    scale, bias = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal(6)
+    for t in (2, 3, 4):
+        x = rng.standard_normal((1, t, 4, 6)).astype(np.float32)
+        for k in blocks:
+            y = k(x, scale, bias.astype(np.float32))
+            mean = x.mean(axis=(2, 3), keepdims=True)
+            var = ((x - mean) ** 2).mean(axis=(2, 3), keepdims=True)
+            np.testing.assert_allclose(y, (x - mean) / np.sqrt(var + 1e-3) * scale + bias,
+                                       rtol=1e-5, atol=1e-5)
+    assert calls == [(1, 2, 4, 6), (1, 3, 4, 6), (1, 4, 4, 6)]
+    kernel(1e-5)(x, scale)
+    assert calls[-1] == (1, 4, 4, 6) and len(calls) == 4

@@ -7,6 +7,8 @@ against the general one."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -141,6 +143,31 @@ def test_split_to_sequence_cuts_the_same_way_when_the_lengths_are_kept(length, s
         want = [min(step, length - s) for s in range(0, length, step)] or [0]
         assert [p.shape[1] for p in parts] == want
         assert np.concatenate(parts, axis=1).tolist() == x.tolist()
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0), (2, 5), (1, 7, 3)])
+@pytest.mark.parametrize("axis", [0, 1, -1, 2])
+@pytest.mark.parametrize("step", [np.int64(2), np.array(3, np.int32), np.array(0), np.int64(-1)])
+def test_split_to_sequence_by_one_length_is_the_general_split(shape, axis, step):
+    # the direct path (a numpy int64 or 0-d integer array; slices kept per shape and length, for
+    # every split of the axis) against the general one (the length as a Python int): the same
+    # pieces, views of x, or the same error, the first time, from what was kept, and in a
+    # second kernel of the axis
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    general = _kernel("SplitToSequence", axis=axis)
+    for direct in (_kernel("SplitToSequence", axis=axis), _kernel("SplitToSequence", axis=axis)):
+        for _ in range(2):
+            try:
+                got = direct(x, step)
+            except ValueError as exc:
+                with pytest.raises(ValueError, match=re.escape(str(exc))):
+                    general(np.asarray(x), int(step))
+                continue
+            ref = general(np.asarray(x), int(step))
+            assert type(got) is list and len(got) == len(ref)
+            for g, r in zip(got, ref):
+                assert g.shape == r.shape and np.shares_memory(g, x) == np.shares_memory(r, x)
+                assert g.tolist() == r.tolist()
 
 
 def test_a_cast_of_a_numpy_scalar_to_its_own_type_is_that_scalar():

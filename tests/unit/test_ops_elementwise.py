@@ -403,3 +403,30 @@ def test_gelu_float16_near_zero_has_its_erf_on_the_right_side(monkeypatch):
     half = x / np.float16(2)
     assert (got > half).all(), (got, half)
     assert (np.abs(got - exact) <= np.spacing(exact.astype(np.float16))).all(), (got, exact)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_erf_without_scipy_is_its_formula_bit_for_bit(dtype, monkeypatch):
+    # erf's in-place path (A&S into |x|, copysign, the series' numbers as 0-d arrays) against
+    # both written out with Python numbers: A&S signed by a product with sign(x), and below
+    # |x| 0.1 the series; the same bits everywhere, a NaN gives a NaN
+    from loopdbg.ops import elementwise
+    monkeypatch.setattr(elementwise, "_ERF", elementwise._erf_approx)
+    tiny = np.finfo(dtype).smallest_subnormal
+    x = np.array([0.0, -0.0, tiny, -tiny, 0.1, -0.1, np.nextafter(dtype(0.1), 0),
+                  np.nextafter(dtype(0.1), 1), 1e-3, 0.5, -0.7, 3.0, -3.0, 9.0, -9.0,
+                  np.finfo(dtype).max, -np.finfo(dtype).max, np.inf, -np.inf, np.nan], dtype)
+    x = np.concatenate([x, np.geomspace(1e-30, 10, 2001, dtype=dtype),
+                        -np.geomspace(1e-30, 10, 2001, dtype=dtype)])
+    with np.errstate(all="ignore"):
+        want = elementwise._erf_approx(x.copy())
+        small = np.abs(x) < 0.1
+        z = x[small]
+        want[small] = z * (2 / math.sqrt(math.pi) * (1 + z * z * (-1 / 3 + z * z * 0.1)))
+        for got in (kernel("Erf", "opset1", n_in=1)(x), elementwise.erf(x.reshape(2, -1).T).T):
+            got = got.reshape(-1)
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, want)
+            finite = ~np.isnan(x)
+            assert np.array_equal(got[finite].view(np.uint8), want[finite].view(np.uint8))
+            assert np.signbit(got[:2]).tolist() == [False, True]
