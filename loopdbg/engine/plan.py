@@ -193,13 +193,15 @@ class GraphPlan:
     def _input_names(self, layer: Layer, local, edges) -> tuple[str | None, ...]:
         if not edges:
             return ()
-        if len(edges) == 1:             # (most layers: one input, at port 0)
-            e = edges[0]
-            if e.to_port == 0:
-                name = local.get((e.from_layer, e.from_port))
-                if name is not None:
-                    return (name,)
-        names: list[str | None] = [None] * (max([e.to_port for e in edges]) + 1)
+        names: list[str | None] = []
+        for j, e in enumerate(edges):   # (most layers: an edge to each port, in port order)
+            name = local.get((e.from_layer, e.from_port)) if e.to_port == j else None
+            if name is None:
+                break
+            names.append(name)
+        else:
+            return tuple(names)
+        names = [None] * (max([e.to_port for e in edges]) + 1)
         for e in edges:
             name = names[e.to_port] = local.get((e.from_layer, e.from_port))
             if name is None:
@@ -434,6 +436,11 @@ def topological_order(graph: Graph, where: str = "",
             return iter((edges[0].from_layer,))
         if position is None:
             position = {lid: k for k, lid in enumerate(layers)}
+        if len(edges) == 2:
+            a, b = edges[0].from_layer, edges[1].from_layer
+            if a == b:
+                return iter((a,))
+            return iter((a, b) if position.get(a) < position.get(b) else (b, a))
         return iter(sorted({e.from_layer for e in edges}, key=position.get))
 
     for root in roots:
