@@ -86,7 +86,7 @@ def fold(fn: Callable, args: tuple[Any, ...], n_out: int, room: int) -> tuple | 
     if not all(type(v) is np.ndarray for v in outs) or sum(v.nbytes for v in outs) > room:
         return None
     for v in outs:
-        v.flags.writeable = False
+        v.setflags(write=False)
     return outs
 
 

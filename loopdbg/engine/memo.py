@@ -209,7 +209,7 @@ def _keep(out, args) -> bool:
         if out.nbytes > MAX_BYTES:
             return False
         if not any(out is x for x in args):
-            out.flags.writeable = False
+            out.setflags(write=False)
         return True
     return isinstance(out, np.generic) and out.nbytes <= MAX_BYTES
 
