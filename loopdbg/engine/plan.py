@@ -146,7 +146,7 @@ class GraphPlan:
                 n_out = len(layer.outputs)
                 nested = True
             else:
-                consts = tuple([self.consts.get(a) for a in ins])    # (None: None)
+                consts = tuple(map(self.consts.get, ins))        # (None: None)
                 fn, n_out = self.kernel_factory(layer, self.where, consts)
                 nested = False
                 said = getattr(fn, "notice", None)
