@@ -35,11 +35,13 @@ def candidates(steps, results, keep=frozenset()) -> dict[int, int]:
                 uses[a] = uses.get(a, 0) + 1
     for r in results:
         uses[r] = uses.get(r, 0) + 1
-    fresh = {s.outs[0] for k, s in enumerate(steps) if _plain_ufunc(s) and k not in keep}
+    plain = [k for k, s in enumerate(steps) if _plain_ufunc(s)]
+    fresh = {steps[k].outs[0] for k in plain if k not in keep}
     found = {}
-    for k, s in enumerate(steps):
+    for k in plain:
+        s = steps[k]
         fn = s.fn
-        if not _plain_ufunc(s) or fn.signature is not None or fn.nin != len(s.ins):
+        if fn.signature is not None or fn.nin != len(s.ins):
             continue                    # matmul (a gufunc) has a signature: not elementwise
         for j, a in enumerate(s.ins):
             if a in fresh and uses.get(a) == 1:

@@ -86,7 +86,7 @@ def fold(fn: Callable, args: tuple[Any, ...], n_out: int, room: int) -> tuple | 
     if not all(type(v) is np.ndarray for v in outs) or sum(v.nbytes for v in outs) > room:
         return None
     for v in outs:
-        v.flags.writeable = False
+        v.setflags(write=False)
     return outs
 
 
@@ -100,13 +100,19 @@ def invariant_steps(steps, consts, invariant: set[str]) -> frozenset[int]:
     known = set(invariant)
     found = []
     for k, step in enumerate(steps):
-        fn = step.fn
-        if step.nested or step.with_ctx or type(fn) is Folded or \
-                getattr(fn, "needs_context", False) or getattr(fn, "notice", None):
-            continue
-        ins = [a for a in step.ins if a is not None]
-        if ins and all(a in known or a in consts for a in ins) and \
-                any(a in known for a in ins):
-            found.append(k)
-            known.update(step.outs)
+        reads_known = False             # every input known or a constant, one at least known
+        for a in step.ins:              # (a loop: most steps fail at an input, cheaply)
+            if a is None:
+                continue
+            if a in known:
+                reads_known = True
+            elif a not in consts:
+                break
+        else:
+            fn = step.fn
+            if reads_known and not (step.nested or step.with_ctx or type(fn) is Folded or
+                                    getattr(fn, "needs_context", False) or
+                                    getattr(fn, "notice", None)):
+                found.append(k)
+                known.update(step.outs)
     return frozenset(found)

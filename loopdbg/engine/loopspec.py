@@ -53,6 +53,9 @@ class LoopSpec:
         self.kind = layer.type
         self.body = body
         self.where = where
+        self._param_positions: dict[int, int] = {}  # body Parameter id -> its position (the
+        for k, pid in enumerate(body.param_ids):    # first): a decoder's body has hundreds
+            self._param_positions.setdefault(pid, k)
         sub = layer.body
         if sub is None:
             raise ModelError(f"{where}{layer.describe()} has no <body>.")
@@ -80,11 +83,11 @@ class LoopSpec:
         return op if op in ("Loop", "Scan") else self.kind
 
     def _param_pos(self, layer_id: int, what: str) -> int:
-        try:
-            return self.body.param_ids.index(layer_id)
-        except ValueError:
-            raise ModelError(f"{self.where}{self.layer.describe()}: the port_map {what} names body "
-                             f"layer {layer_id}, which is not a body Parameter.") from None
+        pos = self._param_positions.get(layer_id)
+        if pos is not None:
+            return pos
+        raise ModelError(f"{self.where}{self.layer.describe()}: the port_map {what} names body "
+                         f"layer {layer_id}, which is not a body Parameter.")
 
     def _result_pos(self, layer_id: int, what: str) -> int:
         try:

@@ -90,8 +90,8 @@ class Memo:
             x = self.keys[0]
             return (f"{m}[0] if type({x}) is _S_nd and {x}.shape == {m}[1] else "
                     f"_S_shape({m}, k{k}, {args})")
-        same = " and ".join(f"{a} is {m}[{j + 1}]" for j, a in enumerate(self.keys))
-        keys = "".join(f"{a}, " for a in self.keys)
+        same = " and ".join([f"{a} is {m}[{j + 1}]" for j, a in enumerate(self.keys)])
+        keys = "".join([f"{a}, " for a in self.keys])
         return f"{m}[0] if {same} else _S_same({m}, k{k}, ({keys}), {args})"
 
 
@@ -209,7 +209,7 @@ def _keep(out, args) -> bool:
         if out.nbytes > MAX_BYTES:
             return False
         if not any(out is x for x in args):
-            out.flags.writeable = False
+            out.setflags(write=False)
         return True
     return isinstance(out, np.generic) and out.nbytes <= MAX_BYTES
 

@@ -30,6 +30,7 @@ them. When a kernel raises, ``locate`` maps the traceback line back to the layer
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -75,6 +76,13 @@ class Step:
     nested: bool
     with_ctx: bool = False          # a kernel of run state (Assign): called as fn(ctx, *ins)
 
+    def __init__(self, layer: Layer, fn: Callable, ins: tuple[str | None, ...],
+                 outs: tuple[str, ...], nested: bool, with_ctx: bool = False):
+        # the fields in one update of the dict (as ``ir.model.Layer``): a frozen dataclass's
+        # own __init__ sets each through object.__setattr__, and a body has thousands of steps
+        self.__dict__.update(layer=layer, fn=fn, ins=ins, outs=outs, nested=nested,
+                             with_ctx=with_ctx)
+
 
 class GraphPlan:
     """A compiled graph. ``run(ctx, *parameter_values)`` returns the Result values in Result order.
@@ -100,7 +108,6 @@ class GraphPlan:
         self.folded_bytes = 0               # of the values folded at plan time (``hoist``)
         self._build(nested_factory)
         self.is_generator = any(s.nested for s in self.steps)
-        self.all_value_names = self._value_names()
         self._line_maps: dict[str, dict[int, int]] = {}     # file name -> {line: step index}
         self.generated: dict[str, str] = {}   # file name -> the source compiled under it
         self._ns: dict[str, Any] = dict(self.consts)
@@ -115,12 +122,10 @@ class GraphPlan:
     def _build(self, nested_factory) -> None:
         g = self.graph
         local: dict[tuple[int, int], str] = {}
-        incoming: dict[int, list] = {}             # layer id -> the edges that end there
-        for e in g.edges:
-            incoming.setdefault(e.to_layer, []).append(e)
+        incoming = edges_to(g)                     # layer id -> the edges that end there
         for k, pid in enumerate(self.param_ids):
             local[(pid, 0)] = f"p{k}"
-        for lid in topological_order(g, self.where):
+        for lid in topological_order(g, self.where, incoming):
             layer = g.layers[lid]
             if layer.type in ("Parameter", "Result"):
                 continue
@@ -128,7 +133,7 @@ class GraphPlan:
                 if layer.value is None:
                     raise ModelError(f"{self.where}{layer.describe()} has no value.")
                 value = np.asarray(layer.value)
-                value.flags.writeable = False
+                value.setflags(write=False)      # (half the time of flags.writeable)
                 name = f"c{len(self.consts)}"
                 self.consts[name] = value
                 local[(lid, 0)] = name
@@ -141,7 +146,7 @@ class GraphPlan:
                 n_out = len(layer.outputs)
                 nested = True
             else:
-                consts = tuple([self.consts.get(a) for a in ins])    # (None: None)
+                consts = tuple(map(self.consts.get, ins))        # (None: None)
                 fn, n_out = self.kernel_factory(layer, self.where, consts)
                 nested = False
                 said = getattr(fn, "notice", None)
@@ -161,7 +166,10 @@ class GraphPlan:
                                    bool(getattr(fn, "needs_context", False))))
         self.result_locals = []
         for rid in self.result_ids:
-            src = g.producer(rid, 0)
+            src = None                  # (as ``Graph.producer``: the last edge to port 0)
+            for e in incoming.get(rid, ()):
+                if e.to_port == 0:
+                    src = (e.from_layer, e.from_port)
             if src is None or src not in local:
                 raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
             self.result_locals.append(local[src])
@@ -185,7 +193,15 @@ class GraphPlan:
     def _input_names(self, layer: Layer, local, edges) -> tuple[str | None, ...]:
         if not edges:
             return ()
-        names: list[str | None] = [None] * (max([e.to_port for e in edges]) + 1)
+        names: list[str | None] = []
+        for j, e in enumerate(edges):   # (most layers: an edge to each port, in port order)
+            name = local.get((e.from_layer, e.from_port)) if e.to_port == j else None
+            if name is None:
+                break
+            names.append(name)
+        else:
+            return tuple(names)
+        names = [None] * (max([e.to_port for e in edges]) + 1)
         for e in edges:
             name = names[e.to_port] = local.get((e.from_layer, e.from_port))
             if name is None:
@@ -262,25 +278,29 @@ class GraphPlan:
         memo = memo or {}
         into = candidates(self.steps, self.result_locals, once | memo.keys()) if elide else {}
         out = []
+        consts = self.consts
+        ufunc, folded_type = np.ufunc, hoist.Folded
         for k, step in enumerate(self.steps):
-            if not folded and type(step.fn) is hoist.Folded:
+            fn, ins = step.fn, step.ins
+            if not folded and type(fn) is folded_type:
                 continue
             when = ""
             if k in once:
                 if once_if is None:
                     continue
                 when = f"{once_if} and "
-            args = ", ".join(a if a is not None else "None" for a in step.ins)
-            checked = guard and type(step.fn) is np.ufunc and step.fn.nin >= 2 and \
-                None not in step.ins
+            unconnected = None in ins
+            args = ", ".join([a if a is not None else "None" for a in ins]) if unconnected \
+                else ", ".join(ins)
+            checked = guard and type(fn) is ufunc and fn.nin >= 2 and not unconnected
             # a constant of one element never makes a broadcast bigger than its other inputs
-            grow = [a for a in dict.fromkeys(step.ins)
-                    if not (a in self.consts and self.consts[a].size <= 1)] if checked else ()
+            grow = [a for a in dict.fromkeys(ins)
+                    if not (a in consts and consts[a].size <= 1)] if checked else ()
             if len(grow) > 1:
                 first, *others = grow           # (the output has at most the product of the
                 differ = " or ".join(f"{a}.shape != {first}.shape" for a in others)   # sizes)
                 product = " * ".join(f"{a}.size" for a in grow)
-                fixed = [a for a in grow if a in self.consts]
+                fixed = [a for a in grow if a in consts]
                 if len(grow) == 2 and len(fixed) == 1:      # x and a constant (a bias, a scale):
                     c = fixed[0]                            # no bigger than x when x ends in
                     x = grow[1] if c == grow[0] else grow[0]        # the constant's shape
@@ -338,8 +358,10 @@ class GraphPlan:
         exec(code, self._ns)  # noqa: S102 - names by position
         return [self._ns[kind] for kind in kinds]
 
-    def _value_names(self) -> list[str]:
-        """Names of what ``run_all`` returns: Parameters, then each layer's outputs."""
+    @cached_property
+    def all_value_names(self) -> list[str]:
+        """Names of what ``run_all`` returns: Parameters, then each layer's outputs (made when
+        first asked: a run that records no node never needs them)."""
         names = list(self.param_names)
         for s in self.steps:
             for j in range(len(s.outs)):
@@ -387,27 +409,39 @@ class GraphPlan:
 SINK_TYPES = ("Assign",)
 
 
-def topological_order(graph: Graph, where: str = "") -> list[int]:
+def topological_order(graph: Graph, where: str = "",
+                      incoming: dict[int, list] | None = None) -> list[int]:
     """Layers that feed a Result or a sink (Assign), and every Parameter, producers first, in XML
     order otherwise.
 
     Other layers that reach no Result are dropped, as OpenVINO's reader drops them. A cycle is a
-    ModelError naming one layer on it.
+    ModelError naming one layer on it. ``incoming``: the edges that end at each layer id, when
+    the caller has them already (``edges_to``).
     """
-    preds: dict[int, list[int]] = {lid: [] for lid in graph.layers}
-    for e in graph.edges:
-        if e.to_layer in preds:
-            preds[e.to_layer].append(e.from_layer)
-    position = {lid: k for k, lid in enumerate(graph.layers)}
+    if incoming is None:
+        incoming = edges_to(graph)
     layers = graph.layers
+    position = None                     # layer id -> XML position (made when first needed)
     order: list[int] = []
     state: dict[int, int] = {}        # 1 = on the stack, 2 = done
     sinks = [lid for lid, layer in layers.items() if layer.type in SINK_TYPES]
     roots = list(graph.parameters) + list(graph.results) + sinks
 
     def producers(lid):             # in XML order (most layers have one: nothing to sort)
-        p = preds.get(lid, ())
-        return iter(p) if len(p) < 2 else iter(sorted(set(p), key=position.get))
+        nonlocal position
+        edges = incoming.get(lid)
+        if not edges:
+            return iter(())
+        if len(edges) == 1:
+            return iter((edges[0].from_layer,))
+        if position is None:
+            position = {lid: k for k, lid in enumerate(layers)}
+        if len(edges) == 2:
+            a, b = edges[0].from_layer, edges[1].from_layer
+            if a == b:
+                return iter((a,))
+            return iter((a, b) if position.get(a) < position.get(b) else (b, a))
+        return iter(sorted({e.from_layer for e in edges}, key=position.get))
 
     for root in roots:
         if state.get(root) == 2:
@@ -416,18 +450,30 @@ def topological_order(graph: Graph, where: str = "") -> list[int]:
         state[root] = 1
         while stack:
             node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
+            for nxt in it:              # the next producer not done yet, if any
+                if nxt not in layers:
+                    continue
+                st = state.get(nxt)
+                if st is None:
+                    state[nxt] = 1
+                    stack.append((nxt, producers(nxt)))
+                    break
+                if st == 1:
+                    raise ModelError(
+                        f"{where}the graph has a cycle through {layers[nxt].describe()}.")
+            else:
                 stack.pop()
                 state[node] = 2
                 order.append(node)
-                continue
-            if nxt not in layers:
-                continue
-            st = state.get(nxt)
-            if st == 1:
-                raise ModelError(f"{where}the graph has a cycle through {layers[nxt].describe()}.")
-            if st is None:
-                state[nxt] = 1
-                stack.append((nxt, producers(nxt)))
     return order
+
+
+def edges_to(graph: Graph) -> dict[int, list]:
+    """Layer id -> the edges that end there, in the graph's order."""
+    incoming: dict[int, list] = {}
+    for e in graph.edges:
+        if e.to_layer in incoming:
+            incoming[e.to_layer].append(e)
+        else:
+            incoming[e.to_layer] = [e]
+    return incoming
