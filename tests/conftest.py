@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,6 +29,25 @@ def pytest_configure(config):
     cache = getattr(config, "cache", None)
     if cache is not None:
         os.environ.setdefault("LOOPDBG_TEST_CACHE", str(cache.mkdir("loopdbg")))
+    _import_hypothesis_as_it_is(config)
+
+
+def _import_hypothesis_as_it_is(config) -> None:
+    """Import hypothesis without pytest's assertion rewriting. hypothesis ships a pytest plugin,
+    so pytest rewrites the asserts of its whole package (~70 modules) in every process that
+    imports it: each xdist worker (the fuzz test modules import it) and the controller (its
+    plugin's summary). Without a place to keep rewritten modules (PYTHONDONTWRITEBYTECODE=1)
+    that was 1.5-2 s of CPU each, on every run; its own asserts never were our tests'."""
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    if hook is None or hook not in sys.meta_path or "hypothesis" in sys.modules:
+        return
+    sys.meta_path.remove(hook)
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        sys.meta_path.insert(0, hook)
 
 
 def pytest_unconfigure(config):
