@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import time
 
 import pytest
 
@@ -60,6 +61,35 @@ def _frames_are_drawn_when_read(monkeypatch):
 
     monkeypatch.setattr(Compositor, "render_update", render_update)
     monkeypatch.setattr(App, "run_test", _last_frame_drawn(App.run_test))
+
+
+@pytest.fixture(autouse=True)
+def _idle_is_the_ui_thread_idle(monkeypatch):
+    """Textual's test ``wait_for_idle`` (after each key a test presses, twice, and in every
+    ``pilot.pause``) waits until the *process* spends under 1 ms of CPU in a 20 ms sleep. While
+    the engine's worker thread computes (a continue running) the process is never idle, and
+    each wait lasted its 1 s limit: a second of the engine's CPU per key. The same rule here
+    looks at the UI's thread only, where Textual handles every message; the engine is waited
+    for by ``settle``, as before."""
+    try:
+        import textual.app
+        import textual.pilot
+        from textual import _wait
+    except ImportError:        # textual missing: the UI tests skip themselves
+        return
+
+    async def wait_for_idle(min_sleep: float = _wait.SLEEP_GRANULARITY, max_sleep: float = 1):
+        start = time.monotonic()
+        while True:
+            cpu = time.thread_time()
+            await asyncio.sleep(_wait.SLEEP_GRANULARITY)
+            elapsed = time.monotonic() - start
+            if elapsed >= max_sleep or \
+                    (elapsed > min_sleep and time.thread_time() - cpu < _wait.SLEEP_IDLE):
+                return
+
+    monkeypatch.setattr(textual.app, "wait_for_idle", wait_for_idle)
+    monkeypatch.setattr(textual.pilot, "wait_for_idle", wait_for_idle)
 
 
 def _last_frame_drawn(run_test):

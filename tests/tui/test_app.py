@@ -241,7 +241,10 @@ async def test_space_pauses_a_running_continue():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("c")
-        await asyncio.sleep(0.2)
+        for _ in range(300):               # the header says so once it has run 0.3 s
+            if "running continue" in app.sub_title:
+                break
+            await asyncio.sleep(0.02)
         assert app.busy, "continue on an endless loop should still be running"
         assert "running continue" in app.sub_title
         await pilot.press("n")                       # refused while busy: no second worker

@@ -143,9 +143,12 @@ def test_a_wrong_kernel_fails_exactly_its_case_among_batched_ones(tmp_path):
     (tmp_path / "conftest.py").write_text(INNER_CONFTEST)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    oracle: x\n    ov_batch: x\n"
                                          "addopts = --dist loadgroup\n")
+    # only pytest-xdist of the installed plugins: the others (hypothesis, syrupy, the Textual
+    # snapshots) cost each of the three processes seconds to import, and none is used here
+    env = dict(os.environ, PYTHONPATH=str(HERE), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-rf", "-n", "2", "test_inner.py"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300, env=dict(os.environ, PYTHONPATH=str(HERE)))
+                           "-p", "xdist.plugin", "-rf", "-n", "2", "test_inner.py"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env)
     failed = [ln.split()[1].split("@")[0] for ln in proc.stdout.splitlines()
               if ln.startswith("FAILED")]
     assert failed == ["test_inner.py::test_relu[3]"], proc.stdout[-3000:]
