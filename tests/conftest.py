@@ -81,12 +81,17 @@ def pytest_xdist_make_scheduler(config, log):
 
     class _LoadGroup(LoadGroupScheduling):
         def mark_test_complete(self, node, item_index, duration=0):
-            nodeid = self.registered_collections[node][item_index]
-            work, scope = self.assigned_work[node], self._split_scope(nodeid)
-            work[scope][nodeid] = True
-            if all(work[scope].values()):
+            try:                        # (a pytest-xdist laid out otherwise: its own way)
+                nodeid = self.registered_collections[node][item_index]
+                work, scope = self.assigned_work[node], self._split_scope(nodeid)
+                unit = work[scope]
+            except (AttributeError, KeyError, IndexError, TypeError):
+                return super().mark_test_complete(node, item_index, duration)
+            unit[nodeid] = True
+            if all(unit.values()):
                 del work[scope]
             self._reschedule(node)
+            return None
 
     return _LoadGroup(config, log)
 
