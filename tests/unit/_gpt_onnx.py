@@ -1,5 +1,5 @@
-"""A small GPT decoder's greedy loop as ``torch.onnx.export`` writes one (../shared/scale's
-``*_onnx`` models, at a size for tests), built with onnx.helper: no KV cache, so each iteration
+"""A small GPT decoder's greedy loop as ``torch.onnx.export`` writes one (the shape of the
+exported GPT decoders issue 29 measures, at a size for tests), built with onnx.helper: no KV cache, so each iteration
 re-runs the growing sequence and every shape changes; each block takes ``Shape`` of its input
 three times, ``Gather``s batch, length and width, divides the width by the number of heads (an
 outer value: an invariant input) and ``Cast``s it twice, and ``Unsqueeze``s and ``Concat``s the

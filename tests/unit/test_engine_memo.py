@@ -1,6 +1,6 @@
 """Shape arithmetic run through memos in the FAST loop code (engine/memo) changes no value anyone
 sees: every model of tests/ and an exported-style GPT decoder (tests/unit/_gpt_onnx.py: the
-shape plumbing of ../shared/scale's ONNX models, at test size) run with the memos and without,
+shape plumbing of torch.onnx-exported GPT decoders, at test size) run with the memos and without,
 event by event (every body input and output, the loops' and the model's outputs, errors), with
 and without a debugger asking for some iterations' every value; the memos do spare the second
 block's and the repeated ``Shape``'s kernels, and a recorded iteration still shows each node.
