@@ -147,6 +147,21 @@ def _topk_shape(layer: Layer, ins, consts) -> list[TensorInfo]:
     return [TensorInfo(ins[0].type, tuple(out)), TensorInfo(index_type, tuple(out))]
 
 
+def _first_best(x: np.ndarray, largest: bool, dtype: np.dtype):
+    """TopK with k = 1 along the last axis, as the sort would give it: the first index of the
+    row's maximum (minimum), by ``argmax`` (``argmin``), which keeps the first of equal values
+    (-0.0 and 0.0 too) as the stable sort does. None when a value found is NaN: ``argmax``
+    stops at a NaN, which the sort puts after every number (the general path decides)."""
+    n = x.shape[-1]
+    flat = x.reshape(-1, n)
+    index = flat.argmax(axis=1) if largest else flat.argmin(axis=1)
+    values = flat[np.arange(flat.shape[0]), index]
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        return None
+    shape = x.shape[:-1] + (1,)
+    return values.reshape(shape), index.astype(dtype).reshape(shape)
+
+
 @op("TopK", versions=(1, 3, 11), outputs=2, shape=_topk_shape)
 def _topk(layer: Layer):
     axis = int_attr(layer, "axis")
@@ -161,6 +176,10 @@ def _topk(layer: Layer):
         if count < 0:
             raise ValueError(f"TopK k={count} is negative")
         count = min(count, x.shape[ax])
+        if count == 1 and ax == x.ndim - 1 and x.dtype.kind in "fiub":
+            found = _first_best(x, largest, dtype)     # a generation step's greedy pick
+            if found is not None:
+                return found
         # the k first of a stable ascending sort of the key (NaN last), found by a partition
         # and a sort of what it leaves (onnx_topk.smallest), not a sort of the whole axis
         key = _descending_key(x) if largest else x

@@ -149,6 +149,33 @@ def test_topk_over_a_vocabulary_is_the_stable_sort_s_first_k(mode, axis):
         np.testing.assert_array_equal(vals, np.take_along_axis(data, want, axis=ax))
 
 
+@pytest.mark.parametrize("mode", ["max", "min"])
+def test_topk_of_one_is_the_stable_sort_s_first(mode):
+    # k = 1 over the last axis (greedy decoding) takes argmax/argmin: the same first index of
+    # equal values, -0.0 and 0.0 included, NaN after every number, any rank and element type
+    rng = np.random.default_rng(2)
+    cases = [rng.integers(-3, 3, (4, 2, 9)).astype(np.float32),
+             np.array([[-0.0, 0.0, -0.0], [0.0, -0.0, 0.0]], np.float32),
+             np.array([[np.nan, 1, 1], [2, np.nan, 2], [np.nan, np.nan, np.nan],
+                       [np.nan, -np.inf, np.inf]], np.float64),
+             rng.integers(-5, 5, (3, 7)).astype(np.int32),
+             rng.integers(0, 3, (3, 7)).astype(np.uint8),
+             np.array([[False, True, True], [False, False, False]]),
+             rng.standard_normal((1, 1024)).astype(np.float32)]
+    fn = kernel("TopK", "opset11", n_out=2, axis="-1", mode=mode, sort="value")
+    for x in cases:
+        if x.dtype.kind == "f":
+            key = np.where(np.isnan(x), np.inf, -x if mode == "max" else x)
+        else:
+            key = ~x if mode == "max" else x
+        want = np.argsort(key, axis=-1, kind="stable")[..., :1]
+        vals, idx = fn(x, i64(1))
+        assert idx.dtype == np.int32 and idx.shape == x.shape[:-1] + (1,)
+        assert idx.tolist() == want.tolist()
+        got, ref = vals.view(np.uint8), np.take_along_axis(x, want, axis=-1).view(np.uint8)
+        assert vals.dtype == x.dtype and got.tolist() == ref.tolist()     # bits: -0.0, NaN
+
+
 def test_topk_bad_attributes():
     with pytest.raises(UnsupportedOperation, match="mode='top'"):
         kernel("TopK", n_out=2, axis="0", mode="top")
