@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from loopdbg.ir.model import Layer
@@ -45,6 +47,29 @@ def _softmax_last(w: np.ndarray) -> np.ndarray:
     np.exp(w, out=w)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.divide(w, np.add.reduce(w, axis=-1, keepdims=True), out=w)
+
+
+def _attend_f32(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
+                scale: np.ndarray) -> np.ndarray:
+    """``scaled_dot_product_attention`` of float32 ``q``, ``k``, ``v`` with a float32 ``mask`` (or
+    none), the constant ``scale`` (a 0-d float32) and no sink: the same operations in the same
+    order, without the checks and conversions the other cases need, and the softmax's test that
+    every row's maximum is finite made on their sum (finite when they all are; an overflow to
+    inf only sends the rows to the general softmax, which gives the same values)."""
+    w = np.matmul(q, k.swapaxes(-1, -2))
+    np.multiply(w, scale, out=w)
+    if mask is not None:
+        try:                            # into w when the mask broadcasts to its shape
+            np.add(w, mask, out=w)
+        except ValueError:              # it broadcasts w up (or not at all: numpy says so)
+            w = w + mask
+    top = np.maximum.reduce(w, axis=-1, keepdims=True)
+    if not math.isfinite(np.add.reduce(top, axis=None)):
+        return np.matmul(_softmax_last(w), v)
+    np.subtract(w, top, out=w)
+    np.exp(w, out=w)
+    np.divide(w, np.add.reduce(w, axis=-1, keepdims=True), out=w)
+    return np.matmul(w, v)
 
 
 _CAUSAL: dict[tuple, np.ndarray] = {}     # (L, S, type) -> the causal bias, read-only
@@ -110,6 +135,10 @@ def _sdpa(layer: Layer):
     def scaled_dot_product_attention(q, k, v, mask=None, scale=None, sink=None):
         if type(q) is ndarray and type(k) is ndarray and type(v) is ndarray and \
                 q.dtype == _F32 and k.dtype == _F32 and v.dtype == _F32:
+            if sink is None and not causal and (mask is None or (
+                    type(mask) is ndarray and mask.dtype == _F32)) and \
+                    scale is constant[0] and scale is not None:
+                return _attend_f32(q, k, v, mask, constant[2])     # a decoder's, every block
             q_type = work = _F32                # (the usual case: no conversions to make)
         else:
             q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)

@@ -89,6 +89,34 @@ def test_sdpa_scale_and_mask_inputs_that_change_between_calls():
         np.testing.assert_array_equal(got[b], fresh(q, k, v, wide[b], half)[0])
 
 
+class _Held(np.ndarray):
+    """An array the kernel does not take for a plain one: it goes the general way."""
+
+
+def test_sdpa_of_a_decoder_block_is_the_general_path_bit_for_bit():
+    # float32 views of a fused QKV, a float causal mask, the constant scale: the short path
+    # gives the general path's values bit for bit, also where a row is masked whole (NaN
+    # there) or the mask holds NaN or +inf, and with a mask that broadcasts the scores up
+    qkv = f32(1, 7, 3, 4, 8, lo=-4, hi=4)
+    q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))
+    causal = np.triu(np.full((7, 7), -np.inf, np.float32), 1)
+    whole = causal.copy()
+    whole[3] = -np.inf
+    odd = causal.copy()
+    odd[2, 0], odd[5, 1] = np.nan, np.inf
+    scale = np.array(1 / np.sqrt(8), np.float32)
+    scale.flags.writeable = False
+    fn = kernel("ScaledDotProductAttention", 13)
+    fn(q, k, v, causal, scale)                      # the first call keeps the constant
+    for mask in (causal, whole, odd, f32(7, 7), f32(2, 1, 4, 7, 7), None):
+        with np.errstate(invalid="ignore"):
+            got = fn(q, k, v, mask, scale)
+            held = None if mask is None else mask.view(_Held)
+            want = fn(q.view(_Held), k.view(_Held), v.view(_Held), held, scale)
+        assert got.dtype == np.float32 and got.shape == want.shape
+        assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+
+
 def test_sdpa_a_constant_scale_in_each_work_type():
     # the kept constant (and its float32 value) serves float32 work; float16/float64 inputs
     # work in float64 with the scale's own value; each as a kernel without the constant gives
