@@ -327,10 +327,30 @@ def _range_terms(start, stop, step, dtype: np.dtype) -> tuple[float | int, float
 
 
 def range_values(start, stop, step, dtype: np.dtype) -> np.ndarray:
-    """Range in ``dtype``; integer types truncate the bounds and step to integers first."""
+    """Range in ``dtype``; integer types truncate the bounds and step to integers first. An
+    integer range whose values and end all fit ``dtype`` is numpy's ``arange`` in it (the same
+    ``a + i s``, in one pass instead of three); one that does not wraps as int64 cast down."""
     a, s, n = _range_terms(start, stop, step, dtype)
+    if n and dtype.kind in "iu":
+        lo, hi = _int_bounds(dtype)
+        end = a + n * s
+        if lo <= a <= hi and lo <= end <= hi and lo <= end - s <= hi:
+            return np.arange(a, end, s, dtype=dtype)
     work = np.int64 if dtype.kind in "iu" else np.float64
     return (a + np.arange(n, dtype=work) * s).astype(dtype)
+
+
+_BOUNDS: dict[np.dtype, tuple[int, int]] = {}
+
+
+def _int_bounds(dtype: np.dtype) -> tuple[int, int]:
+    """The smallest and largest values of an integer ``dtype``, kept (within ±2**53, where
+    ``arange`` counts its length exactly)."""
+    found = _BOUNDS.get(dtype)
+    if found is None:
+        info = np.iinfo(dtype)
+        found = _BOUNDS[dtype] = (max(int(info.min), -2 ** 53), min(int(info.max), 2 ** 53))
+    return found
 
 
 def _range_shape(out_type: str | None, consts) -> TensorInfo:

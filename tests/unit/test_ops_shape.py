@@ -247,6 +247,26 @@ def test_range4(start, stop, step, out_type, expected):
     assert out.tolist() == expected
 
 
+@pytest.mark.parametrize("out_type", ["i32", "i64", "u8", "i8", "u16"])
+def test_range4_integers_are_int64_values_cast_down(out_type):
+    # an integer Range is a + i*s computed in int64 and cast to its type (wrapping where the
+    # values do not fit), whether it fits and runs as one arange or not
+    fn = kernel("Range", "opset4", n_in=3, output_type=out_type)
+    dtype = {"i32": np.int32, "i64": np.int64, "u8": np.uint8, "i8": np.int8,
+             "u16": np.uint16}[out_type]
+    rng = np.random.default_rng(4)
+    cases = [(0, 20480, 20), (0, 15, 1), (7, -9, -3), (250, 260, 3), (-130, 130, 7),
+             (2 ** 31 - 5, 2 ** 31 + 5, 2), (-2 ** 31 - 2, -2 ** 31 + 9, 4), (5, 5, 1),
+             (126, 128, 1), (0, 2 ** 40, 2 ** 38), (2 ** 62, 2 ** 63 - 1, 2 ** 60)]
+    cases += [tuple(int(v) for v in rng.integers(-400, 400, 2)) + (int(rng.choice([-7, -1, 1, 3])),)
+              for _ in range(40)]
+    for a, b, st in cases:
+        n = max(-((a - b) // st), 0)
+        want = (a + np.arange(n, dtype=np.int64) * st).astype(dtype)
+        out = fn(s(a, np.int64), s(b, np.int64), s(st, np.int64))
+        assert out.dtype == dtype and out.tolist() == want.tolist(), (a, b, st)
+
+
 def test_range4_float_count_matches_ceil():
     out = kernel("Range", "opset4", n_in=3, output_type="f32")(
         s(0, np.float32), s(1, np.float32), s(0.1, np.float32))
