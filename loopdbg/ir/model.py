@@ -41,6 +41,11 @@ class Port:
     dims: tuple[int, ...] = ()
     names: tuple[str, ...] = ()
 
+    def __reduce__(self):
+        # pickled as a call (``ir.model_cache``): a slotted frozen dataclass's own __setstate__
+        # is Python that asks for its fields on every object (a decoder: thousands of ports)
+        return Port, (self.id, self.index, self.precision, self.dims, self.names)
+
 
 @dataclass(frozen=True, slots=True)
 class Edge:
@@ -50,6 +55,9 @@ class Edge:
     from_port: int     # output index of the producer
     to_layer: int
     to_port: int       # input index of the consumer
+
+    def __reduce__(self):       # (as Port's)
+        return Edge, (self.from_layer, self.from_port, self.to_layer, self.to_port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ import numpy as np
 
 from loopdbg.errors import ModelError
 from loopdbg.files.read import read_regular
-from loopdbg.ir import onnx_lib
+from loopdbg.ir import model_cache, onnx_lib
 from loopdbg.ir.model import Graph, Layer, Model
 from loopdbg.ir.onnx_builder import Builder
 from loopdbg.ir.onnx_control import CONTROL, ControlFlow
@@ -74,13 +74,19 @@ def free_names(graph) -> list[str]:
 
 def read_onnx(path: str | Path, limit: int | None = None) -> Model:
     """Read ``path`` (an ONNX model) into a ``Model`` with ``format="onnx"``; with ``limit``
-    (the memory budget), a file whose reading would take more is refused before it is read."""
-    _import_onnx()
+    (the memory budget), a file whose reading would take more is refused before it is read.
+    A model read before from the same bytes under the same path is read back from the cache
+    (``model_cache``), without importing onnx."""
     path = Path(path)
     read_within(path, limit)
     data = read_regular(path, ModelError, "the model", ONNX_LIMIT)    # a FIFO: refused, not read
     if not data:
         raise ModelError(f"{path} is empty (0 bytes), not an ONNX model.")
+    kept = model_cache.key(data, str(path))
+    model = model_cache.load(kept)
+    if model is not None:
+        return model
+    _import_onnx()
     try:        # without its external data: onnx_external maps that, each file once
         proto = onnx_lib.parse_model(data)
         del data
@@ -92,7 +98,9 @@ def read_onnx(path: str | Path, limit: int | None = None) -> Model:
     if proto.ir_version <= 0 or not proto.HasField("graph") or not proto.graph.output:
         raise ModelError(f"{path} is not an ONNX model (it has no IR version, or no graph with "
                          f"outputs).")
-    return from_proto(proto, str(path), external_files(proto, str(path.parent)))
+    model = from_proto(proto, str(path), external_files(proto, str(path.parent)))
+    model_cache.store(kept, model)
+    return model
 
 
 def read_within(path: Path, limit: int | None) -> None:
