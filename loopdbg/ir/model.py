@@ -7,7 +7,9 @@ position inside ``<input>`` / ``<output>``), which the reader resolves from the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Mapping
 
 # Roles of a Loop/TensorIterator port_map input, decided by ``classify_inputs``.
@@ -41,11 +43,6 @@ class Port:
     dims: tuple[int, ...] = ()
     names: tuple[str, ...] = ()
 
-    def __reduce__(self):
-        # pickled as a call (``ir.model_cache``): a slotted frozen dataclass's own __setstate__
-        # is Python that asks for its fields on every object (a decoder: thousands of ports)
-        return Port, (self.id, self.index, self.precision, self.dims, self.names)
-
 
 @dataclass(frozen=True, slots=True)
 class Edge:
@@ -55,9 +52,6 @@ class Edge:
     from_port: int     # output index of the producer
     to_layer: int
     to_port: int       # input index of the consumer
-
-    def __reduce__(self):       # (as Port's)
-        return Edge, (self.from_layer, self.from_port, self.to_layer, self.to_port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +89,21 @@ class OutputMapping:
     part_size: int = 1
     purpose: str | None = None
 
+
+def _pickled_as_calls(*classes) -> None:
+    """Pickle these slotted frozen dataclasses as calls of the class with their fields
+    (``ir.model_cache``): a slotted frozen dataclass's own ``__setstate__`` is Python that lists
+    its fields again for every object, and a decoder has thousands of ports and edges."""
+    for cls in classes:
+        get = attrgetter(*[f.name for f in fields(cls)])
+        cls.__reduce__ = functools.partialmethod(_reduce, cls, get)
+
+
+def _reduce(self, cls, get):
+    return cls, get(self)
+
+
+_pickled_as_calls(Port, Edge, BackEdge, InputMapping, OutputMapping)
 
 _FRESH: Any = object()      # Layer's ``data`` not given: a new dict
 
