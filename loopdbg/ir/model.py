@@ -7,7 +7,6 @@ position inside ``<input>`` / ``<output>``), which the reader resolves from the 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Mapping
@@ -95,12 +94,10 @@ def _pickled_as_calls(*classes) -> None:
     (``ir.model_cache``): a slotted frozen dataclass's own ``__setstate__`` is Python that lists
     its fields again for every object, and a decoder has thousands of ports and edges."""
     for cls in classes:
-        get = attrgetter(*[f.name for f in fields(cls)])
-        cls.__reduce__ = functools.partialmethod(_reduce, cls, get)
+        def reduce(self, protocol=None, cls=cls, get=attrgetter(*[f.name for f in fields(cls)])):
+            return cls, get(self)
 
-
-def _reduce(self, cls, get):
-    return cls, get(self)
+        cls.__reduce_ex__ = reduce
 
 
 _pickled_as_calls(Port, Edge, BackEdge, InputMapping, OutputMapping)
