@@ -73,6 +73,9 @@ def from_bytes(held: list[bytes], path: Path) -> Model:
     """The Model of an .onnx file's bytes, which ``held`` holds (``onnx_file.read_onnx``) and
     gives up once they are parsed: a big model's bytes are not kept through its translation."""
     _import_onnx()
+    # a tensor's external data is named by an entry keyed "location", which the file holds as
+    # those very bytes: without them there is none to look for (a walk over every tensor)
+    external = b"location" in held[0]
     try:        # without its external data: onnx_external maps that, each file once
         proto = onnx_lib.parse_model(held[0])
         held.clear()
@@ -84,7 +87,8 @@ def from_bytes(held: list[bytes], path: Path) -> Model:
     if proto.ir_version <= 0 or not proto.HasField("graph") or not proto.graph.output:
         raise ModelError(f"{path} is not an ONNX model (it has no IR version, or no graph with "
                          f"outputs).")
-    return from_proto(proto, str(path), external_files(proto, str(path.parent)))
+    return from_proto(proto, str(path),
+                      external_files(proto, str(path.parent)) if external else ())
 
 
 def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ()) -> Model:
