@@ -4,8 +4,9 @@ Reading an .onnx is most of what opening it costs before it runs: importing onnx
 parsing, onnx's shape inference and its operator schemas, and the translation of every node into a
 Layer (a real decoder's loop body: thousands; 0.1-0.3 s on this project's two GPT models). What it
 gives is a function of the file's bytes, the path it was named by (which its messages quote), the
-reader's own code and onnx's: the Model is kept, pickled, under the SHA-256 of all of these
-(``key``) and read back the next time in a fraction of that, without importing onnx.
+reader's own code and onnx's: the Model is kept, pickled (``pack``: its arrays' bytes out of
+band, read back as views of the file's, not copies), under the SHA-256 of all of these (``key``),
+and read back the next time in a fraction of that, without importing onnx.
 
 Kept only: models without external data (those files are mapped, not read, and may change on
 their own), of at most ``MAX_FILE`` bytes, and only what was read without an error; the ``.model``
@@ -20,6 +21,7 @@ import hashlib
 import importlib.util
 import os
 import pickle
+import struct
 import sys
 
 from loopdbg.files import cache
@@ -51,7 +53,7 @@ def load(name: str | None) -> Model | None:
     if data is None:
         return None
     try:
-        model = pickle.loads(data)
+        model = unpack(data)
     except Exception:  # noqa: BLE001 - cut short, another numpy's arrays: read the model again
         return None
     return model if isinstance(model, Model) else None
@@ -62,10 +64,51 @@ def store(name: str | None, model: Model) -> None:
     if name is None or model.data_files or (where := cache.directory()) is None:
         return
     try:
-        data = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pack(model)
     except Exception:  # noqa: BLE001 - a value pickle cannot hold: not kept
         return
     cache.write(where, name, data, MAX_BYTES)
+
+
+# A kept model's file: MAGIC, the pickle's length and the number of arrays' buffers, each
+# buffer's (offset, length), the pickle (protocol 5), then the buffers' bytes, each at an offset
+# ALIGN divides. Read back, the arrays are views of the file's bytes, not copies: read-only, as
+# the plan makes every constant anyway.
+MAGIC = b"loopdbg\x01"
+_HEAD = struct.Struct("<8sQI")
+_SPAN = struct.Struct("<QQ")
+ALIGN = 64
+
+
+def pack(value) -> bytes:
+    """``value`` pickled with its arrays' buffers out of band, as ``unpack`` reads it."""
+    buffers: list[pickle.PickleBuffer] = []
+    body = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    offset = _HEAD.size + _SPAN.size * len(raws) + len(body)
+    parts, spans = [], []
+    for raw in raws:
+        pad = -offset % ALIGN
+        parts += [b"\0" * pad, raw]
+        spans.append(_SPAN.pack(offset + pad, raw.nbytes))
+        offset += pad + raw.nbytes
+    return b"".join([_HEAD.pack(MAGIC, len(body), len(raws)), *spans, body, *parts])
+
+
+def unpack(data: bytes):
+    """What ``pack`` packed (ValueError, struct.error or pickle's own errors when it is not)."""
+    magic, length, count = _HEAD.unpack_from(data, 0)
+    start = _HEAD.size + _SPAN.size * count
+    if magic != MAGIC or start + length > len(data):
+        raise ValueError("not a kept model")
+    view = memoryview(data)
+    buffers = []
+    for k in range(count):
+        offset, size = _SPAN.unpack_from(data, _HEAD.size + _SPAN.size * k)
+        if offset < start + length or offset + size > len(data):
+            raise ValueError("a buffer outside the file")
+        buffers.append(view[offset:offset + size])
+    return pickle.loads(view[start:start + length], buffers=buffers)
 
 
 def _reader_tag() -> bytes | None:

@@ -53,11 +53,11 @@ def _save(m, path):
 
 
 def _graph_facts(g: irm.Graph):
-    """Everything a graph holds, recursively, arrays as (dtype, shape, bytes, writeable)."""
+    """Everything a graph holds, recursively, arrays as (dtype, shape, bytes)."""
     layers = []
     for lid, la in g.layers.items():
         value = None if la.value is None else (la.value.dtype.str, la.value.shape,
-                                               la.value.tobytes(), la.value.flags.writeable)
+                                               la.value.tobytes())
         subs = [(s.role, _graph_facts(s.graph), s.inputs, s.outputs, s.back_edges)
                 for s in la.subgraphs]
         layers.append((lid, la.name, la.type, la.version, repr(la.data), la.inputs, la.outputs,
@@ -74,6 +74,8 @@ def test_a_second_reading_gives_the_same_model_without_parsing(tmp_path, cache_d
     assert len(parses) == 1                         # read back, not parsed
     assert second is not first
     assert _graph_facts(second.graph) == _graph_facts(first.graph)
+    values = [la.value for la in second.graph.layers.values() if la.value is not None]
+    assert values and not any(v.flags.writeable for v in values)   # views of the kept file
     assert (second.path, second.format, second.opsets, second.ir_version, second.warnings,
             second.data_files) == (first.path, first.format, first.opsets, first.ir_version,
                                    first.warnings, first.data_files)
@@ -101,7 +103,7 @@ def test_a_model_kept_with_a_warning_says_it_again(tmp_path, cache_dir, parses):
     path = _save(m, tmp_path / "m.onnx")
     first = read_model(path)
     kept, = cache_dir.glob("*.model")
-    model = pickle.loads(kept.read_bytes())
+    model = model_cache.unpack(kept.read_bytes())
     assert model.warnings == first.warnings and model.path == str(path)
 
 
@@ -110,11 +112,12 @@ def test_a_damaged_or_foreign_file_is_read_again_and_replaced(tmp_path, cache_di
     path = _save(m, tmp_path / "m.onnx")
     read_model(path)
     kept, = cache_dir.glob("*.model")
-    for junk in (kept.read_bytes()[:100], pickle.dumps({"not": "a model"})):
+    for junk in (kept.read_bytes()[:100], pickle.dumps({"not": "a model"}),
+                 model_cache.pack({"not": "a model"})):
         kept.write_bytes(junk)
         assert read_model(path).graph.layers
         assert read_model(path).graph.layers        # replaced: read back again
-    assert len(parses) == 3                         # the first reading and one per junk
+    assert len(parses) == 4                         # the first reading and one per junk
 
 
 def test_off_or_an_unsafe_directory_keeps_nothing(tmp_path, monkeypatch, parses):
@@ -196,3 +199,25 @@ def test_the_loopdbg_program_reads_a_kept_model_without_importing_onnx(tmp_path,
     assert runs[0].stdout.splitlines()[-1] == "onnx imported 0"
     assert runs[1].stdout.splitlines()[-1] == "no onnx 0"
     assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]
+
+
+def test_packed_arrays_come_back_equal_aligned_and_read_only():
+    import ml_dtypes
+
+    values = {"f32": np.arange(7, dtype=np.float32), "odd": np.arange(3, dtype=np.int8),
+              "f64": np.linspace(0, 1, 5), "strided": np.arange(20.0)[::3],
+              "fortran": np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+              "empty": np.zeros((0, 4), np.float32), "text": np.array(["a", "bc"]),
+              "bf16": np.arange(4, dtype=np.float32).astype(ml_dtypes.bfloat16),
+              "scalar": np.array(3, np.int64), "bool": np.array([True, False])}
+    back = model_cache.unpack(model_cache.pack(values))
+    assert list(back) == list(values)
+    for name, value in values.items():
+        got = back[name]
+        assert (got.dtype, got.shape) == (value.dtype, value.shape), name
+        np.testing.assert_array_equal(got.astype(np.float64) if name == "bf16" else got,
+                                      value.astype(np.float64) if name == "bf16" else value)
+        assert got.flags.aligned, name
+    assert not back["f64"].flags.writeable
+    with pytest.raises(ValueError):
+        model_cache.unpack(model_cache.pack(values)[:-1])     # a buffer cut short
