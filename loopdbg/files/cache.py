@@ -50,11 +50,31 @@ def read(path: Path) -> bytes | None:
         data = path.read_bytes()
     except OSError:
         return None
+    _used(path)
+    return data
+
+
+def mapped(path: Path) -> memoryview | None:
+    """A kept file's bytes, mapped read-only rather than read (what is made of them may be
+    views of them), marked recently used; None when it cannot be mapped. The mapping stays
+    whole when the file is replaced or removed (kept files are only ever written whole, under
+    another name, then renamed into place: ``write``)."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f:
+            view = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):       # (ValueError: an empty file)
+        return None
+    _used(path)
+    return view
+
+
+def _used(path: Path) -> None:
     try:
         os.utime(path)                  # recently used: kept longest
     except OSError:
         pass
-    return data
 
 
 def write(where: Path, name: str, data: bytes, max_bytes: int) -> None:

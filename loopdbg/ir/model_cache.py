@@ -32,7 +32,7 @@ MAX_BYTES = 256 << 20
 SUFFIX = ".model"
 
 
-def key(data: bytes, path: str) -> str | None:
+def key(data: bytes | memoryview, path: str) -> str | None:
     """The name a model of these bytes, read under ``path``, is kept under (None: not kept)."""
     if len(data) > MAX_FILE:
         return None
@@ -49,7 +49,7 @@ def load(name: str | None) -> Model | None:
     """The Model kept under ``name``, or None."""
     if name is None or (where := cache.directory()) is None:
         return None
-    data = cache.read(where / name)
+    data = cache.mapped(where / name)
     if data is None:
         return None
     try:
@@ -95,7 +95,7 @@ def pack(value) -> bytes:
     return b"".join([_HEAD.pack(MAGIC, len(body), len(raws)), *spans, body, *parts])
 
 
-def unpack(data: bytes):
+def unpack(data: bytes | memoryview):
     """What ``pack`` packed (ValueError, struct.error or pickle's own errors when it is not)."""
     magic, length, count = _HEAD.unpack_from(data, 0)
     start = _HEAD.size + _SPAN.size * count

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopdbg.errors import ModelError
-from loopdbg.files.read import read_regular
+from loopdbg.files.read import map_regular, read_regular
 from loopdbg.ir import model_cache
 from loopdbg.ir.model import Model
 from loopdbg.text import byte_size
@@ -24,13 +24,13 @@ def read_onnx(path: str | Path, limit: int | None = None) -> Model:
     (``model_cache``), without importing onnx."""
     path = Path(path)
     read_within(path, limit)
+    model = _kept(path)
+    if model is not None:
+        return model
     data = read_regular(path, ModelError, "the model", ONNX_LIMIT)    # a FIFO: refused, not read
     if not data:
         raise ModelError(f"{path} is empty (0 bytes), not an ONNX model.")
-    kept = model_cache.key(data, str(path))
-    model = model_cache.load(kept)
-    if model is not None:
-        return model
+    kept = model_cache.key(data, str(path))         # of the bytes read: those translated
     from loopdbg.ir.onnx_reader import from_bytes
 
     held = [data]
@@ -38,6 +38,20 @@ def read_onnx(path: str | Path, limit: int | None = None) -> Model:
     model = from_bytes(held, path)
     model_cache.store(kept, model)
     return model
+
+
+def _kept(path: Path) -> Model | None:
+    """The Model kept from the bytes ``path`` holds, if any: the file is mapped, not read, to
+    find it (a model kept was read whole before; a file changing meanwhile hashes to no key
+    kept, and is then read as any other)."""
+    try:
+        view = map_regular(path, ModelError, "the model")
+    except ModelError:                  # read_regular says what is wrong with it
+        return None
+    try:
+        return model_cache.load(model_cache.key(view, str(path))) if len(view) else None
+    finally:
+        view.release()
 
 
 def read_within(path: Path, limit: int | None) -> None:
