@@ -33,8 +33,9 @@ SUFFIX = ".model"
 
 
 def key(data: bytes | memoryview, path: str) -> str | None:
-    """The name a model of these bytes, read under ``path``, is kept under (None: not kept)."""
-    if len(data) > MAX_FILE:
+    """The name a model of these bytes, read under ``path``, is kept under (None: not kept,
+    and not hashed: too big, or no cache directory to keep it in)."""
+    if len(data) > MAX_FILE or cache.directory() is None:
         return None
     tag = _reader_tag()
     if tag is None:

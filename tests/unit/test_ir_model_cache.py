@@ -163,7 +163,7 @@ def test_bad_files_say_the_same_sentence_every_time_and_are_not_kept(tmp_path, c
     assert not list(cache_dir.glob("*.model"))
 
 
-def test_the_key_follows_the_reader_and_onnx(tmp_path, monkeypatch):
+def test_the_key_follows_the_reader_and_onnx(tmp_path, cache_dir, monkeypatch):
     data = b"bytes of a model"
     name = model_cache.key(data, "m.onnx")
     assert name == model_cache.key(data, "m.onnx") and name.endswith(".model")
@@ -182,6 +182,9 @@ def test_the_key_follows_the_reader_and_onnx(tmp_path, monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(model_cache, "MAX_FILE", len(data) - 1)
     assert model_cache.key(data, "m.onnx") is None      # too big to keep a copy of
+    monkeypatch.undo()
+    monkeypatch.setenv("LOOPDBG_CODE_CACHE", "off")
+    assert model_cache.key(data, "m.onnx") is None      # nowhere to keep it: not even hashed
 
 
 def test_the_loopdbg_program_reads_a_kept_model_without_importing_onnx(tmp_path, cache_dir):
