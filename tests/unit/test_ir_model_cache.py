@@ -224,3 +224,18 @@ def test_packed_arrays_come_back_equal_aligned_and_read_only():
     assert not back["f64"].flags.writeable
     with pytest.raises(ValueError):
         model_cache.unpack(model_cache.pack(values)[:-1])     # a buffer cut short
+
+
+def test_kept_models_are_trimmed_to_their_own_size_and_leave_code_alone(tmp_path, cache_dir,
+                                                                         monkeypatch):
+    m, _ = om.loop_running_sum()
+    first = _save(m, tmp_path / "a.onnx")
+    read_model(first)
+    older, = cache_dir.glob("*.model")
+    os.utime(older, (1, 1))
+    code = cache_dir / ("0" * 64 + ".code")
+    code.write_bytes(b"x" * (4 * older.stat().st_size))       # code over the models' size
+    monkeypatch.setattr(model_cache, "MAX_BYTES", older.stat().st_size + 100)   # one fits
+    read_model(_save(m, tmp_path / "b.onnx"))                   # another path: another file
+    kept = list(cache_dir.glob("*.model"))
+    assert len(kept) == 1 and kept[0] != older and code.exists()
