@@ -6,7 +6,9 @@
   steering side's scale models; rows are skipped, saying so, without it). Two rows each: the whole process (``loopdbg
   run MODEL INPUTS`` against a script that reads, compiles and runs the model once) and the
   inference alone (loopdbg's run, planning included, reading excluded, against the runtime's
-  inference of the compiled model). Alternately, best of ``repeat``.
+  inference of the compiled model). Alternately, best of ``repeat``. Beside them, told and not
+  held to a target, the whole process on a model's first opening: with nothing kept from
+  earlier runs (an empty cache directory: no compiled code, no ONNX model as read).
 * A convolution-bound loop (8 iterations of two 3x3 convolutions, 128 channels, 64x64), written
   here as IR (with the builder) against OpenVINO's inference and as an ONNX Loop against
   onnxruntime's.
@@ -18,8 +20,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,10 +55,20 @@ def _loopdbg_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "loopdbg"]
 
 
-def _timed(cmd: list[str]) -> float:
+def _timed(cmd: list[str], env: dict | None = None) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True)
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
     return time.perf_counter() - t0
+
+
+def _first_opening(cmd: list[str]) -> float:
+    """``cmd`` timed with nothing kept from earlier runs: an empty cache directory (no compiled
+    code, no model as read: ``files.cache``), as on a model's first opening."""
+    folder = tempfile.mkdtemp(prefix="loopdbg-first-")
+    try:
+        return _timed(cmd, dict(os.environ, LOOPDBG_CODE_CACHE=folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _child_infer(runtime: str, model: Path, inputs: Path, infers: int) -> float:
@@ -72,14 +86,19 @@ def compare(rows, title: str, runtime: str, model: Path, inputs: Path, repeat: i
     if whole:
         cmds = {"loopdbg": _loopdbg_cmd() + ["run", str(model), str(inputs), "-q"],
                 "runtime": [sys.executable, str(CHILD), runtime, str(model), str(inputs)]}
-        best = {k: float("inf") for k in cmds}
+        best = {k: float("inf") for k in (*cmds, "first")}
         for _ in range(repeat):
             for k, cmd in cmds.items():
                 best[k] = min(best[k], _timed(cmd))
+            best["first"] = min(best["first"], _first_opening(cmds["loopdbg"]))
         ratio = best["loopdbg"] / best["runtime"]
         rows.append((f"{title}: loopdbg run, whole process", f"{best['loopdbg']:.2f} s",
                      f"{best['runtime']:.2f} s ({label} script)", f"{ratio:.2f}x",
                      f"<= {WHOLE_TARGET}x", ratio <= WHOLE_TARGET))
+        first = best["first"] / best["runtime"]       # told, not a target: what is kept is
+        rows.append((f"{title}: loopdbg run, first opening (nothing kept)",   # the point
+                     f"{best['first']:.2f} s", f"{best['runtime']:.2f} s ({label} script)",
+                     f"{first:.2f}x", "told", True))
     m = read_model(str(model))
     feed = dict(np.load(inputs))
     best = {"loopdbg": float("inf"), "runtime": float("inf")}

@@ -28,7 +28,7 @@ def read_model(path: str | Path, limit: int | None = None) -> Model:
                          f"regular files.")
     suffix = path.suffix.lower()
     if suffix == ".onnx":
-        from loopdbg.ir.onnx_reader import read_onnx
+        from loopdbg.ir.onnx_file import read_onnx
         with paused():
             return read_onnx(path, limit)
     if suffix == ".xml":

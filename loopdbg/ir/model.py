@@ -7,7 +7,8 @@ position inside ``<input>`` / ``<output>``), which the reader resolves from the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Mapping
 
 # Roles of a Loop/TensorIterator port_map input, decided by ``classify_inputs``.
@@ -87,6 +88,19 @@ class OutputMapping:
     part_size: int = 1
     purpose: str | None = None
 
+
+def _pickled_as_calls(*classes) -> None:
+    """Pickle these slotted frozen dataclasses as calls of the class with their fields
+    (``ir.model_cache``): a slotted frozen dataclass's own ``__setstate__`` is Python that lists
+    its fields again for every object, and a decoder has thousands of ports and edges."""
+    for cls in classes:
+        def reduce(self, protocol=None, cls=cls, get=attrgetter(*[f.name for f in fields(cls)])):
+            return cls, get(self)
+
+        cls.__reduce_ex__ = reduce
+
+
+_pickled_as_calls(Port, Edge, BackEdge, InputMapping, OutputMapping)
 
 _FRESH: Any = object()      # Layer's ``data`` not given: a new dict
 

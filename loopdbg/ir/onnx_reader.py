@@ -26,22 +26,19 @@ from typing import Any
 import numpy as np
 
 from loopdbg.errors import ModelError
-from loopdbg.files.read import read_regular
 from loopdbg.ir import onnx_lib
 from loopdbg.ir.model import Graph, Layer, Model
 from loopdbg.ir.onnx_builder import Builder
 from loopdbg.ir.onnx_control import CONTROL, ControlFlow
 from loopdbg.ir.onnx_external import ExternalData, external_files
+from loopdbg.ir.onnx_file import (ONNX_LIMIT, READ_FACTOR, READ_SLACK,  # noqa: F401 - its names,
+                                  read_onnx, read_within)                # as they were
 from loopdbg.ir.onnx_names import NODE_PROTO, OPSETS, OPTIONAL, OPTIONAL_SEQUENCE, SEQUENCE
 from loopdbg.ir.onnx_types import (GRAPH, GRAPHS, TENSOR, TENSORS, TensorType, UNKNOWN,
                                    attribute_value, cast_target, collect_types, shared_port,
                                    tensor_type, to_array, value_kind)
-from loopdbg.text import byte_size
 
 INSTALL_HINT = "reading .onnx files needs the onnx package: pip install 'loopdbg[onnx]'"
-ONNX_LIMIT = 2**31       # protobuf's own limit on one message: bigger weights are external data
-READ_FACTOR = 6          # what reading an .onnx takes, in times its size (``read_within``)
-READ_SLACK = 32 << 20    # ... allowed over the budget (ops.budget.SLACK; ir stands below ops)
 
 
 def _import_onnx() -> onnx_lib.Onnx:
@@ -72,18 +69,16 @@ def free_names(graph) -> list[str]:
     return list(seen)
 
 
-def read_onnx(path: str | Path, limit: int | None = None) -> Model:
-    """Read ``path`` (an ONNX model) into a ``Model`` with ``format="onnx"``; with ``limit``
-    (the memory budget), a file whose reading would take more is refused before it is read."""
+def from_bytes(held: list[bytes], path: Path) -> Model:
+    """The Model of an .onnx file's bytes, which ``held`` holds (``onnx_file.read_onnx``) and
+    gives up once they are parsed: a big model's bytes are not kept through its translation."""
     _import_onnx()
-    path = Path(path)
-    read_within(path, limit)
-    data = read_regular(path, ModelError, "the model", ONNX_LIMIT)    # a FIFO: refused, not read
-    if not data:
-        raise ModelError(f"{path} is empty (0 bytes), not an ONNX model.")
+    # a tensor's external data is named by an entry keyed "location", which the file holds as
+    # those very bytes: without them there is none to look for (a walk over every tensor)
+    external = b"location" in held[0]
     try:        # without its external data: onnx_external maps that, each file once
-        proto = onnx_lib.parse_model(data)
-        del data
+        proto = onnx_lib.parse_model(held[0])
+        held.clear()
     except Exception as exc:  # DecodeError, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model: {text}.") from None
@@ -92,25 +87,8 @@ def read_onnx(path: str | Path, limit: int | None = None) -> Model:
     if proto.ir_version <= 0 or not proto.HasField("graph") or not proto.graph.output:
         raise ModelError(f"{path} is not an ONNX model (it has no IR version, or no graph with "
                          f"outputs).")
-    return from_proto(proto, str(path), external_files(proto, str(path.parent)))
-
-
-def read_within(path: Path, limit: int | None) -> None:
-    """Refuse an .onnx whose own bytes (its inline tensors: initializers, Constant and other
-    attribute values, every one a protobuf copy) would take more than ``limit`` to read: the
-    file's bytes, the parsed message, shape inference's copies and the arrays made from them
-    peak at about READ_FACTOR times the file's size (measured: 5.1x for a 256 MiB initializer
-    or Constant), with READ_SLACK allowed over the budget, as the run's checks allow its own
-    (a small model's structure is not its tensors). External data is mapped, not read, and is
-    not counted here."""
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return                        # read_regular says what is wrong with it
-    if limit is not None and size * READ_FACTOR > limit + READ_SLACK:
-        raise ModelError(f"{path} holds {byte_size(size)} of its own (inline tensors), and "
-                         f"reading it takes about {byte_size(size * READ_FACTOR)}, past the "
-                         f"memory budget of {byte_size(limit)} (--max-memory).")
+    return from_proto(proto, str(path),
+                      external_files(proto, str(path.parent)) if external else ())
 
 
 def from_proto(proto, path: str | None = None, data_files: tuple[str, ...] = ()) -> Model:

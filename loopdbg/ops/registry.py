@@ -76,7 +76,6 @@ tables to each other.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import re
 import sys
 from dataclasses import dataclass
@@ -203,6 +202,8 @@ def _load_all() -> None:
     global _LOADED
     if _LOADED:
         return
+    import pkgutil      # here: a run imports the families its model names (_families.py)
+
     here = Path(__file__).parent
     for info in sorted(pkgutil.iter_modules([str(here)]), key=lambda m: m.name):
         if not info.name.startswith("_") and info.name != "registry":

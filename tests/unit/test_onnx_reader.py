@@ -6,6 +6,7 @@ and directions, Scan-8's batch, outer-scope values, If inside loop bodies.
 from __future__ import annotations
 
 import builtins
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -155,7 +156,13 @@ def test_without_the_onnx_package_the_error_says_how_to_install_it(monkeypatch):
             raise ImportError("No module named 'onnx'")
         return real_import(name, *args, **kwargs)
 
+    real_find = importlib.util.find_spec
+
+    def not_found(name, *args, **kwargs):      # (how a model read before is found kept)
+        return None if name == "onnx" else real_find(name, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "__import__", no_onnx)
+    monkeypatch.setattr(importlib.util, "find_spec", not_found)
     with pytest.raises(ModelError) as info:
         read_model(CORPUS / "model.onnx")
     assert str(info.value) == INSTALL_HINT
