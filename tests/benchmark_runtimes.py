@@ -101,17 +101,28 @@ def compare(rows, title: str, runtime: str, model: Path, inputs: Path, repeat: i
                      f"{first:.2f}x", "told", True))
     m = read_model(str(model))
     feed = dict(np.load(inputs))
-    best = {"loopdbg": float("inf"), "runtime": float("inf")}
+    best = {"loopdbg": float("inf"), "runtime": float("inf"), "planned": float("inf")}
     for _ in range(repeat):
         best["runtime"] = min(best["runtime"], _child_infer(runtime, model, inputs, 3))
         t0 = time.perf_counter()
         for _ in Engine(m).run(feed):
             pass
         best["loopdbg"] = min(best["loopdbg"], time.perf_counter() - t0)
+        engine = Engine(m)
+        t0 = time.perf_counter()
+        for _ in engine.run(feed):
+            pass
+        best["planned"] = min(best["planned"], time.perf_counter() - t0)
     ratio = best["loopdbg"] / best["runtime"]
     rows.append((f"{title}: inference alone", f"{best['loopdbg'] * 1e3:.0f} ms",
                  f"{best['runtime'] * 1e3:.0f} ms ({label} infer)", f"{ratio:.2f}x",
                  f"<= {target}x", ratio <= target))
+    # told, not the target: the runtime's infer excludes its compile_model / session creation,
+    # and this row leaves out loopdbg's planning (kernels made, constants folded, code made)
+    planned = best["planned"] / best["runtime"]
+    rows.append((f"{title}: inference alone, planning left out as compiling is",
+                 f"{best['planned'] * 1e3:.0f} ms", f"{best['runtime'] * 1e3:.0f} ms "
+                 f"({label} infer)", f"{planned:.2f}x", "told", True))
 
 
 def scale_rows(rows, repeat: int) -> None:
