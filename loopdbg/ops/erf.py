@@ -1,58 +1,76 @@
 """erf, and Gelu's erf form, without scipy: a rational function fitted for loopdbg, no exp.
 
-erf(x) = x P(x²) / Q(x²) for |x| up to ``_ERF_CLAMP`` and ±1 beyond (float32's erf is 1 from 3.92
-on: erfc(3.92) = 2.9e-8 is under half a unit below 1), P of degree 5 and Q of degree 5 with leading
-coefficient 1. The coefficients were fitted for this project: linearized least squares on 3,000
-Chebyshev nodes of s = x² in [0, 3.92²], reweighted (Lawson) toward the smallest largest relative
-error against ``math.erf`` (1.9e-8 in float64), then rounded to float32 and nudged by a unit where
-that lowered the largest error of the float32 evaluation.
+erf(x) = x / sqrt(x² + h(x²)) for |x| up to ``_ERF_CLAMP`` and ±1 beyond (float32's erf rounds to
+1 from 3.92 on), h = P/Q, P of degree 5 and Q of degree 5 with leading coefficient 1. h(s) is
+s (1/erf(√s)² - 1): π/4 at 0, and it falls to nothing where erf nears 1, so its own rounding errors
+reach erf damped (by h/(2(s + h))): 2.6 units in the last place at worst, where x P(x²)/Q(x²)
+evaluated in float32 (numpy has no fused multiply-add) was 7 units off near erf = 1.
 
-Measured against ``math.erf`` (tests/unit/test_ops_erf.py holds the bounds): float32 within 7.3 units
-in the last place everywhere (at most 4.3e-7 absolute; relative near 0, so no special case there;
-±0 keeps its sign, NaN stays NaN, ±inf gives ±1); float64 within 8.3e-8, relative; float16 is computed
+The coefficients were fitted for this project: linearized least squares on 3,000 Chebyshev nodes
+of s in [0, 3.92²], weighted for erf's relative error and reweighted (Lawson) toward the smallest
+largest one against ``math.erf``/``math.erfc`` (2.8e-8 in float64), then rounded to float32 and
+nudged by a unit where that lowered the largest error of the float32 evaluation.
+
+Measured against ``math.erf`` (tests/unit/test_ops_erf.py holds the bounds): float32 within 2.6
+units in the last place everywhere, 1.5e-7 absolute, relative near 0 (no special case there; ±0
+keeps its sign, NaN stays NaN, ±inf gives ±1); float64 within 4e-8, relative; float16 is computed
 in float32 and rounded once. Abramowitz & Stegun 7.1.26, used before, was 4.8e-7 absolute and 56
-units off near |x| 0.1 in float32, and cost twice the time: numpy's float32 exp (unvectorized on an
-AVX2 machine) was most of it. This is about 25 passes of multiply/add over the array, in place.
+units off near |x| 0.1 in float32 (a series took over below 0.1), and slower: numpy's float32 exp
+(unvectorized on an AVX2 machine) was a third of it. This is 26 numpy calls, in place.
 
-The error is float32 rounding: Horner's 20 operations without a fused multiply-add (numpy has none)
-each round, and a fit more accurate than 1.9e-8 would not show. The result is clamped to [-1, 1].
-
-Gelu(x) = x (1/2 + erf(x/√2)/2) is the same function with its coefficients scaled (the powers of 2
-exactly) so that x, not x/√2, is the variable: fewer passes, and Gelu(x) = x exactly for large x.
+Gelu(x) = x (1 + erf(x/√2))/2 uses the same function with its coefficients scaled by powers of 2
+(exactly) so that x, not x/√2, is the variable: a pass less, and Gelu(x) = x exactly for large x.
 
 scipy's erf is used instead when scipy is installed (exact to float64; imported on first use).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Callable
 
 import numpy as np
 
-# P's coefficients from x⁰ up, then Q's below its leading 1 (float32 numbers, written out exactly).
-_P = (29622.669921875, 4998.6484375, 1384.78369140625, 98.85746002197266, 7.478887557983398,
-      0.053819652646780014)
-_Q = (26252.408203125, 13180.7275390625, 2995.646728515625, 392.97979736328125, 30.519607543945312)
-# Where the rational reaches ±1 (float32 and float64 alike), and Gelu's x/√2 where it reaches ±1/2.
-_ERF_CLAMP = 3.92
-_GELU_CLAMP = 5.75
+# h = P/Q's coefficients from s⁰ up, then Q's below its leading 1 (float32 numbers, exactly).
+_P = (7510.94482421875, -2620.169189453125, 378.86480712890625, -28.250715255737305,
+      1.0805473327636719, -0.016865313053131104)
+_Q = (9563.2314453125, 2464.71826171875, 702.1484985351562, 102.22901916503906,
+      10.668115615844727)
+# Where erf is ±1 (the rational reaches 1 there in float32 and float64), and Gelu's x (4 √2).
+_ERF_CLAMP = 4.0
+_GELU_CLAMP = 5.66
 _DEGREE = len(_Q)
 
 
-def _scaled(half: float) -> tuple[float, ...]:
-    """The numbers of ``_odd_rational`` for erf(x/√2)/2 in x: s = x² is (x/√2)² times 2, so Q
-    monic in x² takes 2^(5-k) on each x^2k coefficient, and P that and 1/(2√2)."""
-    return ((_GELU_CLAMP, -_GELU_CLAMP)
-            + tuple(p * 2.0 ** (_DEGREE - k) * half / math.sqrt(2) for k, p in enumerate(_P))[::-1]
-            + tuple(q * 2.0 ** (_DEGREE - k) for k, q in enumerate(_Q))[::-1])
+def _numbers(clamp: float, a: float) -> tuple[float, ...]:
+    """The numbers of ``_erf_form`` for erf(x/√a) in x (a = 1 for erf, 2 for Gelu): x/√a over
+    sqrt(s/a + h(s/a)) is x over sqrt(s + a h(s/a)), s = x², whose P and Q, Q kept monic, take
+    a^(5-k) on each s^k coefficient, and P another a: powers of 2, exact."""
+    return ((clamp, -clamp)
+            + tuple(p * a * a ** (_DEGREE - k) for k, p in enumerate(_P))[::-1]
+            + tuple(q * a ** (_DEGREE - k) for k, q in enumerate(_Q))[::-1])
 
 
-_ERF_NUMBERS = (_ERF_CLAMP, -_ERF_CLAMP) + _P[::-1] + _Q[::-1]
-_GELU_NUMBERS = _scaled(0.5)
+_ERF_NUMBERS = _numbers(_ERF_CLAMP, 1.0)
+_GELU_NUMBERS = _numbers(_GELU_CLAMP, 2.0)
 _BOUNDS = (1, -1)
-_GELU_BOUNDS = (0.5, -0.5)
+_GELU = (1, 0.5)
 _TYPED: dict[tuple, tuple[np.ndarray, ...]] = {}
+
+
+def _clip_ufunc() -> Callable:
+    """The ufunc ``np.clip`` ends in, called directly: ``np.clip``'s own checks cost 3 µs a call,
+    half a (1, 5, 768) pass (numpy 2 keeps it in ``numpy._core``, 1.x in ``numpy.core``)."""
+    for name in ("numpy._core.umath", "numpy.core.umath"):
+        try:
+            return importlib.import_module(name).clip
+        except (ImportError, AttributeError):  # pragma: no cover - other numpy versions
+            continue
+    return np.clip  # pragma: no cover
+
+
+_CLIP = _clip_ufunc()
 
 
 def _typed(numbers: tuple, dtype: np.dtype) -> tuple[np.ndarray, ...]:
@@ -66,13 +84,13 @@ def _typed(numbers: tuple, dtype: np.dtype) -> tuple[np.ndarray, ...]:
     return found
 
 
-def _odd_rational(x: np.ndarray, numbers: tuple, bounds: tuple) -> np.ndarray:
-    """x P(x²) / Q(x²), x clamped to ``numbers``' first two, the result to ``bounds``; a new
-    array of x's (float32/float64) type, four temporaries, every step in place."""
+def _erf_form(x: np.ndarray, numbers: tuple) -> np.ndarray:
+    """x / sqrt(x² + h(x²)), h = P/Q, x clamped to ``numbers``' first two and the result to
+    ±1; a new array of x's (float32/float64) type, four temporaries, every step in place."""
     hi, lo, *coefficients = _typed(numbers, x.dtype)
-    top, bottom = _typed(bounds, x.dtype)
+    top, bottom = _typed(_BOUNDS, x.dtype)
     p_high, q_high = coefficients[:_DEGREE + 1], coefficients[_DEGREE + 1:]
-    xc = np.clip(x, lo, hi)                    # a NaN stays NaN, ±inf comes to the clamp
+    xc = _CLIP(x, lo, hi)                      # a NaN stays NaN, ±inf comes to the clamp
     s = np.multiply(xc, xc)
     p = np.multiply(s, p_high[0])
     for c in p_high[1:-1]:
@@ -83,9 +101,11 @@ def _odd_rational(x: np.ndarray, numbers: tuple, bounds: tuple) -> np.ndarray:
     for c in q_high[1:]:
         np.multiply(q, s, out=q)
         np.add(q, c, out=q)
-    np.multiply(p, xc, out=p)                  # ±0 keeps its sign here
     np.divide(p, q, out=p)
-    np.clip(p, bottom, top, out=p)             # (one clip: 3x faster than a minimum and a
+    np.add(p, s, out=p)
+    np.sqrt(p, out=p)
+    np.divide(xc, p, out=p)                    # ±0 keeps its sign here
+    _CLIP(p, bottom, top, out=p)               # (one clip: 3x faster than a minimum and a
     return p                                   # maximum with a 0-d bound, vectorized neither)
 
 
@@ -99,8 +119,8 @@ def _erf_rational(x):
     if a.dtype not in (np.float32, np.float64):                 # long double
         a = a.astype(np.float64)
     if a.ndim:
-        return _odd_rational(a, _ERF_NUMBERS, _BOUNDS)
-    out = _odd_rational(a.reshape(1), _ERF_NUMBERS, _BOUNDS).reshape(())
+        return _erf_form(a, _ERF_NUMBERS)
+    out = _erf_form(a.reshape(1), _ERF_NUMBERS).reshape(())
     return out if type(x) is np.ndarray else out[()]
 
 
@@ -131,9 +151,10 @@ def gelu_erf(x):
         return gelu_erf(x.astype(np.float32)).astype(np.float16)
     if (_ERF or _erf_function()) is _erf_rational and type(x) is np.ndarray and x.ndim \
             and x.dtype in (np.float32, np.float64):
-        half = _typed(_GELU_BOUNDS, x.dtype)[0]
-        w = _odd_rational(x, _GELU_NUMBERS, _GELU_BOUNDS)   # erf(x/√2)/2, within ±1/2
-        np.add(w, half, out=w)
-        np.multiply(w, x, out=w)
-        return w
+        one, half = _typed(_GELU, x.dtype)
+        e = _erf_form(x, _GELU_NUMBERS)                 # erf(x/√2), its numbers scaled
+        np.add(e, one, out=e)
+        np.multiply(e, x, out=e)
+        np.multiply(e, half, out=e)
+        return e
     return 0.5 * x * (1 + erf(x * math.sqrt(0.5)))
