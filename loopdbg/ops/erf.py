@@ -47,16 +47,9 @@ def _numbers(clamp: float, a: float) -> tuple[float, ...]:
     """The numbers of ``_erf_form`` for erf(x/√a) in x (a = 1 for erf, 2 for Gelu): x/√a over
     sqrt(s/a + h(s/a)) is x over sqrt(s + a h(s/a)), s = x², whose P and Q, Q kept monic, take
     a^(5-k) on each s^k coefficient, and P another a: powers of 2, exact."""
-    return ((clamp, -clamp)
+    return ((clamp, -clamp, 1, -1)
             + tuple(p * a * a ** (_DEGREE - k) for k, p in enumerate(_P))[::-1]
             + tuple(q * a ** (_DEGREE - k) for k, q in enumerate(_Q))[::-1])
-
-
-_ERF_NUMBERS = _numbers(_ERF_CLAMP, 1.0)
-_GELU_NUMBERS = _numbers(_GELU_CLAMP, 2.0)
-_BOUNDS = (1, -1)
-_GELU = (1, 0.5)
-_TYPED: dict[tuple, tuple[np.ndarray, ...]] = {}
 
 
 def _clip_ufunc() -> Callable:
@@ -73,39 +66,47 @@ def _clip_ufunc() -> Callable:
 _CLIP = _clip_ufunc()
 
 
-def _typed(numbers: tuple, dtype: np.dtype) -> tuple[np.ndarray, ...]:
-    """``numbers`` as read-only 0-d arrays of ``dtype``: what numpy converts the Python numbers
-    to beside an array of that type, once (not on every call)."""
-    found = _TYPED.get((numbers, dtype))
-    if found is None:
-        found = _TYPED[(numbers, dtype)] = tuple(np.array(v, dtype) for v in numbers)
-        for v in found:
+def _typed(numbers: tuple) -> dict[np.dtype, tuple[np.ndarray, ...]]:
+    """``numbers`` as read-only 0-d arrays of float32 and of float64, by type: what numpy would
+    convert the Python numbers to beside an array of that type on every call, once."""
+    found = {}
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        found[dtype] = tuple(np.array(v, dtype) for v in numbers)
+        for v in found[dtype]:
             v.flags.writeable = False
     return found
 
 
+# (clamp, -clamp, 1, -1, P's coefficients from the top, Q's below its leading 1 from the top)
+_ERF_NUMBERS = _typed(_numbers(_ERF_CLAMP, 1.0))
+_GELU_NUMBERS = _typed(_numbers(_GELU_CLAMP, 2.0))
+_GELU_ONE_HALF = _typed((1, 0.5))
+
+
 def _erf_form(x: np.ndarray, numbers: tuple) -> np.ndarray:
     """x / sqrt(x² + h(x²)), h = P/Q, x clamped to ``numbers``' first two and the result to
-    ±1; a new array of x's (float32/float64) type, four temporaries, every step in place."""
-    hi, lo, *coefficients = _typed(numbers, x.dtype)
-    top, bottom = _typed(_BOUNDS, x.dtype)
+    ±1; a new array of x's (float32/float64) type, four temporaries, every step in place (the
+    ufuncs as locals and ``out`` by position: a decoder's small GELUs pay per call, not per
+    element)."""
+    hi, lo, top, bottom, *coefficients = numbers
     p_high, q_high = coefficients[:_DEGREE + 1], coefficients[_DEGREE + 1:]
+    add, multiply = np.add, np.multiply
     xc = _CLIP(x, lo, hi)                      # a NaN stays NaN, ±inf comes to the clamp
-    s = np.multiply(xc, xc)
-    p = np.multiply(s, p_high[0])
+    s = multiply(xc, xc)
+    p = multiply(s, p_high[0])
     for c in p_high[1:-1]:
-        np.add(p, c, out=p)
-        np.multiply(p, s, out=p)
-    np.add(p, p_high[-1], out=p)
-    q = np.add(s, q_high[0])
+        add(p, c, p)
+        multiply(p, s, p)
+    add(p, p_high[-1], p)
+    q = add(s, q_high[0])
     for c in q_high[1:]:
-        np.multiply(q, s, out=q)
-        np.add(q, c, out=q)
-    np.divide(p, q, out=p)
-    np.add(p, s, out=p)
-    np.sqrt(p, out=p)
-    np.divide(xc, p, out=p)                    # ±0 keeps its sign here
-    _CLIP(p, bottom, top, out=p)               # (one clip: 3x faster than a minimum and a
+        multiply(q, s, q)
+        add(q, c, q)
+    np.divide(p, q, p)
+    add(p, s, p)
+    np.sqrt(p, p)
+    np.divide(xc, p, p)                        # ±0 keeps its sign here
+    _CLIP(p, bottom, top, p)                   # (one clip: 3x faster than a minimum and a
     return p                                   # maximum with a 0-d bound, vectorized neither)
 
 
@@ -113,14 +114,16 @@ def _erf_rational(x):
     """erf without scipy, of any input: a float32/float64 array in its type, float16 in float32
     rounded back once (the rational in float16 arithmetic would keep three digits), anything
     else (Python numbers, integers) in float64."""
+    if type(x) is np.ndarray and x.ndim:
+        numbers = _ERF_NUMBERS.get(x.dtype)
+        if numbers is not None:
+            return _erf_form(x, numbers)
     a = x if type(x) is np.ndarray and x.dtype.kind == "f" else np.asarray(x, np.float64)
     if a.dtype == np.float16:
         return _erf_rational(a.astype(np.float32)).astype(np.float16)
-    if a.dtype not in (np.float32, np.float64):                 # long double
+    if a.dtype not in _ERF_NUMBERS:                              # long double
         a = a.astype(np.float64)
-    if a.ndim:
-        return _erf_form(a, _ERF_NUMBERS)
-    out = _erf_form(a.reshape(1), _ERF_NUMBERS).reshape(())
+    out = _erf_form(a.reshape(-1), _ERF_NUMBERS[a.dtype]).reshape(a.shape)
     return out if type(x) is np.ndarray else out[()]
 
 
@@ -149,12 +152,12 @@ def gelu_erf(x):
     float16 in float32 rounded back once; with scipy its erf in the formula."""
     if type(x) is np.ndarray and x.dtype == np.float16:
         return gelu_erf(x.astype(np.float32)).astype(np.float16)
-    if (_ERF or _erf_function()) is _erf_rational and type(x) is np.ndarray and x.ndim \
-            and x.dtype in (np.float32, np.float64):
-        one, half = _typed(_GELU, x.dtype)
-        e = _erf_form(x, _GELU_NUMBERS)                 # erf(x/√2), its numbers scaled
-        np.add(e, one, out=e)
-        np.multiply(e, x, out=e)
-        np.multiply(e, half, out=e)
+    numbers = _GELU_NUMBERS.get(x.dtype) if type(x) is np.ndarray and x.ndim else None
+    if numbers is not None and (_ERF or _erf_function()) is _erf_rational:
+        one, half = _GELU_ONE_HALF[x.dtype]
+        e = _erf_form(x, numbers)                       # erf(x/√2), its numbers scaled
+        np.add(e, one, e)
+        np.multiply(e, half, e)                         # exact, and before x: no overflow
+        np.multiply(e, x, e)                            # for |x| above half the largest
         return e
     return 0.5 * x * (1 + erf(x * math.sqrt(0.5)))

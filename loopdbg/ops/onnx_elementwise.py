@@ -187,10 +187,10 @@ def _sigmoid(x):
 
 
 def _erf_kernel(x):
-    """erf of x's type, quiet: erf of a float array is an array of its type, returned as
-    it is (one Python call and no checks the more, on a decoder's every GELU)."""
-    with np.errstate(all="ignore"):
-        out = erf(x)
+    """erf of x's type: erf of a float array is an array of its type, returned as it is (one
+    Python call and no checks the more, on a decoder's every GELU); it raises no floating-point
+    warning (NaN and ±inf included), so it needs no ``errstate`` (2 µs a call)."""
+    out = erf(x)
     if type(out) is np.ndarray and out.dtype == x.dtype:
         return out
     return np.asarray(out).astype(x.dtype, copy=False)
