@@ -70,9 +70,9 @@ def test_float64_erf_better_than_abramowitz_stegun():
     assert got.dtype == np.float64
     exact = exact_erf(x)
     err = np.abs(got - exact)
-    assert err.max() < 1e-7                               # A&S 7.1.26: 1.5e-7
+    assert err.max() < 4e-8                               # A&S 7.1.26: 1.5e-7
     nonzero = exact != 0
-    bound = 1e-7 * np.abs(exact) + np.spacing(np.abs(got))     # (subnormals' own rounding)
+    bound = 4e-8 * np.abs(exact) + np.spacing(np.abs(got))     # (subnormals' own rounding)
     assert (err[nonzero] <= bound[nonzero]).all()
 
 
