@@ -27,6 +27,7 @@ import numpy as np
 
 from loopdbg.ir.model import Layer
 from loopdbg.ops.args import choice, const_input, flag, float_attr, int_attr
+from loopdbg.ops.erf import erf, gelu_erf
 from loopdbg.ops import gemm
 from loopdbg.ops.registry import op
 from loopdbg.ops.shape_rules import TensorInfo, broadcast, same
@@ -203,131 +204,7 @@ def _sigmoid(x):
     return np.where(x >= 0, 1 - s, s)
 
 
-def _erf_approx(x):
-    # Abramowitz & Stegun 7.1.26, |error| < 1.5e-7: only used when scipy is missing.
-    if type(x) is np.ndarray and x.dtype.kind == "f" and x.ndim:
-        return _erf_approx_into(x)
-    t = 1 / (1 + 0.3275911 * np.abs(x))
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
-                                                         + t * (-1.453152027 + t * 1.061405429))))
-    return np.sign(x) * (1 - poly * np.exp(-x * x))
-
-
-def _erf_approx_into(x: np.ndarray, zero_signed: bool = True,
-                     t: np.ndarray | None = None) -> np.ndarray:
-    """``_erf_approx`` of a float array: the same operations in the same order (so the same
-    values), in two temporaries instead of a dozen, its numbers as 0-d arrays of x's type
-    (``_typed``: numpy would convert each Python float on every call, to the same).
-    Without ``zero_signed`` the magnitude takes x's sign by ``copysign`` instead of a product
-    with ``sign(x)``: the same everywhere but at x = ±0, whose erf is then ±(1 - poly(1)), a few
-    units of float rounding instead of 0: for Gelu, which multiplies it back by x (one call, no
-    temporary, instead of two). ``t``: ``np.abs(x)`` when the caller has it (it is used up: the
-    result is written into it)."""
-    a, one, p5, p4, p3, p2, p1 = _typed(_AS, x.dtype)
-    t = np.abs(x) if t is None else t
-    np.multiply(t, a, out=t)
-    np.add(t, one, out=t)
-    np.divide(one, t, out=t)
-    poly = np.multiply(t, p5)
-    for c in (p4, p3, p2, p1):
-        np.add(poly, c, out=poly)
-        np.multiply(poly, t, out=poly)
-    e = np.multiply(x, x, out=t)                # t is done with: e^-x² goes into it
-    np.negative(e, out=e)
-    np.exp(e, out=e)
-    np.multiply(e, poly, out=e)
-    np.subtract(one, e, out=e)
-    if zero_signed:
-        np.multiply(e, np.sign(x), out=e)
-    else:
-        np.copysign(e, x, out=e)
-    return e
-
-
-_ERF: Callable | None = None
-
-
-def _erf_function() -> Callable:
-    """scipy's erf when installed (imported on first use: it costs half a second), else A&S."""
-    global _ERF
-    if _ERF is None:
-        try:
-            from scipy.special import erf as _ERF
-        except ImportError:  # pragma: no cover - scipy is optional
-            _ERF = _erf_approx
-    return _ERF
-
-
-def erf(x):
-    """scipy's erf when installed, else A&S (``_erf_function``). Without scipy a float16 input is
-    computed in float32 and rounded back: A&S in float16 arithmetic loses everything near 0
-    (``1 - poly(t) e^-x²`` cancels: erf(1e-3) came out negative, erf(0.01) 22% low)."""
-    fn = _ERF or _erf_function()
-    if fn is not _erf_approx or type(x) is not np.ndarray or x.dtype.kind != "f":
-        return fn(x)
-    if x.dtype == np.float16 or not x.ndim:
-        wide = x.astype(np.float32) if x.dtype == np.float16 else x
-        return erf(wide.reshape(x.shape or (1,))).astype(x.dtype).reshape(x.shape)
-    return _erf_fixed_into(x)
-
-
-def _erf_fixed_into(x: np.ndarray) -> np.ndarray:
-    """``erf`` of a float32/float64 array without scipy: A&S in place and, below |x| 0.1 (A&S's
-    error is absolute, 1.5e-7: erf(1e-7) came out 0), ``x 2/sqrt(pi) (1 + x² (-1/3 + x² 0.1))``,
-    exact to float32 there (x^6/42 < 2.4e-8), in place. A&S's first |x| picks the small ones;
-    its sign is by ``copysign`` (unlike sign(x)'s product only at ±0: small ones, signed by the
-    series)."""
-    tenth, third, one, scale = _typed(_SERIES, x.dtype)
-    t = np.abs(x)
-    small = np.flatnonzero(t < tenth)
-    y = _erf_approx_into(x, zero_signed=False, t=t)
-    if small.size:
-        z = x.take(small)
-        z2 = np.multiply(z, z)
-        w = np.multiply(z2, tenth)
-        np.add(w, third, out=w)                 # -1/3 + z²/10
-        np.multiply(w, z2, out=w)
-        np.add(w, one, out=w)
-        np.multiply(w, scale, out=w)
-        np.multiply(w, z, out=w)
-        y.put(small, w)                         # (C order, as take and flatnonzero)
-    return y
-
-
-_SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-_AS = (0.3275911, 1, 1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
-_SERIES = (0.1, -1 / 3, 1, 2 / math.sqrt(math.pi))      # erf's below |x| 0.1 (and the bound)
-_GELU = (_SQRT_HALF, 1, 0.5)
-_TYPED: dict[tuple, tuple[np.ndarray, ...]] = {}
-
-
-def _typed(numbers: tuple, dtype: np.dtype) -> tuple[np.ndarray, ...]:
-    """``numbers`` as read-only 0-d arrays of ``dtype``: what numpy converts the Python numbers
-    to beside an array of that type, once (not on every call)."""
-    found = _TYPED.get((numbers, dtype))
-    if found is None:
-        found = _TYPED[(numbers, dtype)] = tuple(np.array(v, dtype) for v in numbers)
-        for v in found:
-            v.flags.writeable = False
-    return found
-
-
-def _gelu_erf(x):
-    if type(x) is np.ndarray and x.dtype == np.float16:     # in float32, rounded back once:
-        return _gelu_erf(x.astype(np.float32)).astype(np.float16)   # see erf
-    if type(x) is np.ndarray and x.ndim and x.dtype.kind == "f":    # the same operations,
-        sqrt_half, one, half_ = _typed(_GELU, x.dtype)              # fewer temporaries
-        z = np.multiply(x, sqrt_half)
-        if (_ERF or _erf_function()) is _erf_approx:
-            e = _erf_approx_into(z, zero_signed=False)      # x = ±0 gives ±0 all the same
-        else:
-            e = erf(z)
-        np.add(e, one, out=e)
-        np.multiply(x, half_, out=z)
-        np.multiply(z, e, out=z)
-        return z
-    return 0.5 * x * (1 + erf(x * _SQRT_HALF))
 
 
 def _gelu_tanh(x):
@@ -357,7 +234,7 @@ _UNARY = [
     ("Relu", 1, lambda x: np.maximum(x, 0), same), ("Abs", 1, np.abs, same),
     ("Negative", 1, np.negative, same), ("Sign", 1, np.sign, same),
     ("Floor", 1, _int_identity(np.floor), same), ("Ceiling", 1, _int_identity(np.ceil), same),
-    ("Gelu", 2, _float_unary(_gelu_erf), same), ("HSigmoid", 5, _float_unary(_hsigmoid), same),
+    ("Gelu", 2, _float_unary(gelu_erf), same), ("HSigmoid", 5, _float_unary(_hsigmoid), same),
     ("HSwish", 4, _float_unary(lambda x: x * _hsigmoid(x)), same),
     ("SoftPlus", 4, _float_unary(lambda x: np.logaddexp(0, x)), same),
     ("Mish", 4, _float_unary(lambda x: x * np.tanh(np.logaddexp(0, x))), same),
@@ -378,7 +255,7 @@ def _is_inf(layer: Layer):
 @op("Gelu", versions=(7,), shape=same)
 def _gelu7(layer: Layer):
     mode = choice(layer, "approximation_mode", ("erf", "tanh"), "erf")
-    return _float_unary(_gelu_erf if mode == "erf" else _gelu_tanh)
+    return _float_unary(gelu_erf if mode == "erf" else _gelu_tanh)
 
 
 @op("Round", versions=(5,), shape=same)
