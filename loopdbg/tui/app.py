@@ -34,7 +34,7 @@ from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.prompts import PromptActions
 from loopdbg.tui.screens.help import HelpPanel
 from loopdbg.tui.screens.prompt import PromptBar
-from loopdbg.tui.showing import ShowsPanels
+from loopdbg.tui.showing import PanelPane, PanelTabs, ShowsPanels
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable
 from loopdbg.tui.widgets.code import CodePanel
 from loopdbg.tui.widgets.footer import KeyFooter
@@ -143,10 +143,9 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
             yield from placed["main"]
             with Vertical(id="side"):
                 yield from placed["side"]
-        with TabbedContent(id="tabs"):
-            for panel in placed["tabs"]:
-                with TabPane(panel.TAB, id=panel.TAB_ID or None):
-                    yield panel
+        with PanelTabs(id="tabs"):
+            for k, panel in enumerate(placed["tabs"]):     # the first tab is shown: built now
+                yield PanelPane(panel, built=k == 0)
             with TabPane("Log", id="tab-log"):
                 yield RichLog(id="log", wrap=True, markup=False)
         yield HelpPanel(id="help")
@@ -238,12 +237,11 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
 
     def action_timeline(self) -> None:
         """`t`: the Timeline tab, focused (again: back to the graph)."""
-        panel = self.query_one(TimelinePanel)
+        panel = self.panel_of(TimelinePanel)
         if self.focused is panel:
             self.graph.focus()
             return
-        self.select_tab(TimelinePanel.TAB_ID)
-        panel.focus()
+        self.select_tab(TimelinePanel.TAB_ID, then=panel.focus)
 
     def _stopped_in_thread(self, stop: Stop, name: str) -> None:
         """Called in the engine thread: hand the stop to the UI (post_message is thread-safe)."""

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from screen import screen_text  # noqa: E402
+from screen import open_tab, screen_text  # noqa: E402
 from textual.widgets import Static, TabbedContent  # noqa: E402
 
 import loopdbg.tui.app as app_module  # noqa: E402
@@ -95,14 +95,13 @@ async def test_a_panel_out_of_sight_is_shown_the_stop_in_sight_or_once_read(monk
     app = LoopdbgApp(session, title="model.xml")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        seen, state = app.query_one(Seen), app.query_one("#state")
+        seen, state = app.panel_of(Seen), app.query_one("#state")
         assert app.query_one(TabbedContent).active != "tab-seen"
         assert not seen.views
         await press(pilot, "n", "n")
         assert not seen.views                             # not yet: the keys come first
         assert "current_iteration" in text_of(state)      # the panels in view were shown
-        app.query_one(TabbedContent).active = "tab-seen"  # its tab comes in front (a click)
-        await pilot.pause()
+        await open_tab(pilot, "tab-seen")                 # its tab comes in front (a click)
         assert len(seen.views) == 1 and seen.views[-1].stop is app.last_stop
         assert "step at 2, 3 in history" in "\n".join(screen_text(app))
         app.refresh_all(session.stop)                     # in view now: shown at once
@@ -138,6 +137,7 @@ async def test_a_panel_asks_the_app_by_message():
     app = LoopdbgApp(session, title="model.xml")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        await open_tab(pilot, "tab-bp")
         shown = app.view
         app.query_one("#bps").post_message(ToggleBreakpoint(1))
         await pilot.pause()
@@ -153,6 +153,8 @@ async def test_a_panel_out_of_sight_is_not_shown_while_a_command_runs(monkeypatc
     app = LoopdbgApp(session, title="endless")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        await open_tab(pilot, "tab-seen")             # built, then out of sight again
+        await open_tab(pilot, "tab-back")
         seen = app.query_one(Seen)
         shown = len(seen.views)
         app.refresh_all(session.stop)                 # its frame to come, then Seen ...
