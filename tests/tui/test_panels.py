@@ -11,13 +11,15 @@ import pytest
 pytest.importorskip("textual")
 
 from screen import open_tab, screen_text  # noqa: E402
-from textual.widgets import Static, TabbedContent  # noqa: E402
+from textual.widgets import DataTable, Static, TabbedContent  # noqa: E402
 
 import loopdbg.tui.app as app_module  # noqa: E402
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import PANELS, LoopdbgApp  # noqa: E402
 from loopdbg.tui.messages import ToggleBreakpoint  # noqa: E402
 from loopdbg.tui.panel import Panel, View  # noqa: E402
+from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable  # noqa: E402
+from loopdbg.tui.widgets.timeline import TimelinePanel  # noqa: E402
 
 CASE = Path(__file__).resolve().parents[1] / "corpus" / "loop_while_iter"
 ENDLESS = Path(__file__).resolve().parents[1] / "data" / "endless_loop"
@@ -166,3 +168,41 @@ async def test_a_panel_out_of_sight_is_not_shown_while_a_command_runs(monkeypatc
         await settle(pilot)                           # the person reads it
         await pilot.pause(app.CATCH_UP_DELAY * 2)
         assert len(seen.views) == shown + 1 and seen.views[-1].stop is app.last_stop
+
+
+async def test_a_tab_is_built_when_first_shown_and_its_first_frame_shows_the_stop():
+    """Opening the app builds the panel of the tab in front only; each other tab's panel is
+    built the first time its tab comes in front (a key, a click), and the first frame that
+    shows the tab shows the last stop in it (not an empty table, then the stop)."""
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    session.breakpoints.add("i == 7")
+    session.breakpoints.watch("i * 10")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tabs = app.query_one(TabbedContent)
+        unbuilt = [p for p in app.panels if p.AREA == "tabs" and p.TAB_ID != tabs.active]
+        assert {type(p) for p in unbuilt} >= {TimelinePanel, BreakpointTable, WatchTable}
+        assert not any(p.is_attached for p in unbuilt)
+        assert not app.query(TimelinePanel) and not app.query(DataTable).filter("#bps")
+        await press(pilot, "n", "n")
+        assert not any(p.is_attached for p in unbuilt)       # stops do not build them either
+        firsts: dict[str, str] = {}                          # tab -> its first frame's text
+        original = app._display
+
+        def display(screen, renderable):
+            original(screen, renderable)
+            if renderable is not None and tabs.active not in firsts:
+                firsts[tabs.active] = "\n".join(screen_text(app))
+        app._display = display
+        await press(pilot, "t")                              # a key: the Timeline, focused
+        await open_tab(pilot, "tab-bp")                      # a click on a tab's title
+        await press(pilot, "right_square_bracket")          # the next tab: the Watches
+        assert app.focused is not None
+        timeline = firsts["tab-timeline"]
+        assert "iterations so far · at 2" in timeline and "first/last" in timeline, timeline
+        assert "i == 7" in firsts["tab-bp"], firsts["tab-bp"]
+        watches = firsts["tab-watch"]
+        assert next(row for row in watches.splitlines() if "i * 10" in row).split()[-1] == "20"
+        built = [p for p in unbuilt if p.is_attached]
+        assert {type(p) for p in built} == {TimelinePanel, BreakpointTable, WatchTable}
