@@ -35,6 +35,7 @@ from loopdbg.tui.prompts import PromptActions
 from loopdbg.tui.screens.help import HelpPanel
 from loopdbg.tui.screens.prompt import PromptBar
 from loopdbg.tui.showing import PanelPane, PanelTabs, ShowsPanels
+from loopdbg.tui.stylesheet import SharedStylesheet
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable
 from loopdbg.tui.widgets.code import CodePanel
 from loopdbg.tui.widgets.footer import KeyFooter
@@ -105,6 +106,7 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
         """``notes``: lines for the Log (and a notification) at start; ``on_leave``: called
         when the app ends, before anything may end the process (saving breakpoints)."""
         super().__init__()
+        self.stylesheet = SharedStylesheet(variables=self.get_css_variables())
         self.session = session
         self.notes = notes
         self.on_leave = on_leave
