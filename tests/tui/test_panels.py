@@ -1,5 +1,6 @@
 """The panel contract: a panel is a widget class with a place and show(view); the app composes
-every entry of PANELS and shows each one every stop, and panels ask for changes by messages."""
+every entry of PANELS (a tab's when the tab is first shown) and shows each one every stop, and
+panels ask for changes by messages."""
 
 from __future__ import annotations
 
