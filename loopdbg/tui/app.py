@@ -215,7 +215,8 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
     def action_tab(self, step: int) -> None:
         tabs = self.query_one(TabbedContent)
         ids = [pane.id for pane in tabs.query(TabPane)]
-        k = ids.index(tabs.active) if tabs.active in ids else 0
+        current = self.tab_chosen or tabs.active      # a key before the last one's tab is in front
+        k = ids.index(current) if current in ids else 0
         self.select_tab(ids[(k + step) % len(ids)])
 
     def action_graph_detail(self) -> None:

@@ -74,6 +74,7 @@ class ShowsPanels:
     (mixed into the app)."""
 
     CATCH_UP_DELAY = 0.3     # seconds after a stop: the person reads it (keys come faster)
+    tab_chosen: str | None = None   # a tab chosen, in front once its panel is built
 
     def show_view(self, view: View) -> None:
         """Every panel on the screen shows ``view`` now; the others when they come into sight
@@ -114,8 +115,10 @@ class ShowsPanels:
         tabs = self.query_one(TabbedContent)
         pane = tabs.get_pane(tab_id)
         if isinstance(pane, PanelPane) and not pane.built:
+            self.tab_chosen = tab_id
             self.call_later(self._build_and_select, pane, then)
             return
+        self.tab_chosen = None
         tabs.active = tab_id
         self.show_unshown(only_in_sight=True)
         if then is not None:

@@ -207,3 +207,18 @@ async def test_a_tab_is_built_when_first_shown_and_its_first_frame_shows_the_sto
         assert next(row for row in watches.splitlines() if "i * 10" in row).split()[-1] == "20"
         built = [p for p in unbuilt if p.is_attached]
         assert {type(p) for p in built} == {TimelinePanel, BreakpointTable, WatchTable}
+
+
+async def test_keys_that_come_before_a_tab_is_built_each_move_one_tab_on():
+    """] ] typed faster than a tab is built: the second goes on from the tab the first chose,
+    not from the one still in front."""
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.query_one(TabbedContent).active == "tab-back"
+        app.simulate_key("right_square_bracket")      # both in the queue before either runs
+        app.simulate_key("right_square_bracket")
+        await settle(pilot)
+        assert app.query_one(TabbedContent).active == "tab-timeline"
+        assert "1 iteration so far · at 0" in "\n".join(screen_text(app))
