@@ -134,8 +134,9 @@ async def _screen_time(session, key: str, ready) -> float:
 
 
 def _inspect_ready(app) -> bool:
-    view = app.query_one("#inspect-view")
-    return "shape (256, 1024)" in str(getattr(view.content, "plain", view.content))
+    views = app.query("#inspect-view")      # none before the Inspector's tab is first shown
+    return bool(views) and \
+        "shape (256, 1024)" in str(getattr(views.first().content, "plain", views.first().content))
 
 
 async def _inspect_time(session) -> float:

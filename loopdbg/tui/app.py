@@ -34,7 +34,8 @@ from loopdbg.tui.panel import Panel, View
 from loopdbg.tui.prompts import PromptActions
 from loopdbg.tui.screens.help import HelpPanel
 from loopdbg.tui.screens.prompt import PromptBar
-from loopdbg.tui.showing import ShowsPanels
+from loopdbg.tui.showing import PanelPane, PanelTabs, ShowsPanels
+from loopdbg.tui.stylesheet import SharedStylesheet
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable
 from loopdbg.tui.widgets.code import CodePanel
 from loopdbg.tui.widgets.footer import KeyFooter
@@ -105,6 +106,7 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
         """``notes``: lines for the Log (and a notification) at start; ``on_leave``: called
         when the app ends, before anything may end the process (saving breakpoints)."""
         super().__init__()
+        self.stylesheet = SharedStylesheet(variables=self.get_css_variables())
         self.session = session
         self.notes = notes
         self.on_leave = on_leave
@@ -143,10 +145,9 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
             yield from placed["main"]
             with Vertical(id="side"):
                 yield from placed["side"]
-        with TabbedContent(id="tabs"):
-            for panel in placed["tabs"]:
-                with TabPane(panel.TAB, id=panel.TAB_ID or None):
-                    yield panel
+        with PanelTabs(id="tabs"):
+            for k, panel in enumerate(placed["tabs"]):     # the first tab is shown: built now
+                yield PanelPane(panel, built=k == 0)
             with TabPane("Log", id="tab-log"):
                 yield RichLog(id="log", wrap=True, markup=False)
         yield HelpPanel(id="help")
@@ -214,7 +215,8 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
     def action_tab(self, step: int) -> None:
         tabs = self.query_one(TabbedContent)
         ids = [pane.id for pane in tabs.query(TabPane)]
-        k = ids.index(tabs.active) if tabs.active in ids else 0
+        current = self.tab_chosen or tabs.active      # a key before the last one's tab is in front
+        k = ids.index(current) if current in ids else 0
         self.select_tab(ids[(k + step) % len(ids)])
 
     def action_graph_detail(self) -> None:
@@ -238,12 +240,11 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
 
     def action_timeline(self) -> None:
         """`t`: the Timeline tab, focused (again: back to the graph)."""
-        panel = self.query_one(TimelinePanel)
+        panel = self.panel_of(TimelinePanel)
         if self.focused is panel:
             self.graph.focus()
             return
-        self.select_tab(TimelinePanel.TAB_ID)
-        panel.focus()
+        self.select_tab(TimelinePanel.TAB_ID, then=panel.focus)
 
     def _stopped_in_thread(self, stop: Stop, name: str) -> None:
         """Called in the engine thread: hand the stop to the UI (post_message is thread-safe)."""

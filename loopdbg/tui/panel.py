@@ -6,8 +6,10 @@ implements ``show(view)``. After every stop (the ``Stopped`` message), and whene
 watches change, the app calls ``show`` on each panel with one ``View`` (loopdbg.view.stop): the
 ``Stop`` and the session it came from. A panel out of sight (in a tab not selected, a pane zoomed
 away) is shown it when it comes into sight, or once the person pauses (``loopdbg.tui.showing``);
-of several stops meanwhile, it is shown the last. A panel only reads the view; to ask for a change it posts a message
-(``loopdbg.tui.messages``), never calls the app.
+of several stops meanwhile, it is shown the last. A panel of a tab is mounted only when its tab
+first comes in front (its ``compose`` and ``on_mount`` run then, and ``show`` right after). A
+panel only reads the view; to ask for a change it posts a message (``loopdbg.tui.messages``),
+never calls the app.
 
 Adding a panel: one file in ``loopdbg/tui/widgets/`` with the class, and its entry in ``PANELS``
 (``loopdbg/tui/app.py``), in the order it appears within its area.

@@ -117,8 +117,7 @@ class PromptActions:
 
     def show_value(self, text: str) -> None:
         """Show ``text`` (a name or an expression) in the Inspector tab."""
-        self.select_tab(Inspector.TAB_ID)
-        self.query_one(Inspector).inspect(text)
+        self.select_tab(Inspector.TAB_ID, then=lambda: self.panel_of(Inspector).inspect(text))
 
     def action_jump(self) -> None:
         """`:` go to an iteration (``loopdbg.debug.jump``): checked as typed, run in the engine
@@ -140,7 +139,7 @@ class PromptActions:
         """`p`: expressions to plot over the iterations (several: separated by ';')."""
         from loopdbg.tui.widgets.plot import PlotPanel
 
-        panel = self.query_one(PlotPanel)
+        panel = self.panel_of(PlotPanel)
         scope = self.last_stop.event.path if self.last_stop.event else None
 
         def check(text: str) -> str | None:
@@ -155,9 +154,9 @@ class PromptActions:
             return None
 
         def done(result):
-            if result:
-                self.select_tab(PlotPanel.TAB_ID)      # the panel shows the last stop, then
-                panel.set_expressions([t.strip() for t in result.split(";") if t.strip()])
+            if result:                  # the panel shows the last stop, then the plot
+                texts = [t.strip() for t in result.split(";") if t.strip()]
+                self.select_tab(PlotPanel.TAB_ID, then=lambda: panel.set_expressions(texts))
         x = self.example()
         self.ask("Plot over the iterations …", f"mean({x})   ·   norm({x}); {x}[0]", check, done,
                  value="; ".join(panel.expressions), to_graph=True)

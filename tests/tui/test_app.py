@@ -300,7 +300,7 @@ async def test_breakpoint_table_toggles_and_deletes():
     app = app_for(sess)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.query_one(TabbedContent).active = "tab-bp"
+        await open_tab(pilot, "tab-bp")
         table = app.query_one(BreakpointTable)
         table.focus()
         await pilot.pause()

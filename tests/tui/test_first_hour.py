@@ -72,8 +72,8 @@ async def test_the_plot_extra_installed_while_the_ui_is_open_does_not_crash_it(m
     app = app_for("while_loop")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        await open_tab(pilot, "tab-plot")                           # the tab is built now
         monkeypatch.setattr(plot, "plot_widget", lambda: Static)    # "installed" since
-        await open_tab(pilot, "tab-plot")
         app.query_one(plot.PlotPanel).set_expressions(["x_next[0]"])
         await press(pilot, "n")
         assert "start loopdbg again" in str(app.query_one("#plot-note").render())

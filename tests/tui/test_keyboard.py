@@ -331,7 +331,7 @@ async def test_the_breakpoint_table_sets_an_ignore_count():
     app = LoopdbgApp(sess, title="m")
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        app.query_one(TabbedContent).active = BreakpointTable.TAB_ID
+        await open_tab(pilot, BreakpointTable.TAB_ID)
         app.query_one(BreakpointTable).focus()
         await pilot.pause()
         await pilot.press("I")

@@ -1,5 +1,6 @@
 """The panel contract: a panel is a widget class with a place and show(view); the app composes
-every entry of PANELS and shows each one every stop, and panels ask for changes by messages."""
+every entry of PANELS (a tab's when the tab is first shown) and shows each one every stop, and
+panels ask for changes by messages."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import pytest
 
 pytest.importorskip("textual")
 
-from screen import screen_text  # noqa: E402
-from textual.widgets import Static, TabbedContent  # noqa: E402
+from screen import open_tab, screen_text  # noqa: E402
+from textual.widgets import DataTable, Static, TabbedContent  # noqa: E402
 
 import loopdbg.tui.app as app_module  # noqa: E402
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import PANELS, LoopdbgApp  # noqa: E402
 from loopdbg.tui.messages import ToggleBreakpoint  # noqa: E402
 from loopdbg.tui.panel import Panel, View  # noqa: E402
+from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable  # noqa: E402
+from loopdbg.tui.widgets.timeline import TimelinePanel  # noqa: E402
 
 CASE = Path(__file__).resolve().parents[1] / "corpus" / "loop_while_iter"
 ENDLESS = Path(__file__).resolve().parents[1] / "data" / "endless_loop"
@@ -95,14 +98,13 @@ async def test_a_panel_out_of_sight_is_shown_the_stop_in_sight_or_once_read(monk
     app = LoopdbgApp(session, title="model.xml")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        seen, state = app.query_one(Seen), app.query_one("#state")
+        seen, state = app.panel_of(Seen), app.query_one("#state")
         assert app.query_one(TabbedContent).active != "tab-seen"
         assert not seen.views
         await press(pilot, "n", "n")
         assert not seen.views                             # not yet: the keys come first
         assert "current_iteration" in text_of(state)      # the panels in view were shown
-        app.query_one(TabbedContent).active = "tab-seen"  # its tab comes in front (a click)
-        await pilot.pause()
+        await open_tab(pilot, "tab-seen")                 # its tab comes in front (a click)
         assert len(seen.views) == 1 and seen.views[-1].stop is app.last_stop
         assert "step at 2, 3 in history" in "\n".join(screen_text(app))
         app.refresh_all(session.stop)                     # in view now: shown at once
@@ -138,6 +140,7 @@ async def test_a_panel_asks_the_app_by_message():
     app = LoopdbgApp(session, title="model.xml")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        await open_tab(pilot, "tab-bp")
         shown = app.view
         app.query_one("#bps").post_message(ToggleBreakpoint(1))
         await pilot.pause()
@@ -153,6 +156,8 @@ async def test_a_panel_out_of_sight_is_not_shown_while_a_command_runs(monkeypatc
     app = LoopdbgApp(session, title="endless")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        await open_tab(pilot, "tab-seen")             # built, then out of sight again
+        await open_tab(pilot, "tab-back")
         seen = app.query_one(Seen)
         shown = len(seen.views)
         app.refresh_all(session.stop)                 # its frame to come, then Seen ...
@@ -164,3 +169,56 @@ async def test_a_panel_out_of_sight_is_not_shown_while_a_command_runs(monkeypatc
         await settle(pilot)                           # the person reads it
         await pilot.pause(app.CATCH_UP_DELAY * 2)
         assert len(seen.views) == shown + 1 and seen.views[-1].stop is app.last_stop
+
+
+async def test_a_tab_is_built_when_first_shown_and_its_first_frame_shows_the_stop():
+    """Opening the app builds the panel of the tab in front only; each other tab's panel is
+    built the first time its tab comes in front (a key, a click), and the first frame that
+    shows the tab shows the last stop in it (not an empty table, then the stop)."""
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    session.breakpoints.add("i == 7")
+    session.breakpoints.watch("i * 10")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tabs = app.query_one(TabbedContent)
+        unbuilt = [p for p in app.panels if p.AREA == "tabs" and p.TAB_ID != tabs.active]
+        assert {type(p) for p in unbuilt} >= {TimelinePanel, BreakpointTable, WatchTable}
+        assert not any(p.is_attached for p in unbuilt)
+        assert not app.query(TimelinePanel) and not app.query(DataTable).filter("#bps")
+        await press(pilot, "n", "n")
+        assert not any(p.is_attached for p in unbuilt)       # stops do not build them either
+        firsts: dict[str, str] = {}                          # tab -> its first frame's text
+        original = app._display
+
+        def display(screen, renderable):
+            original(screen, renderable)
+            if renderable is not None and tabs.active not in firsts:
+                firsts[tabs.active] = "\n".join(screen_text(app))
+        app._display = display
+        await press(pilot, "t")                              # a key: the Timeline, focused
+        await open_tab(pilot, "tab-bp")                      # a click on a tab's title
+        await press(pilot, "right_square_bracket")          # the next tab: the Watches
+        assert app.focused is not None
+        timeline = firsts["tab-timeline"]
+        assert "iterations so far · at 2" in timeline and "first/last" in timeline, timeline
+        assert "i == 7" in firsts["tab-bp"], firsts["tab-bp"]
+        watches = firsts["tab-watch"]
+        assert next(row for row in watches.splitlines() if "i * 10" in row).split()[-1] == "20"
+        built = [p for p in unbuilt if p.is_attached]
+        assert {type(p) for p in built} == {TimelinePanel, BreakpointTable, WatchTable}
+
+
+async def test_keys_that_come_before_a_tab_is_built_each_move_one_tab_on():
+    """] ] typed faster than a tab is built: the second goes on from the tab the first chose,
+    not from the one still in front."""
+    session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
+    app = LoopdbgApp(session, title="model.xml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.query_one(TabbedContent).active == "tab-back"
+        app.simulate_key("right_square_bracket")      # both in the queue before either runs
+        app.simulate_key("right_square_bracket")
+        await settle(pilot)
+        assert app.query_one(TabbedContent).active == "tab-timeline"
+        assert "1 iteration so far · at 0" in "\n".join(screen_text(app))

@@ -25,6 +25,7 @@ from canned_dot import canned_run_dot  # noqa: E402
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.layout import dot  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
+from loopdbg.tui.widgets.plot import PlotPanel  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 SIZE = (160, 48)
@@ -183,7 +184,7 @@ def test_plot_tab(snap_compare):
 
     async def run_before(pilot):
         await keys("c")(pilot)
-        app.query_one("#plot").set_expressions(["body_count", "mean(body_x)"])
+        app.panel_of(PlotPanel).set_expressions(["body_count", "mean(body_x)"])
         app.query_one("#tabs").active = "tab-plot"
         await pilot.pause(0.2)
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
