@@ -147,7 +147,7 @@ class LoopdbgApp(Guarded, PromptActions, ShowsPanels, App):
                 yield from placed["side"]
         with PanelTabs(id="tabs"):
             for k, panel in enumerate(placed["tabs"]):     # the first tab is shown: built now
-                yield PanelPane(panel, built=k == 0)
+                yield PanelPane(panel, built=k == 0 or panel.BUILT_AT_OPEN)
             with TabPane("Log", id="tab-log"):
                 yield RichLog(id="log", wrap=True, markup=False)
         yield HelpPanel(id="help")

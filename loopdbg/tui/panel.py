@@ -33,6 +33,8 @@ class Panel(Guarded):
     TAB: ClassVar[str] = ""          # the tab's title (AREA "tabs")
     TAB_ID: ClassVar[str] = ""       # the tab's id, for the app and tests to select it
     ID: ClassVar[str | None] = None  # the panel widget's id (the stylesheet refers to it)
+    BUILT_AT_OPEN: ClassVar[bool] = False   # (AREA "tabs") mounted as the app opens, not when
+    #                                         its tab first comes in front (``tui.showing``)
 
     def show(self, view: View) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement show(view)")

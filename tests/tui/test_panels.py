@@ -19,6 +19,7 @@ from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import PANELS, LoopdbgApp  # noqa: E402
 from loopdbg.tui.messages import ToggleBreakpoint  # noqa: E402
 from loopdbg.tui.panel import Panel, View  # noqa: E402
+from loopdbg.tui.widgets.inspector import Inspector  # noqa: E402
 from loopdbg.tui.widgets.breakpoints import BreakpointTable, WatchTable  # noqa: E402
 from loopdbg.tui.widgets.timeline import TimelinePanel  # noqa: E402
 
@@ -172,9 +173,10 @@ async def test_a_panel_out_of_sight_is_not_shown_while_a_command_runs(monkeypatc
 
 
 async def test_a_tab_is_built_when_first_shown_and_its_first_frame_shows_the_stop():
-    """Opening the app builds the panel of the tab in front only; each other tab's panel is
-    built the first time its tab comes in front (a key, a click), and the first frame that
-    shows the tab shows the last stop in it (not an empty table, then the stop)."""
+    """Opening the app builds the panel of the tab in front (and the Inspector, which `i`
+    answers in at once) only; each other tab's panel is built the first time its tab comes in
+    front (a key, a click), and the first frame that shows the tab shows the last stop in it
+    (not an empty table, then the stop)."""
     session = Session.open(CASE / "model.xml", CASE / "inputs.npz")
     session.breakpoints.add("i == 7")
     session.breakpoints.watch("i * 10")
@@ -182,8 +184,10 @@ async def test_a_tab_is_built_when_first_shown_and_its_first_frame_shows_the_sto
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tabs = app.query_one(TabbedContent)
-        unbuilt = [p for p in app.panels if p.AREA == "tabs" and p.TAB_ID != tabs.active]
+        unbuilt = [p for p in app.panels if p.AREA == "tabs" and p.TAB_ID != tabs.active
+                   and not p.BUILT_AT_OPEN]
         assert {type(p) for p in unbuilt} >= {TimelinePanel, BreakpointTable, WatchTable}
+        assert app.panel_of(Inspector).is_attached
         assert not any(p.is_attached for p in unbuilt)
         assert not app.query(TimelinePanel) and not app.query(DataTable).filter("#bps")
         await press(pilot, "n", "n")
