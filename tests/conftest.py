@@ -30,6 +30,19 @@ def pytest_configure(config):
     if cache is not None:
         os.environ.setdefault("LOOPDBG_TEST_CACHE", str(cache.mkdir("loopdbg")))
     _import_hypothesis_as_it_is(config)
+    _collect_less_often()
+
+
+def _collect_less_often() -> None:
+    """The cyclic collector of a test process starts a young pass every 10,000 allocations, not
+    700: a UI test's app makes millions of short-lived objects, and with the default each was
+    promoted often enough for ~30 full passes over everything alive per minute of UI tests (a
+    worker spent ~15 s of the suite in them, an eighth of a UI test's time). Objects are freed as
+    before, by their counts or the next pass; a worker holds some tens of MB more at its peak.
+    The programs the tests start (``python -m loopdbg``, the oracles) keep Python's default."""
+    import gc
+
+    gc.set_threshold(10_000, 10, 10)
 
 
 def _import_hypothesis_as_it_is(config) -> None:
