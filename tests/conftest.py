@@ -30,6 +30,19 @@ def pytest_configure(config):
     if cache is not None:
         os.environ.setdefault("LOOPDBG_TEST_CACHE", str(cache.mkdir("loopdbg")))
     _import_hypothesis_as_it_is(config)
+    _collect_less_often()
+
+
+def _collect_less_often() -> None:
+    """The cyclic collector of a test process starts a young pass every 10,000 allocations, not
+    700: a UI test's app makes millions of short-lived objects, and with the default each was
+    promoted often enough for ~30 full passes over everything alive per minute of UI tests (a
+    worker spent ~15 s of the suite in them, an eighth of a UI test's time). Objects are freed as
+    before, by their counts or the next pass; a worker holds some tens of MB more at its peak.
+    The programs the tests start (``python -m loopdbg``, the oracles) keep Python's default."""
+    import gc
+
+    gc.set_threshold(10_000, 10, 10)
 
 
 def _import_hypothesis_as_it_is(config) -> None:
@@ -50,9 +63,21 @@ def _import_hypothesis_as_it_is(config) -> None:
         sys.meta_path.insert(0, hook)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
+    """The session's folder of compiled code goes. And an xdist worker that has sent the
+    controller everything (``workerfinished``, at its session's end) keeps what it holds out of
+    the collector's last passes: pytest's cleanup then collects five times over (to surface
+    unraisable exceptions, which could no longer reach the controller) and the interpreter's exit
+    once more, each walking the ~600 MB a worker holds after thousands of tests: seconds at the
+    end of the run, while the controller waits for the last worker. Atexit handlers, flushing and
+    teardown happen as ever, as in ``loopdbg``'s own ending (loopdbg/cli ``_ending``)."""
     while _CODE_CACHE:
         shutil.rmtree(_CODE_CACHE.pop(), ignore_errors=True)
+    if hasattr(config, "workerinput") and "exitstatus" in getattr(config, "workeroutput", {}):
+        import gc
+
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -66,6 +91,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("soak"):
             item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    """What collection made lives as long as the session (the test modules and all they import,
+    thousands of items): it is left out of the cyclic collector's passes for good (``gc.freeze``,
+    as loopdbg's own commands do with what lives as long as they: loopdbg/cli/common.py), so
+    the full passes that come every so often in a long run (a dozen in a worker's minute of
+    tests) walk what the tests made, not all of it again: a third less time in them."""
+    import gc
+
+    gc.freeze()
 
 
 def pytest_xdist_make_scheduler(config, log):

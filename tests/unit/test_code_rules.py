@@ -7,7 +7,11 @@ import functools
 import re
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "loopdbg"
+# its tests read the package parsed once per process (~1.3 s of CPU): under pytest-xdist, one worker
+pytestmark = pytest.mark.xdist_group("code_rules")
 # private names of other libraries that loopdbg has to use
 FOREIGN = {("sys", "_getframe"), ("os", "_exit"), ("etree", "_Element")}
 

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("onnx")
 
-from _onnx_cases import all_cases, case_ops, run_case, skip_reason  # noqa: E402
+from _onnx_cases import all_cases, case, case_ops, outcome, run_case, skip_reason  # noqa: E402
 from loopdbg.ops.registry import supported  # noqa: E402
 from loopdbg.engine import Engine, IterationDone, LoopFinished  # noqa: E402
 from loopdbg.ir.onnx_reader import from_proto  # noqa: E402
@@ -27,50 +27,58 @@ CONTROL_FLOW = [
     # Loops carrying a sequence (appending to it), or an optional one; branches giving them.
     "test_loop13_seq", "test_loop16_seq_none", "test_if_seq", "test_if_opt",
 ]
+# the operators whose onnx modules make the cases above (each built alone: _onnx_cases.case)
+CONTROL_FLOW_OPS = ("Loop", "Scan", "If", "Range")
 
 
 @pytest.mark.parametrize("name", CONTROL_FLOW)
 def test_control_flow_backend_case_passes(name):
-    case = all_cases()[name]
-    assert skip_reason(case) is None
-    run_case(case)
+    found = case(name, *CONTROL_FLOW_OPS)
+    assert skip_reason(found) is None
+    run_case(found)
 
 
+# the tests over the whole set run where it is built, and share its runs (_onnx_cases.outcome)
+@pytest.mark.xdist_group("onnx_node_cases")
 def test_every_loop_scan_and_if_case_is_run_or_skipped_with_a_reason():
     """Cases a newer onnx package adds must pass too, unless loopdbg/ops/onnx_node_tests.txt
     says why they cannot."""
     named = set(CONTROL_FLOW)
-    for name, case in all_cases().items():
+    failed = []
+    for name, found in all_cases().items():
         if re.match(r"test_(loop|scan|if)", name) or re.match(r"test_range_.*_expanded$", name):
-            if name not in named and skip_reason(case) is None:
-                run_case(case)
+            if name not in named and skip_reason(found) is None:
+                failure = outcome(name)
+                if failure is not None:
+                    failed.append(f"{name}: {failure[:300]}")
+    assert not failed, "\n".join(failed)
 
 
+@pytest.mark.xdist_group("onnx_node_cases")
 def test_every_other_backend_case_with_control_flow_and_known_operators_passes():
     """Function expansions (AffineGrid, CenterCropPad, ...) also use If and Loop."""
     known = {t[5:] for t in supported() if t.startswith("onnx.")} | {"Constant", "Loop", "Scan",
                                                                      "If"}
     ran, failed = [], []
-    for name, case in all_cases().items():
+    for name, found in all_cases().items():
         ops = case_ops(name)
         if name in CONTROL_FLOW or not ops & {"Loop", "Scan", "If"} or not ops <= known:
             continue
-        if skip_reason(case) is not None:
+        if skip_reason(found) is not None:
             continue
-        try:
-            run_case(case)
-        except Exception as exc:
-            failed.append(f"{name}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        failure = outcome(name)
+        if failure is not None:
+            failed.append(f"{name}: {failure[:300]}")
         ran.append(name)
     assert not failed, "\n".join(failed)
     assert ran
 
 
 def test_loop11_yields_an_event_per_iteration_with_onnx_names():
-    case = all_cases()["test_loop11"]
-    ins, _ = case.data_sets[0]
-    names = [vi.name for vi in case.model.graph.input]
-    events = list(Engine(from_proto(case.model)).run(dict(zip(names, ins))))
+    loop11 = case("test_loop11", *CONTROL_FLOW_OPS)
+    ins, _ = loop11.data_sets[0]
+    names = [vi.name for vi in loop11.model.graph.input]
+    events = list(Engine(from_proto(loop11.model)).run(dict(zip(names, ins))))
     iters = [e for e in events if isinstance(e, IterationDone)]
     assert [e.iteration for e in iters] == [0, 1, 2, 3, 4]
     assert [int(e.inputs["iter_count"]) for e in iters] == [0, 1, 2, 3, 4]
