@@ -31,6 +31,20 @@ def pytest_configure(config):
         os.environ.setdefault("LOOPDBG_TEST_CACHE", str(cache.mkdir("loopdbg")))
     _import_hypothesis_as_it_is(config)
     _collect_less_often()
+    _interruptible()
+
+
+def _interruptible() -> None:
+    """Ctrl-C as Python sets it, in the test processes and so in the programs they start. A
+    suite started where SIGINT is ignored (a background job of a non-interactive shell, nohup)
+    inherits the ignoring: Python then installs no KeyboardInterrupt handler, loopdbg rightly
+    leaves an ignored SIGINT ignored, and the tests of what Ctrl-C does waited out their timeouts
+    (five tests, 60 s of a worker each). A handler does not survive ``exec``: the children start
+    with SIGINT at its default, and Python installs its own."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _collect_less_often() -> None:
