@@ -1,5 +1,5 @@
 """Opening the app: work done once per process is not done again for each app (the UI tests
-open ~170 of them; ``loopdbg.tui.stylesheet``), nor twice for one app (the footer's keys)."""
+open ~170 of them; ``loopdbg.tui.stylesheet``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ pytest.importorskip("textual")
 
 from screen import model_files, screen_text, settle  # noqa: E402
 from textual.css.stylesheet import Stylesheet  # noqa: E402
-from textual.widgets._footer import FooterKey  # noqa: E402
 
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.tui.app import LoopdbgApp  # noqa: E402
-from loopdbg.tui.widgets.footer import KeyFooter  # noqa: E402
 
 SIZE = (120, 36)
 
@@ -56,22 +54,3 @@ async def test_a_theme_of_other_colours_is_parsed_with_its_own():
     async with light.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert light.screen.styles.background != dark
-
-
-async def test_the_footer_s_keys_are_made_once_as_the_app_opens(monkeypatch):
-    """The first keys wait for the app's first focus (the graph's): made before it, they were
-    made again at once with the graph's own keys."""
-    made = []
-    init = FooterKey.__init__
-
-    def counted(self, key, *args, **kwargs):
-        made.append(key)
-        init(self, key, *args, **kwargs)
-    monkeypatch.setattr(FooterKey, "__init__", counted)
-    app = LoopdbgApp(Session.open(*model_files("while_loop")), title="m")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        footer = screen_text(app)[-1]
-        assert "⏎ value" in footer and "q quit" in footer and "? help" in footer, footer
-        shown = [key.key for key in app.query_one(KeyFooter).query(FooterKey)]
-        assert made == shown

@@ -70,20 +70,9 @@ class KeyFooter(Footer):
                 palette = (binding, enabled, app.get_key_display(binding))
         return keys, palette, self.compact
 
-    _focus_given = False      # the app has focused a widget: the keys are made from now on
-
-    def bindings_changed(self, screen) -> None:
-        """Bindings changed (the focus moved): the keys are made again if they changed. The
-        first keys wait for the app's first focus (the graph's, as the app opens): made before,
-        they lacked the graph's own and were all made twice (~70 ms of opening the app)."""
-        if screen.focused is not None and not self._focus_given:
-            self._focus_given = True
-            self.call_next(self.recompose)
-        super().bindings_changed(screen)
-
     def compose(self):
-        if not self._focus_given:
-            return
+        # The app's keys are known at once: shown with the first frame, not after the focus
+        # settles (the focused widget's keys follow then, with a recompose if they change).
         self._composed = keys, palette, _ = self._shown()
         for binding, enabled, tooltip, key in keys:
             yield _born(FooterKey(binding.key, key, binding.description, binding.action,
