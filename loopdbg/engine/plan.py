@@ -29,6 +29,7 @@ them. When a kernel raises, ``locate`` maps the traceback line back to the layer
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Iterator
@@ -47,7 +48,6 @@ from loopdbg.ops.registry import make_kernel
 from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
-_NOT_CONSTANT = object()        # (what ``consts.get`` gives for a name not a constant)
 
 
 # The one template of the generated functions, by name: (parameters after ctx, lines before the
@@ -125,45 +125,9 @@ class GraphPlan:
         incoming = edges_to(g)                     # layer id -> the edges that end there
         for k, pid in enumerate(self.param_ids):
             local[(pid, 0)] = f"p{k}"
-        for lid in topological_order(g, self.where, incoming):
-            layer = g.layers[lid]
-            if layer.type in ("Parameter", "Result"):
-                continue
-            if layer.type == "Constant":
-                if layer.value is None:
-                    raise ModelError(f"{self.where}{layer.describe()} has no value.")
-                value = np.asarray(layer.value)
-                value.setflags(write=False)      # (half the time of flags.writeable)
-                name = f"c{len(self.consts)}"
-                self.consts[name] = value
-                local[(lid, 0)] = name
-                continue
-            ins = self._input_names(layer, local, incoming.get(lid, ()))
-            if layer.type in CONTROL_FLOW:
-                if nested_factory is None:
-                    raise ModelError(f"{self.where}{layer.describe()} cannot be nested here.")
-                fn = nested_factory(layer, self.path, self.graph)
-                n_out = len(layer.outputs)
-                nested = True
-            else:
-                consts = tuple(map(self.consts.get, ins))        # (None: None)
-                fn, n_out = self.kernel_factory(layer, self.where, consts)
-                nested = False
-                said = getattr(fn, "notice", None)
-                if said:                    # e.g. a random op: how loopdbg seeds it
-                    self.notices.append(f"{self.where}{layer.describe()}: {said}")
-                folded = self._fold(fn, ins, n_out)
-                if folded is not None:      # its value now; a constant for the steps after
-                    fn = hoist.Folded(folded[0] if n_out <= 1 else folded)
-                    for j, value in enumerate(folded):
-                        local[(lid, j)] = name = f"c{len(self.consts)}"
-                        self.consts[name] = value
-            k = len(self.steps)
-            outs = (f"v{k}_0",) if n_out <= 1 else tuple([f"v{k}_{j}" for j in range(n_out)])
-            for j, name in enumerate(outs):
-                local.setdefault((lid, j), name)
-            self.steps.append(Step(layer, fn, ins, outs, nested,
-                                   bool(getattr(fn, "needs_context", False))))
+        order = topological_order(g, self.where, incoming)
+        with hoist.quiet() if self.path else nullcontext():     # (once: ``_fold``'s kernels)
+            self._add_steps(order, local, incoming, nested_factory)
         self.result_locals = []
         for rid in self.result_ids:
             src = None                  # (as ``Graph.producer``: the last edge to port 0)
@@ -174,21 +138,66 @@ class GraphPlan:
                 raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
             self.result_locals.append(local[src])
 
-    def _fold(self, fn, ins, n_out: int):
-        """A loop body's step on constants alone, computed now (``engine.hoist``), or None."""
-        if not self.path:
-            return None
-        values = []
-        for a in ins:                   # every input a constant (or unconnected: None)
-            value = None if a is None else self.consts.get(a, _NOT_CONSTANT)
-            if value is _NOT_CONSTANT:
-                return None
-            values.append(value)
+    def _add_steps(self, order, local, incoming, nested_factory) -> None:
+        """The constants and steps of the layers ``order`` lists (``local``: the local name of
+        each (layer id, port) made so far)."""
+        layers, consts, steps, where = self.graph.layers, self.consts, self.steps, self.where
+        const_of, make, input_names = consts.get, self.kernel_factory, self._input_names
+        body = bool(self.path)              # (only a loop body's steps are folded)
+        for lid in order:
+            layer = layers[lid]
+            kind = layer.type
+            if kind == "Constant":
+                if layer.value is None:
+                    raise ModelError(f"{where}{layer.describe()} has no value.")
+                value = np.asarray(layer.value)
+                value.setflags(write=False)      # (half the time of flags.writeable)
+                name = f"c{len(consts)}"
+                consts[name] = value
+                local[(lid, 0)] = name
+                continue
+            if kind == "Parameter" or kind == "Result":
+                continue
+            ins = input_names(layer, local, incoming.get(lid, ()))
+            if kind in CONTROL_FLOW:
+                if nested_factory is None:
+                    raise ModelError(f"{where}{layer.describe()} cannot be nested here.")
+                fn = nested_factory(layer, self.path, self.graph)
+                n_out = len(layer.outputs)
+                nested = True
+            else:
+                values = tuple(map(const_of, ins))        # (None: None)
+                fn, n_out = make(layer, where, values)
+                nested = False
+                said = getattr(fn, "notice", None)
+                if said:                    # e.g. a random op: how loopdbg seeds it
+                    self.notices.append(f"{where}{layer.describe()}: {said}")
+                if body:
+                    for a, v in zip(ins, values):   # every input a constant (or unconnected)
+                        if v is None and a is not None:
+                            break
+                    else:
+                        fn = self._fold(lid, fn, values, n_out, local)
+            k = len(steps)
+            outs = (f"v{k}_0",) if n_out <= 1 else tuple([f"v{k}_{j}" for j in range(n_out)])
+            for j, name in enumerate(outs):
+                local.setdefault((lid, j), name)
+            steps.append(Step(layer, fn, ins, outs, nested,
+                              bool(getattr(fn, "needs_context", False))))
+
+    def _fold(self, lid: int, fn, values: tuple, n_out: int, local) -> Callable:
+        """A loop body's step on constants alone (``values``), computed now (``engine.hoist``):
+        its outputs become constants (``local`` names them so), its kernel a ``hoist.Folded``;
+        ``fn`` itself when it is not folded."""
         room = hoist.bound() - self.folded_bytes
-        folded = hoist.fold(fn, tuple(values), n_out, room)
-        if folded is not None:
-            self.folded_bytes += sum(v.nbytes for v in folded)
-        return folded
+        folded = hoist.fold(fn, values, n_out, room, quieted=True)
+        if folded is None:
+            return fn
+        self.folded_bytes += sum([v.nbytes for v in folded])
+        for j, value in enumerate(folded):  # its value now; a constant for the steps after
+            local[(lid, j)] = name = f"c{len(self.consts)}"
+            self.consts[name] = value
+        return hoist.Folded(folded[0] if n_out <= 1 else folded)
 
     def _input_names(self, layer: Layer, local, edges) -> tuple[str | None, ...]:
         if not edges:
@@ -423,17 +432,13 @@ def topological_order(graph: Graph, where: str = "",
     layers = graph.layers
     position = None                     # layer id -> XML position (made when first needed)
     order: list[int] = []
+    done = order.append
     state: dict[int, int] = {}        # 1 = on the stack, 2 = done
     sinks = [lid for lid, layer in layers.items() if layer.type in SINK_TYPES]
     roots = list(graph.parameters) + list(graph.results) + sinks
 
-    def producers(lid):             # in XML order (most layers have one: nothing to sort)
+    def producers(edges):           # of a layer of two edges or more, in XML order
         nonlocal position
-        edges = incoming.get(lid)
-        if not edges:
-            return iter(())
-        if len(edges) == 1:
-            return iter((edges[0].from_layer,))
         if position is None:
             position = {lid: k for k, lid in enumerate(layers)}
         if len(edges) == 2:
@@ -446,7 +451,9 @@ def topological_order(graph: Graph, where: str = "",
     for root in roots:
         if state.get(root) == 2:
             continue
-        stack = [(root, producers(root))]
+        edges = incoming.get(root)
+        stack = [(root, iter((edges[0].from_layer,)) if edges and len(edges) == 1 else
+                  producers(edges) if edges else iter(()))]
         state[root] = 1
         while stack:
             node, it = stack[-1]
@@ -455,8 +462,14 @@ def topological_order(graph: Graph, where: str = "",
                     continue
                 st = state.get(nxt)
                 if st is None:
-                    state[nxt] = 1
-                    stack.append((nxt, producers(nxt)))
+                    edges = incoming.get(nxt)
+                    if not edges:       # (a Constant, a Parameter: done at once, no frame)
+                        state[nxt] = 2
+                        done(nxt)
+                        continue
+                    state[nxt] = 1      # (most layers have one producer: nothing to sort)
+                    stack.append((nxt, iter((edges[0].from_layer,)) if len(edges) == 1 else
+                                  producers(edges)))
                     break
                 if st == 1:
                     raise ModelError(
@@ -464,7 +477,7 @@ def topological_order(graph: Graph, where: str = "",
             else:
                 stack.pop()
                 state[node] = 2
-                order.append(node)
+                done(node)
     return order
 
 
