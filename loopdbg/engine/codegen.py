@@ -38,8 +38,8 @@ def function_code(module: types.CodeType) -> types.CodeType:
     return next(c for c in module.co_consts if isinstance(c, types.CodeType))
 
 
-def layer_comment(layer) -> str:
-    """``  # Add 'x_plus_1'``: the layer a generated line runs, its name through ``repr`` (an
-    escape of every quote, newline and control character), so no text from a file becomes code."""
-    kind = layer.type if layer.type.isidentifier() else repr(layer.type)
-    return f"  # {kind} {layer.name!r}"
+def layer_kind(kind: str) -> str:
+    """A layer type as the comment of a generated line writes it (``  # Add 'x_plus_1'``, the
+    layer's name through ``repr``): as it is when it is a name, else through ``repr`` too, so no
+    text from a file becomes code."""
+    return kind if kind.isidentifier() else repr(kind)

@@ -113,12 +113,13 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
     interned: dict[object, int] = {}
     chosen: dict[int, Memo] = {}
     memos: dict[str, list] = {}
+    pure, shape_types = PURE, SHAPE_OF
     for k, step in enumerate(plan.steps):
         kind = step.layer.type
-        if kind not in PURE or len(step.outs) != 1:
+        if kind not in pure or len(step.outs) != 1:
             continue
         ins = step.ins
-        shape_of = kind in SHAPE_OF and len(ins) == 1
+        shape_of = kind in shape_types and len(ins) == 1
         moving: tuple = ()
         for a in ins:                       # (a loop: no frame of a comprehension per step)
             if a is not None and a not in consts:
@@ -135,13 +136,12 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
         sig = _signature(step, consts, what, shape_of)
         if sig is None:
             continue
-        n = interned.setdefault(sig, len(interned))
-        name = f"_S_m{n}"
-        if n == len(memos):
-            memos[name] = [None] + [_MISSING] * len(moving)
-        for j, o in enumerate(step.outs):
-            what[o] = (n, j)
-        chosen[k] = Memo(name, shape_of, moving)
+        n = interned.get(sig)
+        if n is None:
+            n = interned[sig] = len(interned)
+            memos[f"_S_m{n}"] = [None] + [_MISSING] * len(moving)
+        what[step.outs[0]] = (n, 0)
+        chosen[k] = Memo(f"_S_m{n}", shape_of, moving)
     read: set[str] = set()                  # by the memos kept, last step first
     for k in sorted(chosen, reverse=True):
         if k in once and not any(o in read for o in plan.steps[k].outs):
@@ -154,15 +154,16 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
 
 def _signature(step, consts, what: dict, shape_of: bool):
     """The expression ``step`` computes: what its value is a function of besides its keys (the
-    identity of its inputs that are not constants, or the shape of a ``Shape``'s), or None if
+    identity of their inputs that are not constants, or the shape of a ``Shape``'s), or None if
     that is not known well enough to share a memo."""
     layer = step.layer
     attrs = []
     for key, value in layer.data.items():      # (in the file's order: an attribute written
         if key in _NAMES_ONLY:                  # first elsewhere only shares no memo)
             continue
-        if value.__class__ in _PLAIN:
-            attrs.append((key, value.__class__, value))
+        kind = value.__class__
+        if kind in _PLAIN:
+            attrs.append((key, kind, value))
         else:
             value = _canonical(value)
             if value is None:
@@ -174,13 +175,14 @@ def _signature(step, consts, what: dict, shape_of: bool):
             ins.append(None)
         elif a in consts:
             c = consts[a]
-            ins.append((c.dtype.str, c.shape, c.tobytes()))
+            ins.append((c.dtype, c.shape, c.tobytes()))     # (dtype.str: a new string, 1 us)
         else:
             ins.append("shape" if shape_of else what[a])
     # declared element types and ranks (no kernel of PURE reads a declared dimension, which
     # shape inference may give one block and not the next)
-    ports = tuple([(p.precision, len(p.dims)) for p in layer.inputs + layer.outputs])
-    return (layer.type, layer.version, tuple(attrs), tuple(ins), ports, len(step.outs),
+    ports = [(p.precision, len(p.dims)) for p in layer.inputs]
+    ports += [(p.precision, len(p.dims)) for p in layer.outputs]
+    return (layer.type, layer.version, tuple(attrs), tuple(ins), tuple(ports), len(step.outs),
             shape_of)
 
 
@@ -192,9 +194,9 @@ def _canonical(value):
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return (type(value), value)
     if isinstance(value, np.ndarray):
-        return ("a", value.dtype.str, value.shape, value.tobytes())
+        return ("a", value.dtype, value.shape, value.tobytes())
     if isinstance(value, np.generic):
-        return ("g", value.dtype.str, value.tobytes())
+        return ("g", value.dtype, value.tobytes())
     if isinstance(value, (list, tuple)):
         items = [_canonical(v) for v in value]
         return None if None in items else (type(value), tuple(items))

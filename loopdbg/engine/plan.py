@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from loopdbg.engine import hoist
-from loopdbg.engine.codegen import compile_source, layer_comment
+from loopdbg.engine.codegen import compile_source, layer_kind
 from loopdbg.engine.elide import MIN_BYTES, candidates
 from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of, stepwise
 from loopdbg.engine.interp import drain  # noqa: F401 - plan.drain, as its callers know it
@@ -289,52 +289,43 @@ class GraphPlan:
         out = []
         consts = self.consts
         ufunc, folded_type = np.ufunc, hoist.Folded
+        kinds: dict[str, str] = {}          # layer type -> as the comments write it
         for k, step in enumerate(self.steps):
             fn, ins = step.fn, step.ins
             if not folded and type(fn) is folded_type:
                 continue
-            when = ""
+            when = run = ""
             if k in once:
                 if once_if is None:
                     continue
-                when = f"{once_if} and "
+                when, run = f"{once_if} and ", f"if {once_if}: "
             unconnected = None in ins
             args = ", ".join([a if a is not None else "None" for a in ins]) if unconnected \
                 else ", ".join(ins)
-            checked = guard and type(fn) is ufunc and fn.nin >= 2 and not unconnected
-            # a constant of one element never makes a broadcast bigger than its other inputs
-            grow = [a for a in dict.fromkeys(ins)
-                    if not (a in consts and consts[a].size <= 1)] if checked else ()
-            if len(grow) > 1:
-                first, *others = grow           # (the output has at most the product of the
-                differ = " or ".join(f"{a}.shape != {first}.shape" for a in others)   # sizes)
-                product = " * ".join(f"{a}.size" for a in grow)
-                fixed = [a for a in grow if a in consts]
-                if len(grow) == 2 and len(fixed) == 1:      # x and a constant (a bias, a scale):
-                    c = fixed[0]                            # no bigger than x when x ends in
-                    x = grow[1] if c == grow[0] else grow[0]        # the constant's shape
-                    differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
-                big = f"{product} > _S_CHECKED"
-                if len(grow) == 2 and not fixed:    # two values: one ending in the other's
-                    a, b = grow                     # shape (a bias, a mask) passes the check
-                    big += (f" and {a}.shape[-{b}.ndim:] != {b}.shape and "      # at once
-                            f"{b}.shape[-{a}.ndim:] != {a}.shape")
-                out.append((f"{indent}if {when}({differ}) and {big}: "
-                            f"_S_broadcast_check({args})", k))
+            if guard and type(fn) is ufunc and fn.nin >= 2 and not unconnected:
+                # a constant of one element never makes a broadcast bigger than its other inputs
+                grow = [a for a in dict.fromkeys(ins) if not (a in consts and consts[a].size <= 1)]
+                if len(grow) > 1:
+                    out.append((f"{indent}if {when}{_broadcast_guard(grow, consts)}: "
+                                f"_S_broadcast_check({args})", k))
             if step.nested:
                 target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
             else:
-                target = step.outs[0] if len(step.outs) == 1 else ", ".join(step.outs) + ","
+                outs = step.outs
+                target = outs[0] if len(outs) == 1 else ", ".join(outs) + ","
                 call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
                 if k in memo:
                     call = memo[k].expression(k, args)
                 if k in into:
-                    t = step.ins[into[k]]
-                    others = "".join(f", {a}" for a in step.ins if a != t)
+                    t = ins[into[k]]
+                    others = "".join([f", {a}" for a in ins if a != t])
                     call = (f"k{k}({args}, out={t}) if {t}.nbytes >= {MIN_BYTES} and "
                             f"_E_fits(k{k}, {t}{others}) else {call}")
-            run = f"if {once_if}: " if k in once else ""
-            out.append((f"{indent}{run}{target} = {call}{layer_comment(step.layer)}", k))
+            layer = step.layer
+            kind = kinds.get(layer.type)
+            if kind is None:
+                kind = kinds[layer.type] = layer_kind(layer.type)
+            out.append((f"{indent}{run}{target} = {call}  # {kind} {layer.name!r}", k))
         return out
 
     def compile_with(self, source: str, line_map: dict[int, int], names: dict,
@@ -412,6 +403,24 @@ class GraphPlan:
 
     def result_values(self, env_all: tuple) -> dict[str, Any]:
         return dict(zip(self.all_value_names, env_all))
+
+
+def _broadcast_guard(grow: list[str], consts) -> str:
+    """The condition under which ``step_lines`` checks a ufunc's broadcast output with the
+    budget, for its inputs ``grow`` (two or more, none a constant of one element)."""
+    first, *others = grow               # (the output has at most the product of the sizes)
+    differ = " or ".join([f"{a}.shape != {first}.shape" for a in others])
+    product = " * ".join([f"{a}.size" for a in grow])
+    fixed = [a for a in grow if a in consts]
+    if len(grow) == 2 and len(fixed) == 1:      # x and a constant (a bias, a scale): no bigger
+        c = fixed[0]                            # than x when x ends in the constant's shape
+        x = grow[1] if c == grow[0] else grow[0]
+        differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
+    big = f"{product} > _S_CHECKED"
+    if len(grow) == 2 and not fixed:    # two values: one ending in the other's shape (a bias,
+        a, b = grow                     # a mask) passes the check at once
+        big += f" and {a}.shape[-{b}.ndim:] != {b}.shape and {b}.shape[-{a}.ndim:] != {a}.shape"
+    return f"({differ}) and {big}"
 
 
 # Layers that are run for their effect on the run's state although no Result reads them.

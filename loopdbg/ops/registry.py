@@ -308,13 +308,19 @@ def check_supported(graph, file: str) -> None:
     cannot run, in one sentence, before any plan is built: a converted model often lacks several,
     and a user should learn them all at once, not one per attempt."""
     missing: dict[tuple[str, str], list[str]] = {}
+    runs: dict[tuple[str, str], bool] = {}      # (type, version) -> is it run (asked once)
     todo = [(graph, "")]
     while todo:
         g, path = todo.pop()
         for layer in g.layers.values():
-            for sub in layer.subgraphs:
-                todo.append((sub.graph, f"{path}/{layer.name}" if path else layer.name))
-            if layer.type in ENGINE_TYPES or lookup(layer.type, layer.version) is not None:
+            if layer.subgraphs:
+                for sub in layer.subgraphs:
+                    todo.append((sub.graph, f"{path}/{layer.name}" if path else layer.name))
+            key = (layer.type, layer.version)
+            ok = runs.get(key)
+            if ok is None:
+                ok = runs[key] = key[0] in ENGINE_TYPES or lookup(*key) is not None
+            if ok:
                 continue
             where = f" in the body of loop '{path}'" if path else ""
             missing.setdefault((layer.type, layer.version), []).append(layer.describe() + where)
@@ -368,10 +374,13 @@ def make_kernel(layer: Layer, where: str = "",
             f"{where}{layer.describe()} has type {layer.type} version {layer.version!r}, "
             f"which loopdbg cannot run; {detail}.")
     try:
-        if spec.constants and consts is not None and any(c is not None for c in consts):
-            kernel = spec.factory(layer, tuple(consts))
-        else:
-            kernel = spec.factory(layer)
+        known = False                       # a constant input (a loop: no generator's frame)
+        if spec.constants and consts is not None:
+            for c in consts:
+                if c is not None:
+                    known = True
+                    break
+        kernel = spec.factory(layer, tuple(consts)) if known else spec.factory(layer)
         return guarded(layer, kernel), spec.count_outputs(layer)
     except UnsupportedOperation:
         raise
