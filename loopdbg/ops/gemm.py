@@ -132,6 +132,6 @@ def matmul_t(a: np.ndarray, b: np.ndarray, ta: bool, tb: bool) -> np.ndarray:
 def transposed_constant(b: np.ndarray) -> np.ndarray:
     """A constant second operand stored transposed (converters write weights so), transposed
     once into C order, read-only."""
-    out = np.ascontiguousarray(np.swapaxes(b, -1, -2))
-    out.flags.writeable = False
+    out = np.ascontiguousarray(b.swapaxes(-1, -2))
+    out.setflags(write=False)           # (at plan time, for each weight: half flags' cost)
     return out

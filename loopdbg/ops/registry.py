@@ -239,8 +239,10 @@ def _load_for(type_: str) -> None:
 def lookup(type_: str, version: str) -> KernelSpec | None:
     """The kernel serving ``type_`` in ``version``, or None."""
     found = _FOUND.get((type_, version))     # a model asks once per layer: answers are kept
-    if found is not None and _REGISTRY.get(type_, {}).get(found.version) is found:
-        return found
+    if found is not None:
+        registered = _REGISTRY.get(type_)
+        if registered is not None and registered.get(found.version) is found:
+            return found
     _load_for(type_)
     spec = _lookup_loaded(type_, version)
     if not _LOADED and (spec is None or spec.version != _listed(type_, version)):
