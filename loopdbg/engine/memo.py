@@ -113,35 +113,65 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
     interned: dict[object, int] = {}
     chosen: dict[int, Memo] = {}
     memos: dict[str, list] = {}
-    pure, shape_types = PURE, SHAPE_OF
+    pure, shape_types, names_only, plain = PURE, SHAPE_OF, _NAMES_ONLY, _PLAIN
     for k, step in enumerate(plan.steps):
-        kind = step.layer.type
+        layer = step.layer
+        kind = layer.type
         if kind not in pure or len(step.outs) != 1:
             continue
         ins = step.ins
         shape_of = kind in shape_types and len(ins) == 1
+        # the inputs that key the memo (not constants) and what each input is, in one pass
+        # (a loop: no frame of a comprehension per step)
         moving: tuple = ()
-        for a in ins:                       # (a loop: no frame of a comprehension per step)
-            if a is not None and a not in consts:
-                if not shape_of and a not in what:
+        known: list = []
+        for a in ins:
+            if a is None:
+                known.append(None)
+            elif a in consts:
+                c = consts[a]       # (by dtype, not dtype.str: numpy builds that anew, 1 us)
+                known.append((c.dtype, c.shape, c.tobytes()))
+            elif shape_of:
+                moving += (a,)
+                known.append("shape")
+            else:
+                seen = what.get(a)
+                if seen is None:
                     moving = ()
                     break
                 moving += (a,)
+                known.append(seen)
         if not moving:
             continue
         fn = step.fn
         if step.nested or step.with_ctx or type(fn) is Folded or \
                 getattr(fn, "needs_context", False) or getattr(fn, "notice", None):
             continue
-        sig = _signature(step, consts, what, shape_of)
-        if sig is None:
-            continue
-        n = interned.get(sig)
-        if n is None:
-            n = interned[sig] = len(interned)
-            memos[f"_S_m{n}"] = [None] + [_MISSING] * len(moving)
-        what[step.outs[0]] = (n, 0)
-        chosen[k] = Memo(f"_S_m{n}", shape_of, moving)
+        # what the step computes besides its keys: its type, attributes (in the file's order:
+        # an attribute written first elsewhere only shares no memo), inputs and declared element
+        # types and ranks (no kernel of PURE reads a declared dimension, which shape inference
+        # may give one block and not the next)
+        attrs = []
+        for key, value in layer.data.items():
+            if key in names_only:
+                continue
+            if value.__class__ in plain:
+                attrs.append((key, value.__class__, value))
+            else:
+                value = _canonical(value)
+                if value is None:
+                    break
+                attrs.append((key, value))
+        else:
+            ports = [(p.precision, len(p.dims)) for p in layer.inputs]
+            ports += [(p.precision, len(p.dims)) for p in layer.outputs]
+            sig = (kind, layer.version, tuple(attrs), tuple(known), tuple(ports), 1, shape_of)
+            n = interned.get(sig)
+            if n is None:
+                n = interned[sig] = len(interned)
+                memos[f"_S_m{n}"] = [None] + [_MISSING] * len(moving)
+            what[step.outs[0]] = (n, 0)
+            chosen[k] = Memo(f"_S_m{n}", shape_of, moving)
     read: set[str] = set()                  # by the memos kept, last step first
     for k in sorted(chosen, reverse=True):
         if k in once and not any(o in read for o in plan.steps[k].outs):
@@ -150,40 +180,6 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
             read.update(chosen[k].keys)
     used = {m.name for m in chosen.values()}
     return chosen, {name: m for name, m in memos.items() if name in used}
-
-
-def _signature(step, consts, what: dict, shape_of: bool):
-    """The expression ``step`` computes: what its value is a function of besides its keys (the
-    identity of their inputs that are not constants, or the shape of a ``Shape``'s), or None if
-    that is not known well enough to share a memo."""
-    layer = step.layer
-    attrs = []
-    for key, value in layer.data.items():      # (in the file's order: an attribute written
-        if key in _NAMES_ONLY:                  # first elsewhere only shares no memo)
-            continue
-        kind = value.__class__
-        if kind in _PLAIN:
-            attrs.append((key, kind, value))
-        else:
-            value = _canonical(value)
-            if value is None:
-                return None
-            attrs.append((key, value))
-    ins = []
-    for a in step.ins:
-        if a is None:
-            ins.append(None)
-        elif a in consts:
-            c = consts[a]
-            ins.append((c.dtype, c.shape, c.tobytes()))     # (dtype.str: a new string, 1 us)
-        else:
-            ins.append("shape" if shape_of else what[a])
-    # declared element types and ranks (no kernel of PURE reads a declared dimension, which
-    # shape inference may give one block and not the next)
-    ports = [(p.precision, len(p.dims)) for p in layer.inputs]
-    ports += [(p.precision, len(p.dims)) for p in layer.outputs]
-    return (layer.type, layer.version, tuple(attrs), tuple(ins), tuple(ports), len(step.outs),
-            shape_of)
 
 
 _PLAIN = frozenset({int, str, float, bool})
