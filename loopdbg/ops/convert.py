@@ -13,6 +13,8 @@ The numeric rules follow OpenVINO's reference implementation, checked against th
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from loopdbg.ir import elements
@@ -64,9 +66,12 @@ def convert(x: np.ndarray, dtype: np.dtype, bf16: bool = False) -> np.ndarray:
     return _round_bf16(out) if bf16 else out
 
 
+@lru_cache(maxsize=256)
 def _path(src: np.dtype, dst: np.dtype, bf16: bool):
     """The conversion of arrays of ``src`` to ``dst``, decided once per input dtype: a plain
-    ``astype`` where no value can overflow or need OpenVINO's rules, else ``convert``."""
+    ``astype`` where no value can overflow or need OpenVINO's rules, else ``convert``. Kept for
+    every Convert of the same types (a decoder's body decompresses ~200 weights, each a Convert
+    of its own, f16 to f32, whose first call is at plan time: ``engine.hoist``)."""
     plain = (dst != np.bool_ and not bf16 and src.kind in "biuf" and dst.kind in "biuf"
              and not (src.kind == "f" and dst.kind in "iu")
              and not (dst.kind == "f" and (dst.itemsize < 4 or (src.kind == "f" and
