@@ -309,25 +309,25 @@ def check_supported(graph, file: str) -> None:
     """UnsupportedOperation naming every (type, version) of ``graph`` (bodies too) that loopdbg
     cannot run, in one sentence, before any plan is built: a converted model often lacks several,
     and a user should learn them all at once, not one per attempt."""
-    missing: dict[tuple[str, str], list[str]] = {}
-    runs: dict[tuple[str, str], bool] = {}      # (type, version) -> is it run (asked once)
+    graphs = []                             # every graph, with its loop path, in walk order
     todo = [(graph, "")]
     while todo:
         g, path = todo.pop()
-        for layer in g.layers.values():
-            if layer.subgraphs:
-                for sub in layer.subgraphs:
-                    todo.append((sub.graph, f"{path}/{layer.name}" if path else layer.name))
-            key = (layer.type, layer.version)
-            ok = runs.get(key)
-            if ok is None:
-                ok = runs[key] = key[0] in ENGINE_TYPES or lookup(*key) is not None
-            if ok:
-                continue
-            where = f" in the body of loop '{path}'" if path else ""
-            missing.setdefault((layer.type, layer.version), []).append(layer.describe() + where)
-    if not missing:
+        graphs.append((g, path))
+        for layer in [layer for layer in g.layers.values() if layer.subgraphs]:
+            for sub in layer.subgraphs:
+                todo.append((sub.graph, f"{path}/{layer.name}" if path else layer.name))
+    kinds = {(layer.type, layer.version) for g, _ in graphs for layer in g.layers.values()}
+    bad = {key for key in kinds if key[0] not in ENGINE_TYPES and lookup(*key) is None}
+    if not bad:                             # (asked once per type and version, not per layer)
         return
+    missing: dict[tuple[str, str], list[str]] = {}
+    for g, path in graphs:
+        for layer in g.layers.values():
+            key = (layer.type, layer.version)
+            if key in bad:
+                where = f" in the body of loop '{path}'" if path else ""
+                missing.setdefault(key, []).append(layer.describe() + where)
     _load_all()                                 # the reasons of refused ops, from every family
     parts = []
     for (type_, version), places in sorted(missing.items()):
