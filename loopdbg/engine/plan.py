@@ -115,8 +115,8 @@ class GraphPlan:
         self._ns["LoopdbgError"] = LoopdbgError
         self._ns["_S_broadcast_check"] = broadcast_check
         self._ns["_S_CHECKED"] = CHECKED_ELEMENTS
-        for k, step in enumerate(self.steps):
-            self._ns[f"k{k}"] = step.fn
+        self._ns.update(zip([f"k{k}" for k in range(len(self.steps))],
+                            [step.fn for step in self.steps]))
         self._functions: dict[str, Callable] = {}
 
     # -- building -----------------------------------------------------------------------------
