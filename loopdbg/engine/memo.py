@@ -90,6 +90,9 @@ class Memo:
             x = self.keys[0]
             return (f"{m}[0] if type({x}) is _S_nd and {x}.shape == {m}[1] else "
                     f"_S_shape({m}, k{k}, {args})")
+        if len(self.keys) == 1:             # (the usual case, without the joins)
+            a = self.keys[0]
+            return f"{m}[0] if {a} is {m}[1] else _S_same({m}, k{k}, ({a}, ), {args})"
         same = " and ".join([f"{a} is {m}[{j + 1}]" for j, a in enumerate(self.keys)])
         keys = "".join([f"{a}, " for a in self.keys])
         return f"{m}[0] if {same} else _S_same({m}, k{k}, ({keys}), {args})"

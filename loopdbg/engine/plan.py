@@ -314,9 +314,10 @@ class GraphPlan:
             else:
                 outs = step.outs
                 target = outs[0] if len(outs) == 1 else ", ".join(outs) + ","
-                call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
-                if k in memo:
+                if k in memo:                   # (never a kernel of run state: ``memo``)
                     call = memo[k].expression(k, args)
+                else:
+                    call = f"k{k}(ctx, {args})" if step.with_ctx else f"k{k}({args})"
                 if k in into:
                     t = ins[into[k]]
                     others = "".join([f", {a}" for a in ins if a != t])
