@@ -44,7 +44,7 @@ from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunErro
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.budget import BudgetExceeded, out_of_memory
 from loopdbg.ops.registry import make_kernel
-from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
+from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check, broadcast_tail
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
 _NOT_CONSTANT = object()        # (what ``consts.get`` gives for a name not a constant)
@@ -267,7 +267,7 @@ class GraphPlan:
         differ and the product of their sizes could reach the budget's SMALL
         (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise: with a
         constant, of the other input's last dimensions with the constant's shape, less its
-        leading 1s (``_tail``); of two
+        leading 1s (``sizes.broadcast_tail``); of two
         values, whether one ends in the other's shape: the check would pass both at once); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
@@ -306,9 +306,11 @@ class GraphPlan:
                     c = fixed[0]                            # no bigger than x when x ends in
                     x = grow[1] if c == grow[0] else grow[0]        # the constant's shape
                     differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
-                    tail = _tail(self._ns, c, consts[c])    # (or in it less its leading 1s:
-                    if tail:                                # a converter's (1, 1, N) bias)
-                        differ = f"{x}.shape[{tail}_cut] != {tail}"
+                    tail = broadcast_tail(consts[c].shape)  # (or in it less its leading 1s,
+                    if tail is not None:                    # a converter's (1, 1, N) bias:
+                        t = f"_S_tail_{c}"                  # names, the code holds no numbers)
+                        self._ns[t], self._ns[t + "_cut"] = tail, slice(-len(tail), None)
+                        differ = f"{x}.shape[{t}_cut] != {t}"
                 big = f"{product} > _S_CHECKED"
                 if len(grow) == 2 and not fixed:    # two values: one ending in the other's
                     a, b = grow                     # shape (a bias, a mask) passes the check
@@ -411,24 +413,6 @@ class GraphPlan:
 
 # Layers that are run for their effect on the run's state although no Result reads them.
 SINK_TYPES = ("Assign",)
-
-
-def _tail(ns: dict, name: str, value: np.ndarray) -> str | None:
-    """The name in ``ns`` of constant ``name``'s shape less its leading 1s, when it has some
-    (a converter's (1, 1, N) bias), and beside it, under that name + ``_cut``, the slice of a
-    shape's as many last dimensions: a broadcast of an x whose shape ends so is no bigger than
-    x (the generated code holds names, not numbers). None for a shape without leading 1s."""
-    shape = value.shape
-    lead = 0
-    while lead < len(shape) and shape[lead] == 1:
-        lead += 1
-    if lead == 0 or lead == len(shape):
-        return None
-    key = f"_S_tail_{name}"
-    if key not in ns:
-        ns[key] = shape[lead:]
-        ns[key + "_cut"] = slice(lead - len(shape), None)
-    return key
 
 
 def topological_order(graph: Graph, where: str = "",
