@@ -44,7 +44,7 @@ from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunErro
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.budget import BudgetExceeded, out_of_memory
 from loopdbg.ops.registry import make_kernel
-from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
+from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check, broadcast_tail
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
 _NOT_CONSTANT = object()        # (what ``consts.get`` gives for a name not a constant)
@@ -266,7 +266,8 @@ class GraphPlan:
         inputs is preceded by the budget's check of its broadcast output when their shapes
         differ and the product of their sizes could reach the budget's SMALL
         (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise: with a
-        constant, of the other input's last dimensions with the constant's shape; of two
+        constant, of the other input's last dimensions with the constant's shape, less its
+        leading 1s (``sizes.broadcast_tail``); of two
         values, whether one ends in the other's shape: the check would pass both at once); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
@@ -305,6 +306,11 @@ class GraphPlan:
                     c = fixed[0]                            # no bigger than x when x ends in
                     x = grow[1] if c == grow[0] else grow[0]        # the constant's shape
                     differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
+                    tail = broadcast_tail(consts[c].shape)  # (or in it less its leading 1s,
+                    if tail is not None:                    # a converter's (1, 1, N) bias:
+                        t = f"_S_tail_{c}"                  # names, the code holds no numbers)
+                        self._ns[t], self._ns[t + "_cut"] = tail, slice(-len(tail), None)
+                        differ = f"{x}.shape[{t}_cut] != {t}"
                 big = f"{product} > _S_CHECKED"
                 if len(grow) == 2 and not fixed:    # two values: one ending in the other's
                     a, b = grow                     # shape (a bias, a mask) passes the check
