@@ -46,7 +46,7 @@ from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunErro
 from loopdbg.ir.model import Graph, Layer
 from loopdbg.ops.budget import BudgetExceeded, out_of_memory
 from loopdbg.ops.registry import make_kernel
-from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check
+from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check, broadcast_tail
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
 
@@ -276,7 +276,8 @@ class GraphPlan:
         inputs is preceded by the budget's check of its broadcast output when their shapes
         differ and the product of their sizes could reach the budget's SMALL
         (``ops.sizes.broadcast_check``; a comparison of shapes, and of sizes, otherwise: with a
-        constant, of the other input's last dimensions with the constant's shape; of two
+        constant, of the other input's last dimensions with the constant's shape, less its
+        leading 1s (``sizes.broadcast_tail``); of two
         values, whether one ends in the other's shape: the check would pass both at once); a
         steady loop, whose shapes repeat, leaves it out of the iterations after the first.
         The steps ``once`` names (``hoist.invariant_steps``) run only when the expression
@@ -307,7 +308,7 @@ class GraphPlan:
                 # a constant of one element never makes a broadcast bigger than its other inputs
                 grow = [a for a in dict.fromkeys(ins) if not (a in consts and consts[a].size <= 1)]
                 if len(grow) > 1:
-                    out.append((f"{indent}if {when}{_broadcast_guard(grow, consts)}: "
+                    out.append((f"{indent}if {when}{_broadcast_guard(grow, consts, self._ns)}: "
                                 f"_S_broadcast_check({args})", k))
             if step.nested:
                 target, call = ", ".join(step.outs) + ",", f"(yield from k{k}(ctx, {args}))"
@@ -411,9 +412,10 @@ class GraphPlan:
         return dict(zip(self.all_value_names, env_all))
 
 
-def _broadcast_guard(grow: list[str], consts) -> str:
+def _broadcast_guard(grow: list[str], consts, ns: dict) -> str:
     """The condition under which ``step_lines`` checks a ufunc's broadcast output with the
-    budget, for its inputs ``grow`` (two or more, none a constant of one element)."""
+    budget, for its inputs ``grow`` (two or more, none a constant of one element); the names
+    it uses are put in the plan's namespace ``ns``."""
     first, *others = grow               # (the output has at most the product of the sizes)
     differ = " or ".join([f"{a}.shape != {first}.shape" for a in others])
     product = " * ".join([f"{a}.size" for a in grow])
@@ -422,6 +424,11 @@ def _broadcast_guard(grow: list[str], consts) -> str:
         c = fixed[0]                            # than x when x ends in the constant's shape
         x = grow[1] if c == grow[0] else grow[0]
         differ = f"{x}.shape[-{c}.ndim:] != {c}.shape"
+        tail = broadcast_tail(consts[c].shape)  # (or in it less its leading 1s, a converter's
+        if tail is not None:                    # (1, 1, N) bias: names, the code holds no
+            t = f"_S_tail_{c}"                  # numbers)
+            ns[t], ns[t + "_cut"] = tail, slice(-len(tail), None)
+            differ = f"{x}.shape[{t}_cut] != {t}"
     big = f"{product} > _S_CHECKED"
     if len(grow) == 2 and not fixed:    # two values: one ending in the other's shape (a bias,
         a, b = grow                     # a mask) passes the check at once

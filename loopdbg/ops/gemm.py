@@ -41,21 +41,24 @@ STORED_FIRST_ROWS = 2           # the same, for a weight read as stored (with_tr
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.matmul(a, b)``, on BLAS's fast path where the shapes allow."""
-    if b.ndim == 2 and a.ndim >= 2:
-        if b.size >= WEIGHT_FIRST_SIZE and a.size >= WEIGHT_FIRST_ROWS * b.shape[0] and \
-                _gemm_types(a, b) and a.shape[-1] == b.shape[0]:
+    b_rank, a_rank = b.ndim, a.ndim
+    if b_rank == 2 and a_rank >= 2:
+        # both of one float type BLAS multiplies (float32, float64): one GEMM; asked once
+        blas = a.dtype == b.dtype and a.dtype.kind == "f" and a.dtype.itemsize >= 4
+        if b.size >= WEIGHT_FIRST_SIZE and blas and a.size >= WEIGHT_FIRST_ROWS * b.shape[0] \
+                and a.shape[-1] == b.shape[0]:
             lead = a.shape[:-1]
             a2 = a.reshape(-1, a.shape[-1])
             out = np.ascontiguousarray(np.matmul(b.T, a2.T).T)
             return out.reshape(*lead, b.shape[-1])
-        if a.ndim > 2 and _gemm_types(a, b):
-            if a.ndim == 3 and a.shape[0] == 1 and a.flags.c_contiguous and b.flags.c_contiguous:
+        if a_rank > 2 and blas:
+            if a_rank == 3 and a.shape[0] == 1 and a.flags.c_contiguous and b.flags.c_contiguous:
                 return np.matmul(a, b)          # a stack of one: that GEMM itself, no views
             lead = a.shape[:-1]
             out = np.matmul(a.reshape(-1, a.shape[-1]), b)
             return out.reshape(*lead, b.shape[-1])
         return np.matmul(a, b)
-    if b.ndim > 2 and b.size >= STRIDED_COPY_SIZE and not (b.flags.c_contiguous
+    if b_rank > 2 and b.size >= STRIDED_COPY_SIZE and not (b.flags.c_contiguous
                                                            or b.flags.f_contiguous):
         b = np.ascontiguousarray(b)
     return np.matmul(a, b)
@@ -111,12 +114,6 @@ def with_transposed_constant(w: np.ndarray):
         return matmul(a, wt)
 
     return matmul_transposed
-
-
-def _gemm_types(a: np.ndarray, b: np.ndarray) -> bool:
-    """Both of one float type BLAS multiplies (float32, float64): numpy's matmul of them is
-    one GEMM."""
-    return a.dtype == b.dtype and a.dtype.kind == "f" and a.dtype.itemsize >= 4
 
 
 def matmul_t(a: np.ndarray, b: np.ndarray, ta: bool, tb: bool) -> np.ndarray:

@@ -329,9 +329,11 @@ def _clip(layer: Layer):
 @op("onnx.MatMul")
 def _matmul(layer: Layer):
     """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it."""
+    matmul = gemm.matmul
+
     def kernel(x, y):
-        out = gemm.matmul(x, y)
-        return out if out.dtype == x.dtype else out.astype(x.dtype)
+        out = matmul(x, y)
+        return out if out.dtype is x.dtype or out.dtype == x.dtype else out.astype(x.dtype)
 
     return kernel
 

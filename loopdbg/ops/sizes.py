@@ -51,6 +51,16 @@ def broadcast_check(*ins) -> None:
         reserve(n * max(getattr(x, "itemsize", 8) for x in ins))
 
 
+def broadcast_tail(shape: tuple) -> tuple | None:
+    """``shape`` less its leading 1s, when it has some and more (a converter's (1, 1, N) bias),
+    else None: an input whose shape ends so broadcast with one of ``shape`` gives an output of
+    that input's size, which ``broadcast_check`` would pass (the plans' guards compare it)."""
+    lead = 0
+    while lead < len(shape) and shape[lead] == 1:
+        lead += 1
+    return tuple(shape[lead:]) if 0 < lead < len(shape) else None
+
+
 # -- the output size of the kernels sized by their inputs' values, by op type ---------------------
 def _item(a, default=0):
     a = np.asarray(a)

@@ -26,7 +26,7 @@ from loopdbg.ir.xml_reader import read_ir
 from loopdbg.ir.xml_writer import write_ir
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-_LOCAL = re.compile(r"[pcvk]\d+(_\d+)?")
+_LOCAL = re.compile(r"[pcvk]\d+(_\d+)?|_S_tail_c\d+(_cut)?")   # (a constant's shape tail)
 _FIXED = {"ctx", "finish", "fail", "exc", "LoopdbgError", "Exception", "_S_broadcast_check",
           "_S_CHECKED"}
 
@@ -420,6 +420,25 @@ def test_a_constant_that_fits_the_end_of_its_other_input_is_never_checked(monkey
     with pytest.raises(RunError, match="'bias'.*would need"):
         Engine(_bias_loop(x.shape, (4096,))).run_to_end({"x0": x}, max_memory=32 << 20)
     assert calls and calls[0] == [(4096, 1), (4096,)]
+
+
+def test_a_constant_with_leading_ones_that_fits_the_end_of_its_other_input_is_never_checked(
+        monkeypatch):
+    """A converter's bias is (1, 1, N) against a (1, T, N) value: the output is still that value's
+    size, so the loop's code compares the value's last dimensions with the bias's shape less its
+    leading 1s (kept beside the constant) and calls no broadcast check; a (1, 1, N) constant that
+    broadcasts an (N, 1) value up is still checked and refused."""
+    calls = _checks_counted(monkeypatch)
+    x = np.ones((1, 64, 512), np.float32)           # 64x512 times 512: past _S_CHECKED
+    engine = Engine(_bias_loop(x.shape, (1, 1, 512)))
+    events = list(engine.run({"x0": x}))
+    np.testing.assert_array_equal(events[-1].outputs["out"], x + 1.5)
+    assert calls == []
+    assert any("_S_tail_c" in src for _, _, src in engine.generated_code() if src)
+    x = np.ones((4096, 1), np.float32)              # (4096, 1) + (1, 1, 4096): 64 MiB out
+    with pytest.raises(RunError, match="'bias'.*would need"):
+        Engine(_bias_loop(x.shape, (1, 1, 4096))).run_to_end({"x0": x}, max_memory=32 << 20)
+    assert calls and calls[0] == [(4096, 1), (1, 1, 4096)]
 
 
 def _outer_bias_loop(x_shape, bias_shape, flip=False):

@@ -41,3 +41,14 @@ def test_inputs_that_do_not_broadcast_are_left_to_the_kernel(reserved):
     sizes.broadcast_check(np.zeros((2, 3)), np.zeros((4, 3)))
     sizes.broadcast_check(np.zeros((2, 3)), np.zeros((4, 3)), np.zeros(3))
     assert reserved == []
+
+
+def test_broadcast_tail_is_a_shape_less_its_leading_ones():
+    """What the plans' guards compare an input's last dimensions with: (1, 1, N) gives (N,); a
+    shape without leading 1s, or of 1s alone, gives None (the guard compares the whole shape)."""
+    assert sizes.broadcast_tail((1, 1, 512)) == (512,)
+    assert sizes.broadcast_tail((1, 4, 1, 8)) == (4, 1, 8)
+    assert sizes.broadcast_tail((512,)) is None
+    assert sizes.broadcast_tail((3, 1)) is None
+    assert sizes.broadcast_tail((1, 1)) is None
+    assert sizes.broadcast_tail(()) is None
