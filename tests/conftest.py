@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import rewrite_cache
+
 
 _CODE_CACHE: list[str] = []
 
@@ -29,6 +31,9 @@ def pytest_configure(config):
     cache = getattr(config, "cache", None)
     if cache is not None:
         os.environ.setdefault("LOOPDBG_TEST_CACHE", str(cache.mkdir("loopdbg")))
+    # test modules are rewritten (asserts) once and kept, not again in every process
+    rewrite_cache.install(config, os.environ.get("LOOPDBG_TEST_CACHE") or
+                          os.environ.get("LOOPDBG_CODE_CACHE"))
     _import_hypothesis_as_it_is(config)
     _collect_less_often()
     _interruptible()
