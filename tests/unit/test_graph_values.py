@@ -5,30 +5,18 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-
-from loopdbg.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 NESTED = ROOT / "loopdbg" / "demos" / "nested_loop" / "model.xml"
 
 
 @pytest.fixture
-def loopdbg(capsys):
-    """``loopdbg(*argv)``: the command line's main() in this process (a process of its own cost
-    ~0.4 s of CPU a call, importing numpy and loopdbg), with its exit code and words."""
-    def call(*argv) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:              # argparse's usage errors
-            code = exc.code
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(argv, code, out, err)
-    return call
+def loopdbg(cli_main):
+    """``loopdbg graph`` and ``run`` as main() in this process (tests/conftest.py)."""
+    return cli_main
 
 
 def node(dot: str, name: str) -> str:
