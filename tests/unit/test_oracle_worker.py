@@ -165,6 +165,31 @@ def test_memory_past_the_budget_stops_the_worker(tmp_path):
     assert "more than 64 MiB of memory while" in str(info.value)
 
 
+CHILD_IMPORT = """
+import sys
+from loopdbg.oracle.backend_openvino import CONVERTER, _import_openvino
+ov = _import_openvino()
+print(bool(ov.get_version()), CONVERTER in sys.modules, "openvino_telemetry" in sys.modules)
+for name in [n for n in sys.modules if n == "openvino" or n.startswith("openvino.")]:
+    del sys.modules[name]
+sys.path.insert(0, sys.argv[1])        # an OpenVINO that cannot be imported without its converter
+print(_import_openvino().convert_model(), CONVERTER in sys.modules)
+"""
+
+
+def test_the_child_imports_openvino_without_its_model_converter(tmp_path):
+    """The child never converts a model: OpenVINO's converter (its import scans every installed
+    package's metadata and starts telemetry) is left out, unless OpenVINO cannot do without."""
+    fake = tmp_path / "openvino"
+    (fake / "tools" / "ovc").mkdir(parents=True)
+    (fake / "__init__.py").write_text("from openvino.tools.ovc import convert_model\n")
+    (fake / "tools" / "__init__.py").write_text("")
+    (fake / "tools" / "ovc" / "__init__.py").write_text("def convert_model():\n    return 'whole'\n")
+    proc = subprocess.run([sys.executable, "-c", CHILD_IMPORT, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert proc.stdout.split() == ["True", "False", "False", "whole", "True"], proc.stderr
+
+
 # ---- loopdbg check ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("sig", ["SIGFPE", "SIGSEGV"])
