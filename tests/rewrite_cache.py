@@ -54,7 +54,8 @@ def install(config, folder: str | None) -> None:
         except (OSError, ValueError, EOFError, TypeError):
             pass
         stat, code = rewrite_test(fn, config_)
-        _keep(store, place, entry, code)
+        if fn.read_bytes() == source:             # (not edited while it was rewritten)
+            _keep(store, place, entry, code)
         return stat, code
 
     rewrite._rewrite_test = cached
