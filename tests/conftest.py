@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import rewrite_cache
+
 
 _CODE_CACHE: list[str] = []
 
@@ -29,6 +31,9 @@ def pytest_configure(config):
     cache = getattr(config, "cache", None)
     if cache is not None:
         os.environ.setdefault("LOOPDBG_TEST_CACHE", str(cache.mkdir("loopdbg")))
+    # test modules are rewritten (asserts) once and kept, not again in every process
+    rewrite_cache.install(config, os.environ.get("LOOPDBG_TEST_CACHE") or
+                          os.environ.get("LOOPDBG_CODE_CACHE"))
     _import_hypothesis_as_it_is(config)
     _collect_less_often()
     _interruptible()
@@ -184,3 +189,26 @@ def tmp_path(request, tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def _private_state_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(_fresh_dir(tmp_path_factory, "state")))
+
+
+@pytest.fixture
+def cli_main(capsys):
+    """``cli_main(*argv)``: loopdbg's command line (``main``) in the test's process, as a
+    ``CompletedProcess``: its exit code (an argparse usage error's too), stdout and stderr. A
+    ``python -m loopdbg`` of its own costs ~0.4 s of CPU, importing numpy and loopdbg again; a
+    test of what only a process shows (a signal, the interpreter's exit, a folder's modules, a
+    fresh venv) starts one."""
+    import subprocess
+
+    from loopdbg.cli import main
+
+    def call(*argv) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:
+            code = exc.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+    return call
+

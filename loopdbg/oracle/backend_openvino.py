@@ -21,6 +21,8 @@ when the device refuses the hint.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from loopdbg.oracle.backend import Backend as _Backend
@@ -32,8 +34,7 @@ class Backend(_Backend):
 
     def __init__(self):
         super().__init__()
-        import openvino
-        self.ov = openvino
+        self.ov = _import_openvino()
         self._core = None
 
     @property
@@ -168,6 +169,31 @@ class Backend(_Backend):
 
     def op_describe(self, header: dict, arrays: list):
         return {"model": _describe(self.core.read_model(header["path"]))}, []
+
+
+CONVERTER = "openvino.tools.ovc"
+
+
+def _import_openvino():
+    """``import openvino`` without its model converter: the package imports ``ovc`` when it is
+    imported (``convert_model``, if it can), and ovc's import scans the metadata of every
+    installed package and starts OpenVINO's telemetry: ~0.25 s of CPU, 40% of this child's
+    start. The child never converts a model (ONNX files are read by OpenVINO's own frontend).
+    An OpenVINO that cannot be imported without its converter is imported whole."""
+    if CONVERTER in sys.modules:
+        import openvino
+        return openvino
+    sys.modules[CONVERTER] = None             # `from openvino.tools.ovc import ...` fails
+    try:
+        import openvino
+    except ImportError:
+        for name in [n for n in sys.modules if n == "openvino" or n.startswith("openvino.")]:
+            del sys.modules[name]
+        import openvino
+    finally:
+        if sys.modules.get(CONVERTER, 0) is None:
+            del sys.modules[CONVERTER]
+    return openvino
 
 
 def _static(node, k: int):

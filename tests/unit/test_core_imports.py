@@ -23,25 +23,29 @@ CORE = ["ir", "ops", "builder", "engine", "debug", "trace", "teach", "layout", "
         "cli"]
 UI = ("textual", "rich")
 
-# Imports each module of one package in turn, and reports the first module after whose import a UI
-# package showed up in sys.modules.
+# Imports each module of the packages named in turn, and reports, per package, the modules imported
+# and the first module after whose import a UI package showed up in sys.modules (then it stops:
+# what the packages after it import can no longer be told apart).
 PROBE = r"""
 import importlib, json, pkgutil, sys
-package = sys.argv[1]
-ui = tuple(sys.argv[2].split(","))
-pkg = importlib.import_module(package)
-names = [package]
-if hasattr(pkg, "__path__"):
-    names += sorted(m.name for m in pkgutil.walk_packages(pkg.__path__, package + "."))
-report = {"modules": [], "leaks": {}}
-for name in names:
-    importlib.import_module(name)
-    report["modules"].append(name)
-    loaded = sorted(m for m in ui if m in sys.modules)
-    if loaded:
-        report["leaks"][name] = loaded
+ui = tuple(sys.argv[1].split(","))
+reports = {}
+for package in sys.argv[2:]:
+    pkg = importlib.import_module(package)
+    names = [package]
+    if hasattr(pkg, "__path__"):
+        names += sorted(m.name for m in pkgutil.walk_packages(pkg.__path__, package + "."))
+    report = reports[package] = {"modules": [], "leaks": {}}
+    for name in names:
+        importlib.import_module(name)
+        report["modules"].append(name)
+        loaded = sorted(m for m in ui if m in sys.modules)
+        if loaded:
+            report["leaks"][name] = loaded
+            break
+    if report["leaks"]:
         break
-print(json.dumps(report))
+print(json.dumps(reports))
 """
 
 
@@ -54,13 +58,30 @@ def present(package: str) -> bool:
     return (ROOT / package).is_dir() or (ROOT / f"{package}.py").is_file()
 
 
+def probe(*packages: str) -> dict:
+    proc = run_python("-c", PROBE, ",".join(UI), *packages)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def core_probe() -> dict:
+    """One fresh interpreter imports every core package in turn (a process each cost ~0.4 s of
+    CPU, mostly numpy again). A UI package loaded by any module shows up right after the first
+    one that imports it, so one process tells every package's verdict up to the first leak; a
+    package after a leak is probed alone, in a process of its own."""
+    return probe(*(f"loopdbg.{p}" for p in CORE if present(p)))
+
+
+@pytest.mark.xdist_group("core_probe")      # the probe is shared by the cases on one worker
 @pytest.mark.parametrize("package", CORE)
-def test_core_package_imports_neither_textual_nor_rich(package):
+def test_core_package_imports_neither_textual_nor_rich(package, core_probe):
     if not present(package):
         pytest.skip(f"loopdbg.{package} does not exist")
-    proc = run_python("-c", PROBE, f"loopdbg.{package}", ",".join(UI))
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    name = f"loopdbg.{package}"
+    report = core_probe.get(name)
+    if report is None:                   # after a leak in another package: alone
+        report = probe(name)[name]
     assert report["modules"], "no module imported"
     assert not report["leaks"], (
         f"importing {next(iter(report['leaks']))} loads {report['leaks']} "
@@ -69,9 +90,7 @@ def test_core_package_imports_neither_textual_nor_rich(package):
 
 def test_the_probe_sees_a_ui_import():
     """The probe itself works: the UI package does import textual."""
-    proc = run_python("-c", PROBE, "loopdbg.tui.app", ",".join(UI))
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = probe("loopdbg.tui.app")["loopdbg.tui.app"]
     assert "textual" in report["leaks"].get("loopdbg.tui.app", [])
 
 

@@ -144,30 +144,3 @@ def test_openvino_agrees_on_the_demo(name):
         value = ours[ours_name]
         assert value.shape == expected.shape, ours_name
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5, err_msg=ours_name)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_demo_opens_in_the_debugger_and_steps(name):
-    """The lesson's keys work: n, n, N, s, then c runs to the end (the infinite loop capped)."""
-    pytest.importorskip("textual")
-    import asyncio
-
-    from loopdbg.debug.session import Session
-    from loopdbg.tui.app import LoopdbgApp
-
-    options = dict(EXPECTED[name][1])
-    folder = DEMOS_DIR / name
-
-    async def drive() -> str:
-        session = Session.open(folder / "model.xml", folder / "inputs.npz", **options)
-        app = LoopdbgApp(session, title=name)
-        async with app.run_test(size=(160, 48)) as pilot:
-            for key in ("n", "n", "N", "s", "c"):
-                await app.workers.wait_for_complete()
-                await pilot.pause()
-                await pilot.press(key)
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            return session.stop.kind
-
-    assert asyncio.run(asyncio.wait_for(drive(), timeout=60)) == "end"

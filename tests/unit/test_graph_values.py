@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,9 +13,10 @@ ROOT = Path(__file__).resolve().parents[2]
 NESTED = ROOT / "loopdbg" / "demos" / "nested_loop" / "model.xml"
 
 
-def loopdbg(*argv, cwd=None):
-    return subprocess.run([sys.executable, "-m", "loopdbg", *map(str, argv)], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+@pytest.fixture
+def loopdbg(cli_main):
+    """``loopdbg graph`` and ``run`` as main() in this process (tests/conftest.py)."""
+    return cli_main
 
 
 def node(dot: str, name: str) -> str:
@@ -25,7 +24,7 @@ def node(dot: str, name: str) -> str:
     return line
 
 
-def test_values_and_changes_at_an_iteration(tmp_path):
+def test_values_and_changes_at_an_iteration(tmp_path, loopdbg):
     out = tmp_path / "body.dot"
     r = loopdbg("graph", NESTED, "--loop", "cols_loop", "--outer", "2", "--iteration", "1",
                 "-o", out)
@@ -37,7 +36,7 @@ def test_values_and_changes_at_an_iteration(tmp_path):
     assert "penwidth" not in node(dot, "row_index")                      # invariant
 
 
-def test_minus_one_is_the_last_iteration_and_onnx_models_draw_too(tmp_path):
+def test_minus_one_is_the_last_iteration_and_onnx_models_draw_too(tmp_path, loopdbg):
     onnx_model = ROOT / "tests" / "corpus" / "onnx_loop_spec_example" / "model.onnx"
     out = tmp_path / "onnx.dot"
     r = loopdbg("graph", onnx_model, "--iteration", "-1", "-o", out)
@@ -46,7 +45,7 @@ def test_minus_one_is_the_last_iteration_and_onnx_models_draw_too(tmp_path):
     assert "= " in out.read_text()
 
 
-def test_a_trace_draws_its_recorded_iteration(tmp_path):
+def test_a_trace_draws_its_recorded_iteration(tmp_path, loopdbg):
     trace = tmp_path / "run.ltrace"
     assert loopdbg("run", NESTED, "--trace", trace, "-q").returncode == 0
     out = tmp_path / "t.dot"
@@ -57,7 +56,7 @@ def test_a_trace_draws_its_recorded_iteration(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
-def test_svg_with_values(tmp_path):
+def test_svg_with_values(tmp_path, loopdbg):
     out = tmp_path / "body.svg"
     assert loopdbg("graph", NESTED, "--iteration", "0", "-o", out).returncode == 0
     assert "int64" in out.read_text()
@@ -69,7 +68,7 @@ def test_svg_with_values(tmp_path):
     (["--loop", "cols_loop", "--outer", "x", "--iteration", "0"], "give iteration numbers"),
     (["--outer", "1"], "give --iteration K"),
 ])
-def test_what_does_not_exist_is_one_sentence(tmp_path, argv, fragment):
+def test_what_does_not_exist_is_one_sentence(tmp_path, argv, fragment, loopdbg):
     r = loopdbg("graph", NESTED, *argv, "-o", tmp_path / "x.dot")
     assert r.returncode != 0 and fragment in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.dot").exists()

@@ -35,15 +35,19 @@ def while_inputs():
 
 @pytest.fixture
 def fault(monkeypatch):
-    """Set the fault the next child will have (the running child is stopped)."""
+    """Set the fault the next child will have: a child started under another fault is stopped.
+    A child started without one serves on (starting one imports OpenVINO again: ~0.6 s of CPU);
+    every test that sets a fault stops its child before the fault is taken away."""
     def set_fault(value: str | None):
-        shutdown()
+        if value is not None or FAULT_ENV in os.environ:
+            shutdown()
         if value is None:
             monkeypatch.delenv(FAULT_ENV, raising=False)
         else:
             monkeypatch.setenv(FAULT_ENV, value)
     yield set_fault
-    shutdown()          # the next test gets a child without the fault
+    if FAULT_ENV in os.environ:
+        shutdown()      # the next test gets a child without the fault
 
 
 def loopdbg(*args, env_extra=None, timeout=120):
@@ -159,6 +163,31 @@ def test_memory_past_the_budget_stops_the_worker(tmp_path):
         ov.run(tmp_path / "m.xml", [np.zeros(1, np.float32)])
     assert info.value.kind == MEMORY
     assert "more than 64 MiB of memory while" in str(info.value)
+
+
+CHILD_IMPORT = """
+import sys
+from loopdbg.oracle.backend_openvino import CONVERTER, _import_openvino
+ov = _import_openvino()
+print(bool(ov.get_version()), CONVERTER in sys.modules, "openvino_telemetry" in sys.modules)
+for name in [n for n in sys.modules if n == "openvino" or n.startswith("openvino.")]:
+    del sys.modules[name]
+sys.path.insert(0, sys.argv[1])        # an OpenVINO that cannot be imported without its converter
+print(_import_openvino().convert_model(), CONVERTER in sys.modules)
+"""
+
+
+def test_the_child_imports_openvino_without_its_model_converter(tmp_path):
+    """The child never converts a model: OpenVINO's converter (its import scans every installed
+    package's metadata and starts telemetry) is left out, unless OpenVINO cannot do without."""
+    fake = tmp_path / "openvino"
+    (fake / "tools" / "ovc").mkdir(parents=True)
+    (fake / "__init__.py").write_text("from openvino.tools.ovc import convert_model\n")
+    (fake / "tools" / "__init__.py").write_text("")
+    (fake / "tools" / "ovc" / "__init__.py").write_text("def convert_model():\n    return 'whole'\n")
+    proc = subprocess.run([sys.executable, "-c", CHILD_IMPORT, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert proc.stdout.split() == ["True", "False", "False", "whole", "True"], proc.stderr
 
 
 # ---- loopdbg check ----------------------------------------------------------------------------

@@ -25,12 +25,14 @@ DEMOS = ROOT / "loopdbg" / "demos"
 NAMES = sorted(p.name for p in DEMOS.iterdir() if (p / "model.xml").is_file())
 
 
-def loopdbg(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "loopdbg", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
+@pytest.fixture
+def loopdbg(cli_main):
+    """``loopdbg demo`` and ``run`` as main() in this process (tests/conftest.py); the installed
+    wheel's own process is tested below."""
+    return cli_main
 
 
-def test_demo_lists_every_demo_with_its_line_in_the_lessons_order():
+def test_demo_lists_every_demo_with_its_line_in_the_lessons_order(loopdbg):
     proc = loopdbg("demo")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()[1:]
@@ -39,34 +41,36 @@ def test_demo_lists_every_demo_with_its_line_in_the_lessons_order():
     assert "test first, then run" in next(x for x in lines if x.split()[0] == "while_loop")
 
 
-def test_unknown_demo_is_one_sentence_naming_the_demos():
+def test_unknown_demo_is_one_sentence_naming_the_demos(loopdbg):
     proc = loopdbg("demo", "whle_loop")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "there is no demo 'whle_loop'" in proc.stderr
     assert "while_loop" in proc.stderr
 
 
-def test_demo_path_names_the_model():
+def test_demo_path_names_the_model(loopdbg):
     proc = loopdbg("demo", "ti_lstm", "--path")
     assert proc.returncode == 0, proc.stderr
     assert Path(proc.stdout.strip()).samefile(DEMOS / "ti_lstm" / "model.xml")
 
 
-def test_copy_writes_the_files_then_refuses_to_overwrite(tmp_path):
-    proc = loopdbg("demo", "for_loop", "--copy", "mine", cwd=tmp_path)
+def test_copy_writes_the_files_then_refuses_to_overwrite(tmp_path, loopdbg, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    proc = loopdbg("demo", "for_loop", "--copy", "mine")
     assert proc.returncode == 0, proc.stderr
     for name in ("model.xml", "model.bin", "inputs.npz", "README.md"):
         assert (tmp_path / "mine" / name).read_bytes() == (DEMOS / "for_loop" / name).read_bytes()
     assert "loopdbg mine/model.xml" in proc.stdout
     (tmp_path / "mine" / "model.xml").write_text("mine")
-    again = loopdbg("demo", "for_loop", "--copy", "mine", cwd=tmp_path)
+    again = loopdbg("demo", "for_loop", "--copy", "mine")
     assert again.returncode != 0 and "never overwrites" in again.stderr
     assert (tmp_path / "mine" / "model.xml").read_text() == "mine"
 
 
-def test_copied_demo_runs(tmp_path):
-    assert loopdbg("demo", "while_loop", "--copy", "w", cwd=tmp_path).returncode == 0
-    proc = loopdbg("run", "w/model.xml", cwd=tmp_path)
+def test_copied_demo_runs(tmp_path, loopdbg, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert loopdbg("demo", "while_loop", "--copy", "w").returncode == 0
+    proc = loopdbg("run", "w/model.xml")
     assert proc.returncode == 0, proc.stderr
     assert "x_final" in proc.stdout and "128" in proc.stdout
 
