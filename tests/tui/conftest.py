@@ -64,32 +64,113 @@ def _frames_are_drawn_when_read(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _idle_is_the_ui_thread_idle(monkeypatch):
-    """Textual's test ``wait_for_idle`` (after each key a test presses, twice, and in every
-    ``pilot.pause``) waits until the *process* spends under 1 ms of CPU in a 20 ms sleep. While
-    the engine's worker thread computes (a continue running) the process is never idle, and
-    each wait lasted its 1 s limit: a second of the engine's CPU per key. The same rule here
-    looks at the UI's thread only, where Textual handles every message; the engine is waited
-    for by ``settle``, as before."""
+def _idle_is_the_app_idle(monkeypatch):
+    """Textual's test ``wait_for_idle`` (twice after each key a test presses, and in every
+    ``pilot.pause``) sleeps 20 ms at a time until the *process* spent under 1 ms of CPU in one:
+    at least 40 ms of sleep per key, and its 1 s limit while the engine's thread computes. Here
+    the wait looks at the app itself (``_app_busy``) and returns as soon as nothing in it is
+    left to do, which is seldom more than a few yields of the event loop. The engine's thread
+    and the graph's layout thread are waited for by ``settle`` (screen.py), as before."""
     try:
         import textual.app
         import textual.pilot
-        from textual import _wait
     except ImportError:        # textual missing: the UI tests skip themselves
         return
-
-    async def wait_for_idle(min_sleep: float = _wait.SLEEP_GRANULARITY, max_sleep: float = 1):
-        start = time.monotonic()
-        while True:
-            cpu = time.thread_time()
-            await asyncio.sleep(_wait.SLEEP_GRANULARITY)
-            elapsed = time.monotonic() - start
-            if elapsed >= max_sleep or \
-                    (elapsed > min_sleep and time.thread_time() - cpu < _wait.SLEEP_IDLE):
-                return
-
     monkeypatch.setattr(textual.app, "wait_for_idle", wait_for_idle)
     monkeypatch.setattr(textual.pilot, "wait_for_idle", wait_for_idle)
+
+
+BUSY_POLL = 0.001      # s between two looks while the app waits on a thread, a timer or I/O
+SCREEN_UPDATE = "the screen's update"
+
+
+async def wait_for_idle(min_sleep: float = 0.0, max_sleep: float = 1.0) -> None:
+    """Return when the app under test (the active app of the calling task) has been idle at
+    two looks in a row, each after a turn of the event loop, and ``min_sleep`` s have passed;
+    after ``max_sleep`` s at the latest (Textual's limit). Nothing but the event loop runs
+    between the two looks, so what is idle at both stays idle until a timer, a thread or I/O
+    gives it something new.
+
+    An update of the screen that is due (a repaint, a layout) is the last thing an idle app
+    does: its timer would run it within 1/60 s. It is run at once, as ``pilot.pause`` does
+    after its wait (``Screen._on_timer_update``), and the look starts again."""
+    from textual import _wait
+    from textual._context import active_app
+
+    app = active_app.get(None)
+    if app is None:            # not inside run_test: Textual's own rule
+        await _wait.wait_for_idle(min_sleep, max_sleep)
+        return
+    loop = asyncio.get_running_loop()
+    start = time.monotonic()
+    quiet = 0
+    while True:
+        # Private asyncio attribute: the callbacks ready to run (sleep(0) runs after them).
+        await asyncio.sleep(0 if loop._ready else BUSY_POLL)
+        elapsed = time.monotonic() - start
+        if elapsed >= max_sleep:
+            return
+        why = _app_busy(app, loop)
+        if why == SCREEN_UPDATE:
+            app.screen._on_timer_update()
+            quiet = 0
+        elif why is not None:
+            quiet = 0
+        else:
+            quiet += 1
+            if quiet >= 2 and elapsed >= min_sleep:
+                return
+
+
+def _app_busy(app, loop) -> str | None:
+    """What the app still has to do, or None when it is idle. Uses private attributes of
+    asyncio and Textual 8 (read only), for want of public ones:
+
+    - ``loop._ready``, ``loop._scheduled``: callbacks ready to run, timers due;
+    - per message pump (the app, each screen of the stack and its widgets): ``_task`` (the
+      pump's loop), ``_message_queue`` (Textual's queue; a pump waiting for a message waits
+      on its ``ready_event``, an asyncio Event whose ``_waiters`` hold the future its task
+      awaits: ``Task._fut_waiter``), ``_pending_message``, ``_next_callbacks``; a pump whose
+      task awaits anything else is inside a handler;
+    - ``App.animator._animations``/``_scheduled``, ``App._resize_event`` (a resize not yet
+      sent to the screens), ``App._batch_count``;
+    - the screen's ``_layout_required``, ``_scroll_required``, ``_repaint_required``,
+      ``_recompose_required``, ``_dirty_widgets``: an update its timer will run."""
+    if loop._ready:
+        return "a callback ready to run"
+    due = loop.time() + loop._clock_resolution
+    if any(handle.when() <= due and not handle.cancelled() for handle in loop._scheduled):
+        return "a timer due"
+    if not app.is_running:
+        return None
+    if app.animator._animations or app.animator._scheduled:
+        return "an animation"
+    if app._resize_event is not None:
+        return "a resize"
+    try:
+        stack = list(app.screen_stack)
+    except Exception:  # noqa: BLE001 - no screen yet or any more: the pumps tell
+        stack = []
+    pumps = [app]
+    for screen in stack:
+        pumps.extend(screen.walk_children(with_self=True))
+    for pump in pumps:
+        task = pump._task
+        if task is None or task.done():
+            continue                   # not started, or closed
+        if pump._pending_message is not None or pump._next_callbacks:
+            return f"{pump!r} has messages"
+        queue = pump._message_queue
+        if not queue.empty():
+            return f"{pump!r} has messages"
+        if task._fut_waiter is None or task._fut_waiter not in queue.ready_event._waiters:
+            return f"{pump!r} is handling a message"
+    if stack and not app._batch_count:
+        screen = stack[-1]
+        if screen._layout_required or screen._scroll_required or screen._repaint_required \
+                or screen._recompose_required or screen._dirty_widgets:
+            return SCREEN_UPDATE
+    return None
 
 
 def _last_frame_drawn(run_test):
