@@ -28,6 +28,15 @@ def model_files(case: str) -> tuple[Path, Path]:
     raise FileNotFoundError(case)
 
 
+ENGINE_POLL = 0.002     # s between two looks at the engine's thread and the layout's
+
+
+def working(app) -> bool:
+    """The engine's thread runs a command, or the graph's ``dot`` (or its timer to lay out
+    ahead) is not done: a stop or a picture is still to come."""
+    return app.busy or app.query_one("#graph").laying_out
+
+
 async def settle(pilot, timeout: float = 20.0) -> None:
     """Wait until the engine worker has finished and its Stop has been drawn."""
     app = pilot.app
@@ -35,11 +44,12 @@ async def settle(pilot, timeout: float = 20.0) -> None:
     while True:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        if not app.busy and not app.query_one("#graph").laying_out:
+        if not working(app):
             return
-        if time.monotonic() > deadline:
-            raise AssertionError("the app is still busy")
-        await asyncio.sleep(0.01)
+        while working(app):     # the threads hand their result to the app, then say done
+            if time.monotonic() > deadline:
+                raise AssertionError("the app is still busy")
+            await asyncio.sleep(ENGINE_POLL)
 
 
 async def press(pilot, *keys: str) -> None:

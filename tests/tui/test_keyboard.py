@@ -7,14 +7,13 @@ the command palette, and a help screen that opens at once.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("textual")
 
-from screen import open_tab  # noqa: E402
+from screen import open_tab, settle  # noqa: E402
 from textual.widgets import Input, TabbedContent  # noqa: E402
 from textual.widgets._footer import FooterKey  # noqa: E402
 
@@ -29,16 +28,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def session(demo: str) -> Session:
     base = ROOT / "loopdbg" / "demos" / demo
     return Session.open(base / "model.xml", base / "inputs.npz")
-
-
-async def settle(pilot) -> None:
-    app = pilot.app
-    for _ in range(2000):
-        await pilot.pause()
-        if not app.busy and not app.query_one(GraphView).laying_out:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the app is still busy")
 
 
 async def press(pilot, *keys: str) -> None:

@@ -9,7 +9,6 @@ shown as they are written, and clicking where an action link would be quits noth
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from screen import open_tab  # noqa: E402
+from screen import open_tab, settle  # noqa: E402
 from textual.widgets import DataTable, Input, RichLog, Static  # noqa: E402
 
 from loopdbg.debug.session import Session  # noqa: E402
@@ -53,16 +52,6 @@ def hostile_model(folder: Path) -> tuple[Path, Path]:
     npz = folder / "inputs.npz"
     np.savez(npz, **{"[i]h0": np.zeros(2, np.float32)})
     return Path(xml), npz
-
-
-async def settle(pilot) -> None:
-    app = pilot.app
-    for _ in range(2000):
-        await pilot.pause()
-        if not app.busy and not app.query_one(GraphView).laying_out:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the app is still busy")
 
 
 def plain(widget) -> str:

@@ -4,14 +4,13 @@ panels ask for changes by messages."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("textual")
 
-from screen import open_tab, screen_text  # noqa: E402
+from screen import open_tab, screen_text, settle  # noqa: E402
 from textual.widgets import DataTable, Static, TabbedContent  # noqa: E402
 
 import loopdbg.tui.app as app_module  # noqa: E402
@@ -26,17 +25,6 @@ from loopdbg.tui.widgets.timeline import TimelinePanel  # noqa: E402
 CASE = Path(__file__).resolve().parents[1] / "corpus" / "loop_while_iter"
 ENDLESS = Path(__file__).resolve().parents[1] / "data" / "endless_loop"
 SIZE = (160, 48)
-
-
-async def settle(pilot) -> None:
-    """Wait until the engine worker has finished and its Stop has been drawn."""
-    for _ in range(1000):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not pilot.app.busy and not pilot.app.query_one("#graph").laying_out:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the app is still busy")
 
 
 async def press(pilot, *keys: str) -> None:

@@ -13,7 +13,6 @@ Graphviz (``canned_dot.py``), so another version of ``dot`` changes no snapshot;
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import pytest
 pytest.importorskip("pytest_textual_snapshot")
 
 from canned_dot import canned_run_dot  # noqa: E402
+from screen import settle  # noqa: E402
 
 from loopdbg.debug.session import Session  # noqa: E402
 from loopdbg.layout import dot  # noqa: E402
@@ -83,19 +83,10 @@ def keys(*pressed: str, tab: str | None = None):
     async def run_before(pilot) -> None:
         app = pilot.app
 
-        async def settle():
-            for _ in range(1000):
-                await app.workers.wait_for_complete()
-                await pilot.pause()
-                if not app.busy and not app.query_one("#graph").laying_out:
-                    return
-                await asyncio.sleep(0.01)
-            raise AssertionError("the app is still busy")
-
-        await settle()
+        await settle(pilot)
         for key in pressed:
             await pilot.press(key)
-            await settle()
+            await settle(pilot)
         if tab is not None:
             app.query_one("#tabs").active = tab
             await pilot.pause()

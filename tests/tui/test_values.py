@@ -4,7 +4,6 @@ and the edges of a run (after the loop, no iteration at all).
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from screen import settle  # noqa: E402
 from textual.widgets import TabbedContent  # noqa: E402
 
 from loopdbg.debug.session import Session  # noqa: E402
@@ -22,16 +22,6 @@ from loopdbg.tui.widgets.valuetext import value_text  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 DEMOS = ROOT / "loopdbg" / "demos"
 ONNX = ROOT / "tests" / "corpus" / "onnx_loop_spec_example"
-
-
-async def settle(pilot) -> None:
-    app = pilot.app
-    for _ in range(2000):
-        await pilot.pause()
-        if not app.busy and not app.query_one(GraphView).laying_out:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the app is still busy")
 
 
 async def press(pilot, *keys: str) -> None:
