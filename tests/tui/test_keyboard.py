@@ -45,7 +45,6 @@ async def test_the_footer_shows_whole_keys_that_fit_and_always_quit_and_help(siz
     app = LoopdbgApp(session("for_loop"), title="m")
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
-        await pilot.pause(0.2)
         keys = footer_keys(app)
         shown = {d for _, d in keys}
         assert {"next", "step", "continue", "quit", "help"} <= shown, keys
@@ -141,7 +140,7 @@ async def test_tab_into_the_inspector_and_escape_gives_the_keys_back():
             await pilot.press("tab")
             await pilot.pause()
         assert app.focused is entry
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert ("esc", "leave the input") in footer_keys(app)
         await pilot.press("n")                       # typed, not a command
         assert entry.value == "n" and sess.current.iteration == 0

@@ -4,6 +4,8 @@ panels ask for changes by messages."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -137,6 +139,16 @@ async def test_a_panel_asks_the_app_by_message():
         assert app.view is not shown and app.view.stop is shown.stop      # shown again
 
 
+async def caught_up(pilot, timeout: float = 20.0) -> None:
+    """Wait until the catch-up timer of the last stop (``CATCH_UP_DELAY`` after it) has fired
+    and the app has done what it asked (Textual's Timer: its task ends after a one-shot)."""
+    timer = pilot.app._catch_up_timer
+    deadline = time.monotonic() + timeout
+    while timer is not None and timer._task is not None and not timer._task.done():
+        assert time.monotonic() < deadline, "the catch-up timer never fired"
+        await asyncio.sleep(0.01)
+    await pilot.pause()
+
 async def test_a_panel_out_of_sight_is_not_shown_while_a_command_runs(monkeypatch):
     """The session is the engine thread's while a command runs: a stop's panels out of sight,
     not shown yet when the next command starts, show the stop that command ends in."""
@@ -156,7 +168,7 @@ async def test_a_panel_out_of_sight_is_not_shown_while_a_command_runs(monkeypatc
         assert app.busy and len(seen.views) == shown
         await pilot.press("space")                    # paused: a stop, shown to Seen once
         await settle(pilot)                           # the person reads it
-        await pilot.pause(app.CATCH_UP_DELAY * 2)
+        await caught_up(pilot)
         assert len(seen.views) == shown + 1 and seen.views[-1].stop is app.last_stop
 
 
