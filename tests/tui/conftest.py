@@ -67,8 +67,9 @@ def _frames_are_drawn_when_read(monkeypatch):
 def _idle_is_the_app_idle(monkeypatch):
     """Textual's test ``wait_for_idle`` (twice after each key a test presses, and in every
     ``pilot.pause``) sleeps 20 ms at a time until the *process* spent under 1 ms of CPU in one:
-    at least 40 ms of sleep per key, and its 1 s limit while the engine's thread computes. Here
-    the wait looks at the app itself (``_app_busy``) and returns as soon as nothing in it is
+    at least 40 ms of sleep per key, and its 1 s limit while the engine's thread computes. The
+    same rule on the UI thread's CPU alone still slept 40-60 ms a key, and under load (its
+    thread's CPU spread over more wall time) often reached the limit. Here the wait looks at the app itself (``_app_busy``) and returns as soon as nothing in it is
     left to do, which is seldom more than a few yields of the event loop. The engine's thread
     and the graph's layout thread are waited for by ``settle`` (screen.py), as before."""
     try:
@@ -81,19 +82,22 @@ def _idle_is_the_app_idle(monkeypatch):
 
 
 BUSY_POLL = 0.001      # s between two looks while the app waits on a thread, a timer or I/O
+SLEEP_GRANULARITY = 1 / 50    # textual._wait's, the default minimum of its wait_for_idle
 SCREEN_UPDATE = "the screen's update"
 
 
-async def wait_for_idle(min_sleep: float = 0.0, max_sleep: float = 1.0) -> None:
+async def wait_for_idle(min_sleep: float = SLEEP_GRANULARITY, max_sleep: float = 1.0) -> None:
     """Return when the app under test (the active app of the calling task) has been idle at
-    two looks in a row, each after a turn of the event loop, and ``min_sleep`` s have passed;
-    after ``max_sleep`` s at the latest (Textual's limit). Nothing but the event loop runs
-    between the two looks, so what is idle at both stays idle until a timer, a thread or I/O
-    gives it something new.
+    two looks in a row, one turn of the event loop apart, and ``min_sleep`` s have passed
+    (Textual's minimum, 0 after a key and in ``pilot.pause``); after ``max_sleep`` s at the
+    latest while it stays busy (Textual's limit). Between the two looks the event loop runs
+    once, ready callbacks, due timers and I/O alike: what is idle at both stays idle until a
+    timer, a thread or I/O gives it something new (the engine's thread and the graph's layout
+    are ``settle``'s to wait for).
 
     An update of the screen that is due (a repaint, a layout) is the last thing an idle app
     does: its timer would run it within 1/60 s. It is run at once, as ``pilot.pause`` does
-    after its wait (``Screen._on_timer_update``), and the look starts again."""
+    after its wait (``Screen._on_timer_update``), and the looks start again."""
     from textual import _wait
     from textual._context import active_app
 
@@ -104,22 +108,25 @@ async def wait_for_idle(min_sleep: float = 0.0, max_sleep: float = 1.0) -> None:
     loop = asyncio.get_running_loop()
     start = time.monotonic()
     quiet = 0
+    why = None
     while True:
-        # Private asyncio attribute: the callbacks ready to run (sleep(0) runs after them).
-        await asyncio.sleep(0 if loop._ready else BUSY_POLL)
+        # ``loop._ready`` (private to asyncio): the callbacks ready to run; sleep(0) lets them
+        # run first. With none, the app waits on a timer, an animation or a thread: a short
+        # sleep instead of spinning.
+        waiting = (why is not None or quiet >= 2) and not loop._ready
+        await asyncio.sleep(BUSY_POLL if waiting else 0)
         elapsed = time.monotonic() - start
-        if elapsed >= max_sleep:
-            return
         why = _app_busy(app, loop)
-        if why == SCREEN_UPDATE:
-            app.screen._on_timer_update()
-            quiet = 0
-        elif why is not None:
-            quiet = 0
-        else:
+        if why is None:
             quiet += 1
             if quiet >= 2 and elapsed >= min_sleep:
                 return
+            continue
+        quiet = 0
+        if elapsed >= max_sleep:
+            return
+        if why == SCREEN_UPDATE:
+            app.screen._on_timer_update()
 
 
 def _app_busy(app, loop) -> str | None:
