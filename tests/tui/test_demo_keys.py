@@ -17,6 +17,8 @@ CAPS = {"infinite_loop": 20}        # its lesson runs it with --max-iterations 2
 async def test_demo_opens_in_the_debugger_and_steps(name):
     """The lesson's keys work: n, n, N, s, then c runs to the end (the infinite loop capped)."""
     pytest.importorskip("textual")
+    from screen import settle
+
     from loopdbg.debug.session import Session
     from loopdbg.tui.app import LoopdbgApp
 
@@ -26,9 +28,7 @@ async def test_demo_opens_in_the_debugger_and_steps(name):
     app = LoopdbgApp(session, title=name)
     async with app.run_test(size=(160, 48)) as pilot:
         for key in ("n", "n", "N", "s", "c"):
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(pilot)         # a key while a command runs is refused ("busy")
             await pilot.press(key)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)
     assert session.stop.kind == "end"
