@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from loopdbg.engine import Engine
+from loopdbg.ops import threads
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = Path(__file__).with_name("benchmark_runtime_child.py")
@@ -114,7 +115,9 @@ def compare(rows, title: str, runtime: str, model: Path, inputs: Path, repeat: i
             pass
         best["planned"] = min(best["planned"], time.perf_counter() - t0)
     ratio = best["loopdbg"] / best["runtime"]
-    rows.append((f"{title}: inference alone", f"{best['loopdbg'] * 1e3:.0f} ms",
+    used = threads.state()              # BLAS's threads as the last run left them (ops.threads)
+    told = f", {used.count} thr" if used is not None and used.count else ""
+    rows.append((f"{title}: inference alone", f"{best['loopdbg'] * 1e3:.0f} ms{told}",
                  f"{best['runtime'] * 1e3:.0f} ms ({label} infer)", f"{ratio:.2f}x",
                  f"<= {target}x", ratio <= target))
     # told, not the target: the runtime's infer excludes its compile_model / session creation,

@@ -1,7 +1,7 @@
 """The checks an iteration makes, written once and called by the iteration code ``loopcode``
 generates, whichever way it runs the body: a scan input without a slice left, a scan piece whose
 shape differs, a back edge whose dtype changes, a condition that is not one boolean, the memory
-budget, why a loop stopped, when a loop is steady.
+budget and BLAS's threads between iterations, why a loop stopped, when a loop is steady.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.errors import ResourceLimitError, RunError
 from loopdbg.ops.budget import BUDGET, SLACK
 from loopdbg.ops.budget import used as budget_used
+from loopdbg.ops.threads import revisit as revisit_threads
 from loopdbg.text import byte_size
 
 
@@ -100,7 +101,7 @@ def count_bytes(spec: LoopSpec, ctx: RunContext, piece, budget: int, i: int) -> 
 
 
 class Pace:
-    """When one loop execution checks the memory budget next (see ``checkpoint``)."""
+    """When one loop execution looks between iterations next (see ``checkpoint``)."""
 
     __slots__ = ("step", "last", "held")
 
@@ -109,8 +110,9 @@ class Pace:
 
 
 def checkpoint(spec: LoopSpec, i: int, limit: int, pace: Pace, carried) -> int:
-    """The memory budget between iterations (see ``loopdbg.ops.budget``), after iteration
-    ``i - 1``: what the run added to the process (its RSS) must stay within the budget.
+    """Between iterations, after iteration ``i - 1``: the memory budget (see
+    ``loopdbg.ops.budget``: what the run added to the process, its RSS, must stay within it),
+    and BLAS's threads, which follow the cores other processes leave free (``ops.threads``).
 
     Returns the iteration after which to check next: after every one while iterations are slow
     (a millisecond or more between checks) or the values ``carried`` by the back edges change
@@ -122,6 +124,7 @@ def checkpoint(spec: LoopSpec, i: int, limit: int, pace: Pace, carried) -> int:
             f"than when it started, past the memory budget of {byte_size(budget)} "
             f"(--max-memory); the iterations so far can still be inspected.",
             loop_path=spec.path, iteration=i - 1)
+    revisit_threads()
     now = perf_counter()
     held = sum(getattr(v, "nbytes", 0) for v in carried)
     steady = held == pace.held and now - pace.last < 1e-3

@@ -55,7 +55,6 @@ from loopdbg.engine.elide import fits
 from loopdbg.engine.interp import COMPILE_LIMIT
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.errors import LoopdbgError
-from loopdbg.ops.budget import BUDGET
 
 
 # How the iteration code runs the body (``compile_loop``'s ``mode``):
@@ -79,8 +78,8 @@ def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
         if n_params else "    pass",
         "    _L_run, _L_trip, _L_limit, _L_collected = st.run, st.trip, st.limit, st.collected",
         "    _L_budget = ctx.max_memory",
-        "    _L_pace = _L_Pace()                      # the memory checkpoints (checks.checkpoint)",
-        "    _L_check_at = 1 if _L_BUDGET.limit is not None else _L_limit",
+        "    _L_pace = _L_Pace()                      # the checkpoints (checks.checkpoint)",
+        "    _L_check_at = 1",
         "    _L_i = 0",
         "    _L_cond = True",
         "    _L_stop = None",
@@ -128,7 +127,7 @@ def compile_loop(spec: LoopSpec, mode: str = FAST) -> Callable:
              "_L_count_bytes": checks.count_bytes, "_L_bad_condition": checks.bad_condition,
              "_L_stop_reason": checks.stop_reason, "_L_counter_block": execution.counter_block,
              "_L_done": ev.IterationDone, "_L_asarray": np.asarray,
-             "_L_checkpoint": checks.checkpoint, "_L_BUDGET": BUDGET, "_L_Pace": checks.Pace,
+             "_L_checkpoint": checks.checkpoint, "_L_Pace": checks.Pace,
              "_E_fits": fits, "LoopdbgError": LoopdbgError,
              "_L_body_run": None if mode == FAST and inlined(spec.body) else
              spec.body.run_all if mode == RECORDED else spec.body.run,
@@ -230,7 +229,7 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
     src += [f"{ind}_L_i += 1",
             f"{ind}if _L_cond and _L_i < _L_check_at:   # the usual case: another one follows",
             f"{ind}    yield " + event.format("True", "None"),
-            f"{ind}elif _L_cond and _L_i < _L_limit:    # the same, and a memory checkpoint",
+            f"{ind}elif _L_cond and _L_i < _L_limit:    # the same, and a checkpoint",
             f"{ind}    yield " + event.format("True", "None"),
             f"{ind}    _L_check_at = _L_checkpoint(_L_SPEC, _L_i, _L_limit, _L_pace, ("
             + "".join(f"{results[r]}, " for _, r in spec.back_edges) + "))",

@@ -1,30 +1,47 @@
-"""How many threads numpy's BLAS runs, chosen for the machine the run is on.
+"""How many threads numpy's BLAS runs, chosen for the machine the run is on, and kept so.
 
 OpenBLAS starts one thread per core and spins them on every matrix product. On a machine whose
 cores are busy with other work (a shared 2-core box, a test runner beside a build), a product of
 the sizes loop bodies hold (a few hundred rows) then waits for a descheduled thread: the same
-run takes 3-10x longer than with one thread. So at the start of each run loopdbg sets BLAS's
-thread count to the cores that are free, counting its own:
+run takes 3-10x longer than with one thread. On a quiet machine the second thread makes a
+decoder's products 1.2x-1.3x faster. So loopdbg gives BLAS the cores the *other* processes
+leave free, measured over the last moments, not the last minute:
 
-    threads = clamp(round(cores - load + 1), 1, cores)
+    threads = clamp(cores - ceil(others - 0.3), 1, cores)
 
-where ``cores`` are the CPUs this process may run on and ``load`` the 1-minute load average
-(which counts this process while it runs). A quiet machine keeps every core; a busy one gets one
-thread.
+where ``cores`` are the CPUs this process may run on and ``others`` how many of them the rest
+of the machine kept busy, in cores: the busy time of those CPUs (``/proc/stat``) less this
+process's own CPU time (``os.times``), over the window since the last look. A core counts as
+taken when others used a third of it or more. The first window starts when this module is
+imported (a ``loopdbg run`` reads and plans the model in it); each run's start looks
+(``settle``), and between iterations, at most every ``REVISIT`` seconds, the run looks again
+(``revisit``) and moves the count when the machine changed: a build started beside it, or the
+script run just before it, which a minute-long average would still count, has ended.
+
+Where a window cannot be measured (no ``/proc/stat``; a window shorter than ``MIN_WINDOW`` or
+longer than ``MAX_WINDOW``), the 1-minute load average stands in, counting this process:
+``clamp(round(cores - load + 1), 1, cores)``; without one, every core.
 
 The user's choice wins: when ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
 ``BLIS_NUM_THREADS`` or ``LOOPDBG_BLAS_THREADS`` is set, loopdbg leaves BLAS as the user set it
-(``LOOPDBG_BLAS_THREADS=N`` sets N for loopdbg alone). The count is set through threadpoolctl
-(an optional dependency); without it BLAS keeps its own count and ``state()`` says so.
+(``LOOPDBG_BLAS_THREADS=N`` sets N for loopdbg alone, and never moves it). The count is set
+through threadpoolctl (an optional dependency); without it BLAS keeps its own count and
+``state()`` says so.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from dataclasses import dataclass
 
 USER_VARIABLES = ("LOOPDBG_BLAS_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                   "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+TAKEN = 0.3             # others' share of a core from which it counts as taken
+MIN_WINDOW = 0.15       # seconds: shorter, the clock ticks behind /proc/stat are too coarse
+MAX_WINDOW = 10.0       # seconds: longer says little about now
+REVISIT = 0.25          # seconds between two looks during a run
 
 
 @dataclass(frozen=True)
@@ -38,12 +55,18 @@ class Threads:
         return f"{self.count if self.count is not None else '?'} BLAS threads ({self.reason})"
 
 
-def cores() -> int:
-    """The CPUs this process may run on."""
+def cpus() -> list[int] | None:
+    """The CPUs this process may run on (None where the system does not say)."""
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        return sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(os.cpu_count() or 1, 1)
+        return None
+
+
+def cores() -> int:
+    """How many CPUs this process may run on."""
+    found = cpus()
+    return max(len(found), 1) if found else max(os.cpu_count() or 1, 1)
 
 
 def load() -> float | None:
@@ -54,8 +77,62 @@ def load() -> float | None:
         return None
 
 
-def choose(n_cores: int, load_1min: float | None, environ=os.environ) -> tuple[int | None, str]:
-    """(threads, reason): the count to set, or None to leave BLAS as it is."""
+@dataclass(frozen=True)
+class Sample:
+    """One look at the machine: when, the busy seconds of this process's CPUs, its own CPU
+    seconds (every thread of it)."""
+
+    wall: float
+    busy: float
+    own: float
+
+
+def _busy_seconds(which: set[int] | None) -> float | None:
+    """The busy time of the CPUs ``which`` (every CPU: None) since boot, from ``/proc/stat``:
+    all but idle and I/O wait (steal included: a hypervisor's other guests took it)."""
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        with open("/proc/stat", "rb") as f:
+            for line in f:                      # the cpu lines come first; the rest is long
+                if not line.startswith(b"cpu"):
+                    break
+                name, *fields = line.split()
+                if name == b"cpu" or (which is not None and int(name[3:]) not in which):
+                    continue
+                user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+                total += user + nice + system + irq + softirq + steal
+    except (OSError, ValueError, AttributeError):
+        return None
+    return total / tick if total and tick > 0 else None
+
+
+def sample() -> Sample | None:
+    """A look at the machine now (None where ``/proc/stat`` cannot be read)."""
+    found = cpus()
+    busy = _busy_seconds(set(found) if found else None)
+    if busy is None:
+        return None
+    own = os.times()
+    return Sample(time.perf_counter(), busy, own.user + own.system)
+
+
+def others(before: Sample | None, after: Sample | None) -> tuple[float, float] | None:
+    """(the cores other processes kept busy between two samples, the window in seconds), or
+    None when the window is not one to judge by (see the module docstring)."""
+    if before is None or after is None:
+        return None
+    window = after.wall - before.wall
+    if not MIN_WINDOW <= window <= MAX_WINDOW:
+        return None
+    busy = (after.busy - before.busy) - (after.own - before.own)
+    return max(busy, 0.0) / window, window
+
+
+def choose(n_cores: int, load_1min: float | None, environ=os.environ,
+           busy: tuple[float, float] | None = None) -> tuple[int | None, str]:
+    """(threads, reason): the count to set, or None to leave BLAS as it is. ``busy`` is what
+    ``others`` measured; without it the load average decides."""
     own = environ.get("LOOPDBG_BLAS_THREADS", "").strip()
     if own:
         try:
@@ -67,6 +144,10 @@ def choose(n_cores: int, load_1min: float | None, environ=os.environ) -> tuple[i
     for name in USER_VARIABLES[1:]:
         if environ.get(name, "").strip():
             return None, f"{name} is set"
+    if busy is not None:
+        used, window = busy
+        n = min(max(n_cores - math.ceil(used - TAKEN), 1), n_cores)
+        return n, f"{n_cores} cores, others busy {used:.1f} of them over {window:.1f} s"
     if load_1min is None:
         return n_cores, f"{n_cores} cores, load unknown"
     n = min(max(round(n_cores - load_1min + 1), 1), n_cores)
@@ -75,11 +156,11 @@ def choose(n_cores: int, load_1min: float | None, environ=os.environ) -> tuple[i
 
 _STATE: dict[str, Threads] = {}
 _SET: list[int] = []          # the count loopdbg set last (to set it again only when it moves)
+_LOOK: list = [sample(), 0.0]  # the last sample, and when to look again during a run
+_MOVABLE: list[bool] = [False]  # may a run's looks move the count (not the user's)?
 
 
-def settle() -> Threads:
-    """Set BLAS's thread count for the run about to start (see the module docstring)."""
-    n, reason = choose(cores(), load())
+def _apply(n: int | None, reason: str) -> Threads:
     try:
         from threadpoolctl import threadpool_info, threadpool_limits
     except ImportError:
@@ -99,6 +180,40 @@ def settle() -> Threads:
     return _STATE["now"]
 
 
+def _look() -> tuple[float, float] | None:
+    """``others`` over the window since the last look; this look starts the next window."""
+    now = sample()
+    busy = others(_LOOK[0], now)
+    if now is not None:
+        _LOOK[0] = now
+    _LOOK[1] = time.perf_counter() + REVISIT
+    return busy
+
+
+def settle() -> Threads:
+    """Set BLAS's thread count for the run about to start (see the module docstring)."""
+    busy = _look()
+    n, reason = choose(cores(), None if busy is not None else load(), busy=busy)
+    _MOVABLE[:] = [n is not None and reason != "LOOPDBG_BLAS_THREADS"]
+    return _apply(n, reason)
+
+
+def revisit() -> None:
+    """Between two iterations: look at the machine again when ``REVISIT`` seconds have passed
+    since the last look, and move BLAS's count if the cores free changed. Cheap otherwise (a
+    clock read). A count the user set is never moved, and nothing moves on a window that
+    could not be measured."""
+    if time.perf_counter() < _LOOK[1]:
+        return
+    last = _STATE.get("now")
+    if last is None or last.count is None or not _MOVABLE[0]:
+        _LOOK[1] = time.perf_counter() + MAX_WINDOW     # the user's count: nothing to revisit
+        return
+    busy = _look()
+    if busy is not None:
+        _apply(*choose(cores(), None, busy=busy))
+
+
 def state() -> Threads | None:
-    """What the last ``settle`` chose (None before any run)."""
+    """What the last ``settle`` or ``revisit`` chose (None before any run)."""
     return _STATE.get("now")

@@ -62,3 +62,124 @@ def test_engine_run_settles_threads(monkeypatch):
 
     list(Engine(b.build()).run({"x": np.ones(2, np.float32)}))
     assert seen == [1]
+
+
+# -- the cores others keep busy, over the last moments (threads.others, revisit) -------------
+@pytest.mark.parametrize("n_cores, used, expected", [
+    (2, 0.0, 2),       # nothing else runs: every core
+    (2, 0.2, 2),       # a little (a shell, a clock tick's error): still every core
+    (2, 0.4, 1),       # a third of a core or more counts as taken
+    (2, 1.0, 1),       # the benchmark's other process, a build
+    (2, 3.5, 1),       # never zero
+    (8, 2.9, 5),
+])
+def test_count_follows_what_others_use(n_cores, used, expected):
+    n, reason = threads.choose(n_cores, 9.0, environ={}, busy=(used, 0.5))
+    assert n == expected                  # the load average (9.0) is not what decides
+    assert f"others busy {used:.1f} of them over 0.5 s" in reason
+
+
+def test_user_variables_win_over_the_measure():
+    assert threads.choose(2, None, environ={"OMP_NUM_THREADS": "2"}, busy=(0.0, 1.0)) == \
+        (None, "OMP_NUM_THREADS is set")
+
+
+def test_others_is_busy_time_less_this_process():
+    before = threads.Sample(wall=10.0, busy=100.0, own=1.0)
+    # in 0.5 s the CPUs were busy 0.9 s, 0.6 s of it this process's own: others used 0.6 core
+    assert threads.others(before, threads.Sample(10.5, 100.9, 1.6)) == pytest.approx((0.6, 0.5))
+    # our own threads on both cores: nobody else
+    assert threads.others(before, threads.Sample(10.5, 101.0, 2.0))[0] == pytest.approx(0.0)
+    # too short a window for clock ticks, too long to say anything about now, nothing read
+    assert threads.others(before, threads.Sample(10.05, 100.1, 1.0)) is None
+    assert threads.others(before, threads.Sample(60.0, 150.0, 1.0)) is None
+    assert threads.others(None, before) is None
+
+
+def test_sample_reads_this_machine():
+    got = threads.sample()
+    if got is None:
+        pytest.skip("no /proc/stat here")
+    assert got.busy > 0 and got.own >= 0
+    later = threads.sample()
+    assert later.busy >= got.busy and later.own >= got.own and later.wall > got.wall
+
+
+@pytest.fixture
+def fake_machine(monkeypatch):
+    """threads with a machine whose others' use the test sets, and BLAS's count recorded
+    instead of set."""
+    for name in threads.USER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    machine = {"t": 100.0, "busy": 0.0, "own": 0.0, "others": 0.0}
+    monkeypatch.setattr(threads, "sample", lambda: threads.Sample(
+        machine["t"], machine["busy"], machine["own"]))
+    monkeypatch.setattr(threads.time, "perf_counter", lambda: machine["t"])
+    monkeypatch.setattr(threads, "cores", lambda: 2)
+    set_to = []
+    monkeypatch.setattr(threads, "_apply", lambda n, reason: set_to.append(n) or
+                        threads._STATE.__setitem__("now", threads.Threads(n, reason)))
+    monkeypatch.setattr(threads, "_LOOK", [threads.sample(), 0.0])
+    monkeypatch.setattr(threads, "_STATE", {})
+
+    def advance(seconds, others):
+        machine["t"] += seconds
+        machine["own"] += seconds               # this process runs all along
+        machine["busy"] += seconds * (1 + others)
+    return advance, set_to
+
+
+def test_a_run_follows_the_machine(fake_machine):
+    advance, set_to = fake_machine
+    advance(0.3, others=1.0)              # the runtime's script before us, still running
+    threads.settle()
+    assert set_to == [1]
+    advance(0.1, others=0.0)              # it ended; too soon to look again
+    threads.revisit()
+    assert set_to == [1]
+    advance(threads.REVISIT, others=0.0)  # a quarter of a second later: quiet
+    threads.revisit()
+    assert set_to[-1] == 2 and "others busy 0.0" in threads.state().reason
+    advance(threads.REVISIT + 0.1, others=1.0)      # a build starts beside the run
+    threads.revisit()
+    assert set_to[-1] == 1
+
+
+def test_the_users_count_is_never_moved(fake_machine, monkeypatch):
+    advance, set_to = fake_machine
+    monkeypatch.setenv("LOOPDBG_BLAS_THREADS", "2")
+    advance(0.3, others=1.5)
+    threads.settle()
+    advance(1.0, others=1.5)
+    threads.revisit()
+    assert set_to == [2] and threads.state().reason == "LOOPDBG_BLAS_THREADS"
+
+
+def test_a_short_window_falls_back_to_the_load_average(fake_machine, monkeypatch):
+    advance, set_to = fake_machine
+    monkeypatch.setattr(threads, "load", lambda: 3.0)
+    advance(0.05, others=0.0)             # the run starts right after the last look
+    threads.settle()
+    assert set_to == [1] and "load 3.0" in threads.state().reason
+
+
+def test_loop_checkpoints_revisit_the_threads(monkeypatch):
+    """Between the iterations of a loop the run looks at the machine again (through the
+    loops' checkpoints), with no memory budget set."""
+    from loopdbg.builder import GraphBuilder
+    from loopdbg.engine import Engine
+    from loopdbg.engine import iteration_checks
+
+    seen = []
+    monkeypatch.setattr(iteration_checks, "revisit_threads", lambda: seen.append(1))
+    b = GraphBuilder("m")
+    x = b.parameter("x", "f32", [2])
+    loop = b.loop("acc", trip=5, cond=True)
+    xb = loop.merged_input(x, "x")
+    nxt = loop.body.op("Add", [xb, xb], name="x_next")
+    loop.back_edge(nxt, xb)
+    loop.condition(loop.body.const("true", np.array(True)))
+    b.result(loop.output_last(nxt, name="x_last"))
+    events = list(Engine(b.build()).run({"x": np.ones(2, np.float32)}))
+    assert events[-1].outputs["x_last"].tolist() == [32, 32]
+    assert len(seen) >= 1
