@@ -22,6 +22,13 @@ is set, if that is less). The top graph is not folded: it runs once per run anyw
 
 ``ENABLED`` turns folding off (the tests compare folded and unfolded runs event by event).
 
+A body's constants include the outer ones (``outer_constants``): an invariant input of a loop
+(an input of an If) fed by a constant of the enclosing graph, or an Identity of one, is that
+constant at every iteration, so the body's plan reads its Parameter as a constant (ONNX
+exporters write the weights as initializers of the main graph, read from the outer scope). That
+holds with folding off too: the kernels chosen for a constant (a weight's MatMul) are the same
+either way, only what is folded differs.
+
 Per loop execution (``invariant_steps``): a body step whose inputs are all constants, invariant
 inputs of the loop (an outer value an ONNX body reads, a TensorIterator's invariant port: the same
 object at every iteration of one execution) or outputs of such steps gives the same value at
@@ -43,6 +50,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from loopdbg.ir.model import INVARIANT, SubGraph, classify_inputs
 from loopdbg.ops import budget
 
 ENABLED = True
@@ -139,3 +147,23 @@ def invariant_steps(steps, consts, invariant: set[str]) -> frozenset[int]:
                 found.append(k)
                 known.update(step.outs)
     return frozenset(found)
+
+
+def outer_constants(sub: SubGraph, known: tuple, loop: bool) -> dict[int, np.ndarray]:
+    """{body Parameter id: value} of the Parameters of ``sub`` (a loop's body, an If's branch)
+    fed by an input whose value ``known`` holds (``GraphPlan.known``): for a loop, the invariant
+    inputs only (not sliced, not carried, not the counter or condition); a Parameter fed by two
+    entries of the port map is left alone."""
+    if not any(v is not None for v in known):
+        return {}
+    roles = classify_inputs(sub) if loop else [(INVARIANT, m) for m in sub.inputs]
+    fed: dict[int, int] = {}
+    for _, m in roles:
+        fed[m.internal_layer_id] = fed.get(m.internal_layer_id, 0) + 1
+    found = {}
+    for role, m in roles:
+        ext = m.external_port_id
+        if role == INVARIANT and fed[m.internal_layer_id] == 1 and 0 <= ext < len(known) \
+                and type(known[ext]) is np.ndarray:
+            found[m.internal_layer_id] = known[ext]
+    return found

@@ -32,7 +32,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from loopdbg.ops.registry import make_kernel
 from loopdbg.ops.sizes import CHECKED_ELEMENTS, broadcast_check, broadcast_tail
 
 CONTROL_FLOW = ("Loop", "TensorIterator", "If")
+_IDENTITY = frozenset({"Identity", "onnx.Identity"})      # kernels that give their input itself
 
 
 # The one template of the generated functions, by name: (parameters after ctx, lines before the
@@ -93,8 +94,9 @@ class GraphPlan:
     """
 
     def __init__(self, graph: Graph, path: str, where: str,
-                 nested_factory: Callable[[Layer, str, Graph], Callable] | None = None,
-                 kernel_factory: Callable[..., tuple[Callable, int]] = make_kernel):
+                 nested_factory: Callable[..., Callable] | None = None,
+                 kernel_factory: Callable[..., tuple[Callable, int]] = make_kernel,
+                 outer: Mapping[int, np.ndarray] | None = None):
         self.graph = graph
         self.kernel_factory = kernel_factory
         self.path = path
@@ -104,6 +106,10 @@ class GraphPlan:
         self.param_names = tuple(graph.layers[i].name for i in graph.parameters)
         self.result_names = tuple(graph.layers[i].name for i in graph.results)
         self.consts: dict[str, np.ndarray] = {}
+        # values known now that are not this plan's constants: outputs of Identity steps of
+        # known values (the top graph folds nothing; an exporter reads weights through them)
+        self.aliases: dict[str, np.ndarray] = {}
+        self.outer = outer or {}            # Parameter id -> the outer constant that feeds it
         self.steps: list[Step] = []
         self.notices: list[str] = []        # what kernels say of themselves (``kernel.notice``)
         self.folded_bytes = 0               # of the values folded at plan time (``hoist``)
@@ -125,7 +131,12 @@ class GraphPlan:
         local: dict[tuple[int, int], str] = {}
         incoming = edges_to(g)                     # layer id -> the edges that end there
         for k, pid in enumerate(self.param_ids):
-            local[(pid, 0)] = f"p{k}"
+            value = self.outer.get(pid)
+            if value is None:
+                local[(pid, 0)] = f"p{k}"
+            else:                       # fed by an outer constant: read as one (see ``known``)
+                local[(pid, 0)] = name = f"c{len(self.consts)}"
+                self.consts[name] = value
         order = topological_order(g, self.where, incoming)
         with hoist.quiet() if self.path else nullcontext():     # (once: ``_fold``'s kernels)
             self._add_steps(order, local, incoming, nested_factory)
@@ -163,7 +174,7 @@ class GraphPlan:
             if kind in CONTROL_FLOW:
                 if nested_factory is None:
                     raise ModelError(f"{where}{layer.describe()} cannot be nested here.")
-                fn = nested_factory(layer, self.path, self.graph)
+                fn = nested_factory(layer, self.path, self.graph, tuple(map(self.known, ins)))
                 n_out = len(layer.outputs)
                 nested = True
             else:
@@ -183,8 +194,24 @@ class GraphPlan:
             outs = (f"v{k}_0",) if n_out <= 1 else tuple([f"v{k}_{j}" for j in range(n_out)])
             for j, name in enumerate(outs):
                 local.setdefault((lid, j), name)
+            if kind in _IDENTITY and len(ins) == 1 and not nested:
+                value = self.known(ins[0])
+                if value is not None:
+                    self.aliases[outs[0]] = value
             steps.append(Step(layer, fn, ins, outs, nested,
                               bool(getattr(fn, "needs_context", False))))
+
+    def known(self, name: str | None) -> np.ndarray | None:
+        """The value of local ``name`` if it is known at plan time: a constant (of the file, an
+        outer constant feeding a Parameter, a folded value) or an Identity of one. A Loop, Scan
+        or If reading such values gets them (``nested_factory``'s last argument), and its body
+        reads the Parameters they feed as constants (``outer``): an ONNX exporter's weights are
+        initializers of the main graph, behind Identity nodes, read by the loop body from the
+        outer scope. Kernels are then chosen for the constant (MatMul's for a weight) and steps
+        on constants alone folded (``engine.hoist``); the values are the same, since what feeds
+        such a Parameter at run time is that constant (read-only), whatever the iteration."""
+        value = self.consts.get(name)
+        return self.aliases.get(name) if value is None else value
 
     def _fold(self, lid: int, fn, values: tuple, n_out: int, local) -> Callable:
         """A loop body's step on constants alone (``values``), computed now (``engine.hoist``):

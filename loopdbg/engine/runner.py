@@ -26,6 +26,7 @@ from loopdbg.engine.kernels import KernelMaker
 from loopdbg.engine.loopcode import runner
 from loopdbg.engine.loopspec import LoopSpec
 from loopdbg.engine.paths import loop_path
+from loopdbg.engine.hoist import outer_constants
 from loopdbg.engine.plan import GraphPlan
 from loopdbg.errors import ModelError, UnsupportedOperation
 from loopdbg.ir.bulk import paused
@@ -57,11 +58,13 @@ class Engine:
         self.unsupported = self.unsupported or self.kernels.missing
         self.output_names = output_names(model)
 
-    def _nested(self, layer: Layer, parent: str, graph=None):
-        """Compile a control-flow layer found in a graph; return the callable the plan invokes."""
+    def _nested(self, layer: Layer, parent: str, graph=None, known: tuple = ()):
+        """Compile a control-flow layer found in a graph; return the callable the plan invokes.
+        ``known``: the value of each input known at plan time (``GraphPlan.known``), else None."""
         if layer.type == "If":
             where = f"{self.file}: " + (f"in loop '{parent}', " if parent else "")
-            branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested, self.kernels)
+            branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested, self.kernels,
+                                            outer_constants(sub, known, loop=False))
                         for sub in layer.subgraphs}
             self.plans.extend(branches.values())
             spec = IfSpec(layer, branches, where)
@@ -73,7 +76,8 @@ class Engine:
         if body is None:
             raise ModelError(f"{self.file}: {layer.describe()} has no <body>.")
         where = f"{self.file}: in the body of loop '{path}', "
-        plan = GraphPlan(body.graph, path, where, self._nested, self.kernels)
+        plan = GraphPlan(body.graph, path, where, self._nested, self.kernels,
+                         outer_constants(body, known, loop=True))
         self.plans.append(plan)
         spec = LoopSpec(layer, path, plan, f"{self.file}: ")
         spec.parent_graph = graph

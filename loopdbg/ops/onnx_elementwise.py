@@ -21,7 +21,7 @@ import numpy as np
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
 from loopdbg.ops import gemm
-from loopdbg.ops.args import a, opset
+from loopdbg.ops.args import a, const_input, opset
 from loopdbg.ops.erf import erf, gelu_erf
 from loopdbg.ops.registry import op
 
@@ -326,10 +326,14 @@ def _clip(layer: Layer):
 # ---- MatMul, Gemm ----------------------------------------------------------------------------
 
 
-@op("onnx.MatMul")
-def _matmul(layer: Layer):
-    """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it."""
-    matmul = gemm.matmul
+@op("onnx.MatMul", constants=True)
+def _matmul(layer: Layer, consts=None):
+    """numpy's matmul of bfloat16 gives float32: the result is cast back, as ONNX types it. A
+    constant second operand (a weight) gets ``gemm.with_constant``'s kernel, decided once: the
+    products ``gemm.matmul`` takes, bit for bit (a big weight, stored (K, N), is not read
+    weight first from fewer rows as the IR's (N, K) ones are: that would round differently)."""
+    b = const_input(consts, 1)
+    matmul = gemm.matmul if b is None else gemm.with_constant(b)
 
     def kernel(x, y):
         out = matmul(x, y)

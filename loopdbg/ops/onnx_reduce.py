@@ -10,6 +10,7 @@ from 13 it works along one axis (default -1).
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -166,8 +167,32 @@ def _along_axis(fn: Callable) -> Callable:
     return factory
 
 
-for _name, _fn in {"Softmax": _softmax, "LogSoftmax": _log_softmax, "Hardmax": _hardmax}.items():
+for _name, _fn in {"LogSoftmax": _log_softmax, "Hardmax": _hardmax}.items():
     op(f"onnx.{_name}", versions=(1, 13))(_along_axis(_fn))
+
+
+@op("onnx.Softmax", versions=(1, 13))
+def _softmax_op(layer: Layer):
+    """``_along_axis(_softmax)``; a float array whose rows' maxima are all finite (no row masked
+    whole, no inf or NaN: their sum is finite) is computed outside ``errstate`` (2-3 µs a call,
+    as much as the arithmetic of an attention's small softmax), by the same operations: each
+    row's sum is then at least 1 (its maximum's exp) and nothing can warn."""
+    general = _along_axis(_softmax)(layer)
+    if opset(layer) < 13:
+        return general
+    axis = int(a(layer, "axis", -1))
+    ndarray, maximum, add = np.ndarray, np.maximum.reduce, np.add.reduce
+
+    def softmax(x):
+        if type(x) is ndarray and x.ndim and x.dtype.kind == "f" and -x.ndim <= axis < x.ndim:
+            top = maximum(x, axis=axis, keepdims=True)
+            if math.isfinite(add(top, axis=None)):
+                e = np.subtract(x, top)
+                np.exp(e, out=e)
+                return np.divide(e, add(e, axis=axis, keepdims=True), out=e)
+        return general(x)
+
+    return softmax
 
 
 @op("onnx.GlobalLpPool", versions=(1, 2, 22))

@@ -136,6 +136,31 @@ def test_softmax_coerces_to_2d_before_13_and_works_on_one_axis_from_13():
     assert not np.allclose(old, new)
 
 
+@pytest.mark.parametrize("axis", [-1, 1, 0])
+def test_softmax_outside_errstate_gives_the_general_kernels_values(axis, recwarn):
+    """An attention's softmax (a causal -inf mask, rows masked whole, NaN, float64): the same
+    values, bit for bit, as the kernel that works inside errstate, and no warning."""
+    from loopdbg.ir.model import Layer
+    from loopdbg.ops import onnx_reduce
+    from loopdbg.ops.registry import make_kernel
+
+    layer = Layer(0, "s", "onnx.Softmax", "opset13", data={"axis": axis})
+    fast, _ = make_kernel(layer)
+    general = onnx_reduce._along_axis(onnx_reduce._softmax)(layer)
+    rng = np.random.default_rng(5)
+    causal = np.triu(np.full((6, 6), -np.inf, np.float32), 1)
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32) * 8 + causal
+    whole = x.copy()
+    whole[0, 1, 2] = -np.inf                        # a row masked whole: NaN, as before
+    nan = x.copy()
+    nan[1, 0, 0, 0] = np.nan
+    for value in (x, whole, nan, x.astype(np.float64), x.astype(np.float16)):
+        got, want = fast(value), general(value)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
 def test_clip_bounds_are_attributes_before_11_and_optional_inputs_from_11():
     x = np.array([-3.0, 0.5, 3.0], dtype=np.float32)
     old = _run([helper.make_node("Clip", ["x"], ["y"], min=-1.0, max=1.0)], {"x": x}, ["y"], 6)
