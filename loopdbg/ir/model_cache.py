@@ -41,7 +41,7 @@ MAX_FILE = 64 << 20
 MAX_BYTES = 256 << 20
 SUFFIX = ".model"
 NOTE_SUFFIX = ".seen"
-MAX_NOTE_BYTES = 1 << 20         # some 10,000 notes (each names one kept model)
+MAX_NOTE_BYTES = 1 << 20         # some 15,000 notes (70 bytes each: the name of a kept model)
 SETTLED = 2.0                    # seconds a file is left alone before its stat is trusted
 
 
