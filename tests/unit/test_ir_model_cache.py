@@ -256,16 +256,16 @@ def hashed(monkeypatch):
     return seen
 
 
-def _settled(path, monkeypatch):
-    """``path`` as if written long ago: its stat is trusted (``model_cache.SETTLED``)."""
+@pytest.fixture
+def settled(monkeypatch):
+    """Files as if written long ago: their stat is trusted at once (``model_cache.SETTLED``)."""
     monkeypatch.setattr(model_cache, "SETTLED", 0.0)
 
 
 def test_a_file_left_alone_is_found_by_its_stat_without_hashing(tmp_path, cache_dir, parses,
-                                                                  hashed, monkeypatch):
+                                                                  hashed, settled):
     m, feeds = om.loop_running_sum()
     path = _save(m, tmp_path / "m.onnx")
-    _settled(path, monkeypatch)
     first = read_model(path)                        # parsed, kept, noted
     assert len(list(cache_dir.glob("*.seen"))) == 1
     hashes = len(hashed)
@@ -288,10 +288,9 @@ def test_a_file_just_written_is_not_noted(tmp_path, cache_dir, parses, hashed):
 
 
 def test_a_file_rewritten_with_its_size_and_times_put_back_is_read_again(tmp_path, cache_dir,
-                                                                         parses, monkeypatch):
+                                                                         parses, settled):
     m, _ = om.loop_running_sum()
     path = _save(m, tmp_path / "m.onnx")
-    _settled(path, monkeypatch)
     read_model(path)
     before = path.stat()
     m.graph.name = "x" * len(m.graph.name)          # other bytes, as many of them
@@ -309,10 +308,9 @@ def test_a_file_rewritten_with_its_size_and_times_put_back_is_read_again(tmp_pat
 
 
 def test_a_damaged_note_or_a_trimmed_model_reads_the_file_again(tmp_path, cache_dir, parses,
-                                                               monkeypatch):
+                                                               settled):
     m, _ = om.loop_running_sum()
     path = _save(m, tmp_path / "m.onnx")
-    _settled(path, monkeypatch)
     read_model(path)
     noted, = cache_dir.glob("*.seen")
     for junk in (b"", b"../../elsewhere.model", b"f" * 64 + b".code"):
