@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from loopdbg.errors import ModelError
-from loopdbg.files.read import map_regular, read_regular
+from loopdbg.files.read import map_regular, open_regular, read_regular
 from loopdbg.ir import model_cache
 from loopdbg.ir.model import Model
 from loopdbg.text import byte_size
@@ -46,9 +46,12 @@ def read_onnx(path: str | Path, limit: int | None = None) -> Model:
 
 
 def _stat(path: Path) -> os.stat_result | None:
+    """The file's stat as of now: taken on the file opened (an NFS client revalidates a file's
+    attributes when it is opened; a bare ``os.stat`` may give those it cached seconds ago)."""
     try:
-        return os.stat(path)
-    except OSError:                     # read_regular says what is wrong with it
+        with open_regular(path, ModelError, "the model") as fh:
+            return os.fstat(fh.fileno())
+    except (ModelError, OSError):       # read_regular says what is wrong with it
         return None
 
 
