@@ -25,8 +25,8 @@ import re
 
 __all__ = ["safe", "safe_lines", "listing", "short"]
 
+# One pattern (each costs ~1 ms to compile, at every start): ``safe`` escapes the newlines after.
 _OTHERS = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
-_ANY = re.compile(f"[\x00-\x1f{_OTHERS}]")
 _BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_OTHERS}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -42,8 +42,8 @@ def _escape(match: re.Match) -> str:
 
 def safe(text) -> str:
     """``text`` (any object: ``str()`` of it) on one line, every control character escaped."""
-    text = text if isinstance(text, str) else str(text)
-    return _ANY.sub(_escape, text) if _ANY.search(text) else text
+    text = safe_lines(text)
+    return text.replace("\n", _NAMED["\n"]) if "\n" in text else text
 
 
 def safe_lines(text) -> str:

@@ -117,6 +117,8 @@ class Breakpoint:
 
 @dataclass
 class Watch:
+    """A watch: an expression shown at every stop (in ``loop`` only, when given), by number."""
+
     number: int
     expression: Expression
     loop: str | None = None

@@ -46,6 +46,8 @@ class Word:
 
 @dataclass(frozen=True)
 class Completion:
+    """What completing at the cursor gives: the new text and cursor, the candidates or why none."""
+
     text: str
     cursor: int
     choices: tuple[str, ...] = ()   # several candidates: what they are (the prompt lists them)

@@ -25,6 +25,8 @@ HINT = "17   ·   -1 (the last)   ·   inner 5   ·   outer/inner 3 5"
 
 @dataclass(frozen=True)
 class Target:
+    """Where a jump goes: an iteration of a loop's execution at the given outer iterations."""
+
     path: str
     iteration: int                  # negative: from the end of the execution (-1 the last)
     outer: tuple[int, ...]

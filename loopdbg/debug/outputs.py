@@ -15,6 +15,8 @@ from loopdbg.ir.model import LAST_VALUE
 
 @dataclass(frozen=True)
 class OutputValue:
+    """An output of a loop or of the model, and how far its value is."""
+
     name: str
     owner: str                 # "loop 'path'" or "model"
     state: str                 # how far the value is: "so far (...)", "final", "not yet"

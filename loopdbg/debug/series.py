@@ -26,6 +26,8 @@ from loopdbg.text import listing
 
 @dataclass
 class Series:
+    """Expressions' values over a loop's iterations, every execution's points in a row."""
+
     loop: str                                      # the loop's path
     expressions: list[str]
     x: list[int] = field(default_factory=list)      # the iteration number of each point

@@ -8,11 +8,13 @@ show it without another part of the program changing it underneath; a different 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loopdbg.debug.breakpoints import Hit
 from loopdbg.engine import events as ev
 from loopdbg.errors import LoopdbgError
+
+if TYPE_CHECKING:       # (a name in annotations: `loopdbg run`'s report needs no breakpoints)
+    from loopdbg.debug.breakpoints import Hit
 
 STEP, BREAKPOINT, NAN, END, ERROR, PAUSED, NODE, HISTORY, START = (
     "step", "breakpoint", "nan", "end", "error", "paused", "node", "history", "start")

@@ -22,6 +22,8 @@ NAN_SCAN = 5000              # iterations looked at for the first NaN/Inf of an 
 
 @dataclass(frozen=True)
 class Strip:
+    """One execution of a loop as a strip of cells, each for ``per_cell`` iterations."""
+
     path: str
     outer: tuple[int, ...]
     count: int                      # iterations of this execution known so far (max index + 1)

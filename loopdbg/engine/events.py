@@ -46,6 +46,9 @@ STOP_TEXT = {
 
 @dataclass(frozen=True, slots=True)
 class LoopStarted:
+    """A loop's execution begins (a docstring of its own: without one, dataclass makes one from
+    the class's signature, ~0.2 ms of every start)."""
+
     path: str
     layer_id: int
     layer_name: str
@@ -188,6 +191,8 @@ for _k, _name in enumerate(_FIELDS):
 
 @dataclass(frozen=True, slots=True)
 class LoopFinished:
+    """A loop's execution ended: how many iterations ran, why it stopped, its outputs."""
+
     path: str
     iterations: int
     reason: str
@@ -211,6 +216,8 @@ class Notice:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
+    """The run ended: the model's outputs, every loop's LoopFinished and every Notice."""
+
     outputs: Mapping[str, np.ndarray]
     loops: tuple[LoopFinished, ...] = ()
     notices: tuple[Notice, ...] = ()

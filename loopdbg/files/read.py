@@ -17,12 +17,12 @@ import mmap
 import os
 import stat
 import struct
+import sys
 import zipfile
 import zlib
 from pathlib import Path
 from typing import BinaryIO, Collection
 
-import ml_dtypes  # noqa: F401 - makes .npy headers naming bfloat16, float8, int4 ... readable
 import numpy as np
 
 from loopdbg.files import kind_of
@@ -183,12 +183,22 @@ def _member(archive, info, path, name, budget, error) -> np.ndarray:
     try:
         with archive.open(info) as stream:
             version = np.lib.format.read_magic(stream)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
-            elif version in ((2, 0), (3, 0)):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
-            else:
-                raise ValueError(f"npy format version {version}")
+            try:
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+                elif version in ((2, 0), (3, 0)):
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+                else:
+                    raise ValueError(f"npy format version {version}")
+            except ValueError:
+                if "ml_dtypes" in sys.modules:
+                    raise
+                # A header naming bfloat16, float8, int4 ... (``write.npy_descr``), which numpy
+                # knows once ml_dtypes is imported: imported here, at the first such member
+                # (~6 ms, which inputs without them never pay), and the member read again.
+                import ml_dtypes  # noqa: F401
+
+                return _member(archive, info, path, name, budget, error)
             if dtype.hasobject:
                 raise error(f"{where} holds pickled Python objects, which loopdbg refuses to load; "
                             f"save plain arrays with numpy.savez.")

@@ -18,18 +18,19 @@ Decoded values use plain numpy dtypes, because the engine computes with numpy:
 ONNX models also hold element types numpy has no dtype for (bfloat16 kept as bfloat16, the float8
 and float4 formats, int4/uint4, int2/uint2): their values are ``ml_dtypes`` arrays, the numpy
 extension that JAX, TensorFlow and onnx use, and their element type names are the dtypes' names
-(``bfloat16``, ``float8_e4m3fn``, ``int4``). ONNX strings are numpy unicode arrays (``string``,
+(``bfloat16``, ``float8_e4m3fn``, ``int4``); ml_dtypes is imported when one of them is first
+needed (``_ml_types``: ~6 ms, which a model without them never pays). ONNX strings are numpy unicode arrays (``string``,
 any ``<Un``), never Python objects. These types come only from ONNX files: an IR ``bf16`` stays
 widened to float32, and IR ``u4``/``i4`` stay unpacked to uint8/int8 (see ``ml_type``).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import prod
 from typing import Iterable
 
-import ml_dtypes
 import numpy as np
 
 from loopdbg.files.write import npy_descr  # noqa: F401 - the .npy header of any element type
@@ -75,13 +76,34 @@ _TYPES: tuple[ElementType, ...] = (
     _et("undefined", 0, None, None, "UNSPECIFIED"),
 )
 
-# The ONNX-only types (name: bits), named as their dtypes are (the name is also the precision).
+# The ONNX-only types (name: bits), named as their dtypes are (the name is also the precision);
+# those the installed ml_dtypes has are ``_ml_types()``.
 _ML_DTYPES = {"bfloat16": 16, "float8_e4m3fn": 8, "float8_e4m3fnuz": 8, "float8_e5m2": 8,
               "float8_e5m2fnuz": 8, "float8_e8m0fnu": 8, "float4_e2m1fn": 4, "int4": 4,
               "uint4": 4, "int2": 2, "uint2": 2}
-_TYPES += tuple(ElementType(n, bits, np.dtype(getattr(ml_dtypes, n)), None, n)
-                for n, bits in _ML_DTYPES.items() if hasattr(ml_dtypes, n))
 _TYPES += (ElementType("string", 0, np.dtype(np.str_), None, "string"),)
+
+
+@functools.cache
+def _ml_types() -> dict[str, ElementType]:
+    """The ONNX-only types the installed ml_dtypes has, by name. Imported here, at the first
+    need of one, not with this module: a run of a model without them never pays for it (a
+    value of one exists only once ml_dtypes is imported)."""
+    import ml_dtypes
+
+    return {n: ElementType(n, bits, np.dtype(getattr(ml_dtypes, n)), None, n)
+            for n, bits in _ML_DTYPES.items() if hasattr(ml_dtypes, n)}
+
+
+def _is_ml_name(name) -> bool:
+    return name in _ML_DTYPES and name in _ml_types()
+
+
+def _dtype(dtype) -> np.dtype:
+    """``np.dtype(dtype)``; the name of an ml_dtypes type too (numpy knows it once imported)."""
+    if isinstance(dtype, str) and dtype in _ML_DTYPES:
+        _ml_types()
+    return np.dtype(dtype)
 
 # Every accepted spelling, lowercased, to its IR name. Port precisions are the uppercase legacy names.
 _ALIASES: dict[str, str] = {t.name: t.name for t in _TYPES}
@@ -96,11 +118,11 @@ _BY_NAME: dict[str, ElementType] = {t.name: t for t in _TYPES}
 _KNOWN_UNSUPPORTED = ("nf4", "f8e4m3", "f8e5m2", "f4e2m1", "f8e8m0", "u2", "u3", "u6")
 
 # numpy dtype -> IR name, for the engine's reverse lookups (e.g. naming a value's type in messages).
+# (the ml_dtypes types: ``_ml_types``)
 _FROM_NUMPY: dict[np.dtype, str] = {
     t.dtype: t.name for t in _TYPES
     if t.dtype is not None and t.name not in ("bf16", "u1", "u4", "i4", "string")
 }
-ML_DTYPE_NAMES = frozenset(n for n in _ML_DTYPES if hasattr(ml_dtypes, n))
 
 
 def lookup(element_type: str) -> ElementType:
@@ -111,6 +133,8 @@ def lookup(element_type: str) -> ElementType:
     key = element_type.strip().lower() if isinstance(element_type, str) else None
     name = _ALIASES.get(key) if key is not None else None
     if name is None:
+        if _is_ml_name(key):
+            return _ml_types()[key]
         if key in _KNOWN_UNSUPPORTED:
             raise ValueError(f"element type '{element_type}' is not supported by loopdbg")
         raise ValueError(f"unknown element type '{element_type}'")
@@ -147,13 +171,15 @@ def numpy_dtype(element_type: str) -> np.dtype | None:
 def from_numpy(dtype: np.dtype | type | str) -> str:
     """The IR name of a numpy dtype (``float32`` → ``f32``, ``bool`` → ``boolean``,
     ``bfloat16`` → ``bfloat16``, any ``<Un`` → ``string``)."""
-    dt = np.dtype(dtype)
+    dt = _dtype(dtype)
     if dt.kind == "U":
         return "string"
-    try:
-        return _FROM_NUMPY[dt]
-    except KeyError:
-        raise ValueError(f"numpy dtype {dt} has no OpenVINO element type") from None
+    name = _FROM_NUMPY.get(dt)
+    if name is None and _is_ml_name(dt.name) and _ml_types()[dt.name].dtype == dt:
+        name = dt.name
+    if name is None:
+        raise ValueError(f"numpy dtype {dt} has no OpenVINO element type")
+    return name
 
 
 def byte_size(element_type: str, shape: Iterable[int]) -> int:
@@ -228,29 +254,29 @@ def onnx_only(element_type: str) -> bool:
     """Whether ``element_type`` is one of the types only ONNX models give loopdbg (the ml_dtypes
     names and ``string``): an IR file naming one is refused as not supported."""
     key = element_type.strip().lower() if isinstance(element_type, str) else None
-    return key in ML_DTYPE_NAMES or key == "string"
+    return _is_ml_name(key) or key == "string"
 
 
 def is_ml_dtype(dtype) -> bool:
     """Whether ``dtype`` is one of the ``ml_dtypes`` types (bfloat16, float8, int4, ...)."""
-    return np.dtype(dtype).name in ML_DTYPE_NAMES
+    return _is_ml_name(_dtype(dtype).name)
 
 
 def is_numeric(dtype) -> bool:
     """Whether values of ``dtype`` are numbers or booleans loopdbg computes with: numpy's own
     (``b``, ``i``, ``u``, ``f``) or an ``ml_dtypes`` type."""
-    dt = np.dtype(dtype)
-    return dt.kind in "biuf" or dt.name in ML_DTYPE_NAMES
+    dt = _dtype(dtype)
+    return dt.kind in "biuf" or _is_ml_name(dt.name)
 
 
 def ml_type(dtype) -> np.dtype | None:
     """The ``ml_dtypes`` dtype named ``dtype`` (a dtype or its name), or None for the others."""
     name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
-    return np.dtype(getattr(ml_dtypes, name)) if name in ML_DTYPE_NAMES else None
+    return _ml_types()[name].dtype if _is_ml_name(name) else None
 
 
 def dtype_name(dtype) -> str:
     """How messages name a dtype: numpy's name (``float32``, ``bfloat16``, ``float8_e4m3fn``),
     ``string`` for any unicode width."""
-    dt = np.dtype(dtype)
+    dt = _dtype(dtype)
     return "string" if dt.kind == "U" else dt.name

@@ -8,6 +8,15 @@ reader's own code and onnx's: the Model is kept, pickled (``pack``: its arrays' 
 band, read back as views of the file's, not copies), under the SHA-256 of all of these (``key``),
 and read back the next time in a fraction of that, without importing onnx.
 
+Finding a kept model hashes the file's bytes (~7 ms for a 9 MB decoder, most of reading it back).
+A file read again as the file system last described it is found without: after a reading, the
+file's identity (device, inode, size, modification and change times, ``os.stat``) is noted
+beside its key (``note``) and looked up first (``recall``). Any write to the file moves its change
+time, which no program can set back; a file changed within its clock's tick of the stat (two
+writes a few milliseconds apart) could look the same, so a file is noted only once it has been
+left alone for ``SETTLED`` seconds (git trusts its index the same way). POSIX systems only:
+elsewhere ``st_ctime`` is the creation time.
+
 Kept only: models without external data (those files are mapped, not read, and may change on
 their own), of at most ``MAX_FILE`` bytes, and only what was read without an error; the ``.model``
 files of the directory are kept under ``MAX_BYTES``, the least recently used going first. A file
@@ -23,6 +32,7 @@ import os
 import pickle
 import struct
 import sys
+import time
 
 from loopdbg.files import cache
 from loopdbg.ir.model import Model
@@ -30,6 +40,9 @@ from loopdbg.ir.model import Model
 MAX_FILE = 64 << 20
 MAX_BYTES = 256 << 20
 SUFFIX = ".model"
+NOTE_SUFFIX = ".seen"
+MAX_NOTE_BYTES = 1 << 20         # some 15,000 notes (70 bytes each: the name of a kept model)
+SETTLED = 2.0                    # seconds a file is left alone before its stat is trusted
 
 
 def key(data: bytes | memoryview, path: str) -> str | None:
@@ -69,6 +82,46 @@ def store(name: str | None, model: Model) -> None:
     except Exception:  # noqa: BLE001 - a value pickle cannot hold: not kept
         return
     cache.write(where, name, data, MAX_BYTES)
+
+
+def recall(path: str, info: os.stat_result | None) -> Model | None:
+    """The Model kept from the bytes of ``path`` when ``info`` (its ``os.stat``, taken before
+    it is read) is as noted after an earlier reading (``note``), without reading the file."""
+    name = _note_name(path, info)
+    if name is None or (where := cache.directory()) is None:
+        return None
+    kept = cache.read(where / name)
+    if kept is None or not _is_key(kept):
+        return None
+    return load(kept.decode("ascii"))
+
+
+def note(path: str, info: os.stat_result | None, name: str | None) -> None:
+    """Note that the bytes of ``path`` as ``info`` (its ``os.stat`` taken before they were read)
+    describes it are kept under ``name``; not for a file changed in the last ``SETTLED``
+    seconds."""
+    if name is None or info is None or \
+            time.time() - max(info.st_mtime, info.st_ctime) < SETTLED:
+        return
+    noted = _note_name(path, info)
+    if noted is not None and (where := cache.directory()) is not None:
+        cache.write(where, noted, name.encode("ascii"), MAX_NOTE_BYTES)
+
+
+def _note_name(path: str, info: os.stat_result | None) -> str | None:
+    if info is None or os.name != "posix" or (tag := _reader_tag()) is None:
+        return None
+    identity = (f"{path}\0{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:"
+                f"{info.st_ctime_ns}")
+    digest = hashlib.sha256(tag + identity.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest() + NOTE_SUFFIX
+
+
+def _is_key(data: bytes) -> bool:
+    """Whether ``data`` is the name of a kept model (a note holds nothing else)."""
+    digest, _, suffix = data.partition(b".")
+    return len(digest) == 64 and suffix == SUFFIX[1:].encode() and \
+        all(c in b"0123456789abcdef" for c in digest)
 
 
 # A kept model's file: MAGIC, the pickle's length and the number of arrays' buffers, each

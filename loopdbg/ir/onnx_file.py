@@ -4,10 +4,11 @@ bytes by an earlier run (``model_cache``) or, when there is none, the file trans
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from loopdbg.errors import ModelError
-from loopdbg.files.read import map_regular, read_regular
+from loopdbg.files.read import map_regular, open_regular, read_regular
 from loopdbg.ir import model_cache
 from loopdbg.ir.model import Model
 from loopdbg.text import byte_size
@@ -24,7 +25,10 @@ def read_onnx(path: str | Path, limit: int | None = None) -> Model:
     (``model_cache``), without importing onnx."""
     path = Path(path)
     read_within(path, limit)
-    model = _kept(path)
+    info = _stat(path)                  # before the bytes are read: what they are noted under
+    model = model_cache.recall(str(path), info)
+    if model is None:
+        model = _kept(path, info)
     if model is not None:
         return model
     data = read_regular(path, ModelError, "the model", ONNX_LIMIT)    # a FIFO: refused, not read
@@ -37,21 +41,36 @@ def read_onnx(path: str | Path, limit: int | None = None) -> Model:
     del data
     model = from_bytes(held, path)
     model_cache.store(kept, model)
+    model_cache.note(str(path), info, kept)
     return model
 
 
-def _kept(path: Path) -> Model | None:
+def _stat(path: Path) -> os.stat_result | None:
+    """The file's stat as of now: taken on the file opened (an NFS client revalidates a file's
+    attributes when it is opened; a bare ``os.stat`` may give those it cached seconds ago)."""
+    try:
+        with open_regular(path, ModelError, "the model") as fh:
+            return os.fstat(fh.fileno())
+    except (ModelError, OSError):       # read_regular says what is wrong with it
+        return None
+
+
+def _kept(path: Path, info: os.stat_result | None) -> Model | None:
     """The Model kept from the bytes ``path`` holds, if any: the file is mapped, not read, to
     find it (a model kept was read whole before; a file changing meanwhile hashes to no key
-    kept, and is then read as any other)."""
+    kept, and is then read as any other); found, it is noted under ``info``."""
     try:
         view = map_regular(path, ModelError, "the model")
     except ModelError:                  # read_regular says what is wrong with it
         return None
     try:
-        return model_cache.load(model_cache.key(view, str(path))) if len(view) else None
+        name = model_cache.key(view, str(path)) if len(view) else None
+        model = model_cache.load(name)
     finally:
         view.release()
+    if model is not None:
+        model_cache.note(str(path), info, name)
+    return model
 
 
 def read_within(path: Path, limit: int | None) -> None:

@@ -110,6 +110,8 @@ def to_array(tensor) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TensorType:
+    """An ONNX value's tensor type: its element type and dims, as a Port declares them."""
+
     element_type: str            # IR name, or "dynamic"
     dims: tuple[int, ...] | None  # None: unknown rank; -1: a symbolic or unknown dim
 

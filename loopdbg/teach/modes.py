@@ -21,6 +21,8 @@ FOR, FOR_COND, WHILE, DO_WHILE, INFINITE, TI = (
 
 @dataclass(frozen=True)
 class Mode:
+    """How a loop runs (its mode), told from its trip count and conditions."""
+
     mode: str
     trip_count: int | None | str       # int, None (no limit) or "input" (not known without inputs)
     execution_condition: bool | str    # True/False, "computed" or "input"

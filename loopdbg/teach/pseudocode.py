@@ -23,6 +23,8 @@ from loopdbg.ir import model as irm
 
 @dataclass(frozen=True)
 class Line:
+    """One line of the pseudocode, with the phase of the loop it belongs to."""
+
     phase: str
     text: str
     indent: int = 0

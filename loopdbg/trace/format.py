@@ -10,6 +10,7 @@ import io
 import json
 import struct
 
+import ml_dtypes  # noqa: F401 - makes .npy headers naming bfloat16, float8, int4 ... readable
 import numpy as np
 
 from loopdbg.errors import LoopdbgError

@@ -136,3 +136,20 @@ def test_help_does_not_import_numpy():
     modules = imported_modules(proc.stderr)
     heavy = sorted(m for m in modules if m.split(".")[0] in ("numpy", "lxml", "textual", "rich"))
     assert not heavy, f"loopdbg --help imports {heavy}"
+
+
+def test_run_imports_only_what_a_run_uses(tmp_path):
+    """`loopdbg run` of a model without ml_dtypes types prints its report without importing
+    ml_dtypes (its element types load at their first need), the debugger's session modules
+    (`debug.report` alone prints the outputs) or the trace recorder."""
+    model = ROOT.parent / "tests" / "corpus" / "loop_for_accum_scan" / "model.xml"
+    proc = run_python("-X", "importtime", "-m", "loopdbg", "run", str(model),
+                      env={"LOOPDBG_CODE_CACHE": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert "outputs:" in proc.stdout
+    modules = imported_modules(proc.stderr)
+    assert {"loopdbg.engine.runner", "loopdbg.debug.report"} <= modules    # the probe sees them
+    unused = sorted(m for m in modules if m.split(".")[0] in ("ml_dtypes", "textual", "rich")
+                    or m.startswith(("loopdbg.debug.session", "loopdbg.debug.breakpoints",
+                                     "loopdbg.debug.expr", "loopdbg.trace")))
+    assert not unused, f"loopdbg run imports {unused}"

@@ -10,6 +10,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -239,3 +240,83 @@ def test_kept_models_are_trimmed_to_their_own_size_and_leave_code_alone(tmp_path
     read_model(_save(m, tmp_path / "b.onnx"))                   # another path: another file
     kept = list(cache_dir.glob("*.model"))
     assert len(kept) == 1 and kept[0] != older and code.exists()
+
+
+@pytest.fixture
+def hashed(monkeypatch):
+    """Count the kept models looked up by their bytes' hash (``model_cache.key``)."""
+    seen = []
+    real = model_cache.key
+
+    def spy(data, path):
+        seen.append(path)
+        return real(data, path)
+
+    monkeypatch.setattr(model_cache, "key", spy)
+    return seen
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    """Files as if written long ago: their stat is trusted at once (``model_cache.SETTLED``)."""
+    monkeypatch.setattr(model_cache, "SETTLED", 0.0)
+
+
+def test_a_file_left_alone_is_found_by_its_stat_without_hashing(tmp_path, cache_dir, parses,
+                                                                  hashed, settled):
+    m, feeds = om.loop_running_sum()
+    path = _save(m, tmp_path / "m.onnx")
+    first = read_model(path)                        # parsed, kept, noted
+    assert len(list(cache_dir.glob("*.seen"))) == 1
+    hashes = len(hashed)
+    second = read_model(path)
+    assert (len(parses), len(hashed)) == (1, hashes)    # neither parsed nor hashed again
+    assert _graph_facts(second.graph) == _graph_facts(first.graph)
+    assert second.path == first.path and second.warnings == first.warnings
+    other = _save(m, tmp_path / "copy.onnx")        # the same bytes under another path
+    assert read_model(other).path == str(other)
+
+
+def test_a_file_just_written_is_not_noted(tmp_path, cache_dir, parses, hashed):
+    m, _ = om.loop_running_sum()
+    path = _save(m, tmp_path / "m.onnx")
+    read_model(path)
+    hashes = len(hashed)
+    read_model(path)                                # found by its bytes' hash, every time
+    assert (len(parses), len(hashed)) == (1, hashes + 1)
+    assert not list(cache_dir.glob("*.seen"))
+
+
+def test_a_file_rewritten_with_its_size_and_times_put_back_is_read_again(tmp_path, cache_dir,
+                                                                         parses, settled):
+    m, _ = om.loop_running_sum()
+    path = _save(m, tmp_path / "m.onnx")
+    read_model(path)
+    before = path.stat()
+    m.graph.name = "x" * len(m.graph.name)          # other bytes, as many of them
+    for _ in range(100):                            # until the change time has moved on
+        _save(m, path)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = path.stat()
+        if after.st_ctime_ns != before.st_ctime_ns:
+            break
+        time.sleep(0.01)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == \
+        (before.st_size, before.st_mtime_ns, before.st_ino)
+    assert read_model(path).graph.name == m.graph.name
+    assert len(parses) == 2
+
+
+def test_a_damaged_note_or_a_trimmed_model_reads_the_file_again(tmp_path, cache_dir, parses,
+                                                               settled):
+    m, _ = om.loop_running_sum()
+    path = _save(m, tmp_path / "m.onnx")
+    read_model(path)
+    noted, = cache_dir.glob("*.seen")
+    for junk in (b"", b"../../elsewhere.model", b"f" * 64 + b".code"):
+        noted.write_bytes(junk)
+        assert read_model(path).graph.layers        # found by its hash, and noted again
+        assert noted.read_bytes().endswith(b".model")
+    for kept in cache_dir.glob("*.model"):
+        kept.unlink()
+    assert read_model(path).graph.layers and len(parses) == 2

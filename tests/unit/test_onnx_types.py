@@ -183,3 +183,38 @@ def test_raw_tensors_read_directly_are_what_numpy_helper_reads(code, dims, n):
         return a.dtype, a.shape, a.tobytes(), a.flags.writeable
 
     assert read(to_array) == read(numpy_helper.to_array)
+
+
+def test_a_fresh_loopdbg_reads_bfloat16_models_and_inputs_it_has_not_imported_ml_dtypes_for(
+        tmp_path):
+    """ml_dtypes is imported at the first need of one of its types (elements, npz headers, a
+    kept model's arrays), not with loopdbg: a fresh process still reads a bfloat16 model, its
+    bfloat16 .npz and the model kept from it by the run before, and writes bfloat16 outputs."""
+    import os
+    import subprocess
+    import sys
+
+    m = om.model([helper.make_node("Add", ["x", "w"], ["y"])],
+                 [om.vi("x", TensorProto.BFLOAT16, [2])], [om.vi("y", TensorProto.BFLOAT16, None)],
+                 inits=[numpy_helper.from_array(np.array([0.5, 1], BF16), "w")])
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    save_npz(tmp_path / "in.npz", {"x": np.array([1, 3], BF16)})
+    probe = ("import sys, runpy; sys.argv = ['loopdbg', 'run', *sys.argv[1:]]\n"
+             "try:\n    runpy.run_module('loopdbg', run_name='__main__')\n"
+             "except SystemExit as e:\n    print('exit', e.code)\n")
+    env = dict(os.environ, LOOPDBG_CODE_CACHE=str(tmp_path / "cache"))
+    for n in range(2):                      # read, then read back from the cache
+        out = tmp_path / f"out{n}.npz"
+        proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "m.onnx"),
+                               str(tmp_path / "in.npz"), "-o", str(out)],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert proc.stdout.splitlines()[-1] == "exit 0", proc.stderr
+        assert "y  bfloat16 (2,) [1.5, 4. ]" in proc.stdout
+        assert load_npz(out)["y"].dtype == BF16
+    assert list((tmp_path / "cache").glob("*.model"))
+    alone = ("import sys\nfrom loopdbg.engine.inputs import load_npz\n"
+             "before = 'ml_dtypes' in sys.modules\n"
+             "print(before, load_npz(sys.argv[1])['x'].dtype)\n")
+    proc = subprocess.run([sys.executable, "-c", alone, str(tmp_path / "in.npz")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout.split() == ["False", "bfloat16"], proc.stderr     # the header, read again
