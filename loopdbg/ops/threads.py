@@ -18,9 +18,10 @@ imported (a ``loopdbg run`` reads and plans the model in it); each run's start l
 (``revisit``) and moves the count when the machine changed: a build started beside it, or the
 script run just before it, which a minute-long average would still count, has ended.
 
-Where a window cannot be measured (no ``/proc/stat``; a window shorter than ``MIN_WINDOW`` or
-longer than ``MAX_WINDOW``), the 1-minute load average stands in, counting this process:
-``clamp(round(cores - load + 1), 1, cores)``; without one, every core.
+Where a window cannot be measured (no ``/proc/stat``; a window shorter than ``MIN_WINDOW``,
+which then grows into the next look, or longer than ``MAX_WINDOW``), the count a measure chose
+within the last ``MAX_WINDOW`` seconds stands; without one, the 1-minute load average, counting
+this process: ``clamp(round(cores - load + 1), 1, cores)``; without that, every core.
 
 The user's choice wins: when ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
 ``BLIS_NUM_THREADS`` or ``LOOPDBG_BLAS_THREADS`` is set, loopdbg leaves BLAS as the user set it
@@ -41,7 +42,7 @@ USER_VARIABLES = ("LOOPDBG_BLAS_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREA
 TAKEN = 0.3             # others' share of a core from which it counts as taken
 MIN_WINDOW = 0.15       # seconds: shorter, the clock ticks behind /proc/stat are too coarse
 MAX_WINDOW = 10.0       # seconds: longer says little about now
-REVISIT = 0.25          # seconds between two looks during a run
+REVISIT = MIN_WINDOW    # seconds between two looks during a run
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,11 @@ def others(before: Sample | None, after: Sample | None) -> tuple[float, float] |
 
 
 def choose(n_cores: int, load_1min: float | None, environ=os.environ,
-           busy: tuple[float, float] | None = None) -> tuple[int | None, str]:
+           busy: tuple[float, float] | None = None,
+           recent: tuple[int, str] | None = None) -> tuple[int | None, str]:
     """(threads, reason): the count to set, or None to leave BLAS as it is. ``busy`` is what
-    ``others`` measured; without it the load average decides."""
+    ``others`` measured; without it, ``recent`` (the count a measure chose moments ago), else
+    the load average decides."""
     own = environ.get("LOOPDBG_BLAS_THREADS", "").strip()
     if own:
         try:
@@ -148,6 +151,8 @@ def choose(n_cores: int, load_1min: float | None, environ=os.environ,
         used, window = busy
         n = min(max(n_cores - math.ceil(used - TAKEN), 1), n_cores)
         return n, f"{n_cores} cores, others busy {used:.1f} of them over {window:.1f} s"
+    if recent is not None:
+        return recent
     if load_1min is None:
         return n_cores, f"{n_cores} cores, load unknown"
     n = min(max(round(n_cores - load_1min + 1), 1), n_cores)
@@ -158,8 +163,7 @@ _STATE: dict[str, Threads] = {}
 _SET: list[int] = []          # the count loopdbg set last (to set it again only when it moves)
 _LOOK: list = [sample(), 0.0]  # the last sample, and when to look again during a run
 _MOVABLE: list[bool] = [False]  # may a run's looks move the count (not the user's)?
-
-
+_MEASURED: list = [None, 0.0]   # (count, reason) a measure chose last, and when
 def _apply(n: int | None, reason: str) -> Threads:
     try:
         from threadpoolctl import threadpool_info, threadpool_limits
@@ -181,19 +185,28 @@ def _apply(n: int | None, reason: str) -> Threads:
 
 
 def _look() -> tuple[float, float] | None:
-    """``others`` over the window since the last look; this look starts the next window."""
-    now = sample()
-    busy = others(_LOOK[0], now)
-    if now is not None:
+    """``others`` over the window since the last look; this look starts the next window,
+    unless the window was too short to judge: it then grows into the next look."""
+    now, before = sample(), _LOOK[0]
+    busy = others(before, now)
+    if now is not None and (before is None or now.wall - before.wall >= MIN_WINDOW):
         _LOOK[0] = now
     _LOOK[1] = time.perf_counter() + REVISIT
     return busy
 
 
+def _decide(busy: tuple[float, float] | None) -> tuple[int | None, str]:
+    recent = _MEASURED[0] if time.perf_counter() - _MEASURED[1] <= MAX_WINDOW else None
+    n, reason = choose(cores(), None if busy is not None or recent else load(), busy=busy,
+                       recent=recent)
+    if busy is not None and n is not None:
+        _MEASURED[:] = [(n, reason), time.perf_counter()]
+    return n, reason
+
+
 def settle() -> Threads:
     """Set BLAS's thread count for the run about to start (see the module docstring)."""
-    busy = _look()
-    n, reason = choose(cores(), None if busy is not None else load(), busy=busy)
+    n, reason = _decide(_look())
     _MOVABLE[:] = [n is not None and reason != "LOOPDBG_BLAS_THREADS"]
     return _apply(n, reason)
 
@@ -211,7 +224,7 @@ def revisit() -> None:
         return
     busy = _look()
     if busy is not None:
-        _apply(*choose(cores(), None, busy=busy))
+        _apply(*_decide(busy))
 
 
 def state() -> Threads | None:

@@ -121,6 +121,8 @@ def fake_machine(monkeypatch):
                         threads._STATE.__setitem__("now", threads.Threads(n, reason)))
     monkeypatch.setattr(threads, "_LOOK", [threads.sample(), 0.0])
     monkeypatch.setattr(threads, "_STATE", {})
+    monkeypatch.setattr(threads, "_MEASURED", [None, 0.0])
+    monkeypatch.setattr(threads, "_MOVABLE", [False])
 
     def advance(seconds, others):
         machine["t"] += seconds
@@ -183,3 +185,18 @@ def test_loop_checkpoints_revisit_the_threads(monkeypatch):
     events = list(Engine(b.build()).run({"x": np.ones(2, np.float32)}))
     assert events[-1].outputs["x_last"].tolist() == [32, 32]
     assert len(seen) >= 1
+
+
+def test_a_short_window_keeps_the_last_measured_count(fake_machine, monkeypatch):
+    """Runs that follow each other closely (a short model run twice) keep what the last
+    measure chose rather than the load average, and the short window grows into the next."""
+    advance, set_to = fake_machine
+    monkeypatch.setattr(threads, "load", lambda: 3.0)
+    advance(0.5, others=0.0)
+    threads.settle()                      # measured: quiet
+    advance(0.1, others=0.0)
+    threads.settle()                      # 0.1 s later: too short to judge; not the load's 1
+    assert set_to == [2, 2] and "others busy 0.0" in threads.state().reason
+    advance(0.1, others=1.0)              # 0.2 s since the last usable look: judged now
+    threads.settle()
+    assert set_to[-1] == 1
