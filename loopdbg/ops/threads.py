@@ -12,8 +12,9 @@ leave free, measured over the last moments, not the last minute:
 where ``cores`` are the CPUs this process may run on and ``others`` how many of them the rest
 of the machine kept busy, in cores: the busy time of those CPUs (``/proc/stat``) less this
 process's own CPU time (``os.times``), over the window since the last look. A core counts as
-taken when others used a third of it or more. The first window starts when this module is
-imported (a ``loopdbg run`` reads and plans the model in it); each run's start looks
+taken when others used a third of it or more. The first window starts when the ``loopdbg``
+package is imported (``loopdbg.machine``: a ``loopdbg run`` imports numpy, reads and plans the
+model in it); each run's start looks
 (``settle``), and between iterations, at most every ``REVISIT`` seconds, the run looks again
 (``revisit``) and moves the count when the machine changed: a build started beside it, or the
 script run just before it, which a minute-long average would still count, has ended.
@@ -37,10 +38,12 @@ import os
 import time
 from dataclasses import dataclass
 
+from loopdbg.machine import FIRST, Sample, cores, load, sample  # noqa: F401 - this module's too
+
 USER_VARIABLES = ("LOOPDBG_BLAS_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                   "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 TAKEN = 0.3             # others' share of a core from which it counts as taken
-MIN_WINDOW = 0.15       # seconds: shorter, the clock ticks behind /proc/stat are too coarse
+MIN_WINDOW = 0.1        # seconds: shorter, the clock ticks behind /proc/stat are too coarse
 MAX_WINDOW = 10.0       # seconds: longer says little about now
 REVISIT = MIN_WINDOW    # seconds between two looks during a run
 
@@ -54,68 +57,6 @@ class Threads:
 
     def describe(self) -> str:
         return f"{self.count if self.count is not None else '?'} BLAS threads ({self.reason})"
-
-
-def cpus() -> list[int] | None:
-    """The CPUs this process may run on (None where the system does not say)."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return None
-
-
-def cores() -> int:
-    """How many CPUs this process may run on."""
-    found = cpus()
-    return max(len(found), 1) if found else max(os.cpu_count() or 1, 1)
-
-
-def load() -> float | None:
-    """The 1-minute load average (None where the system has none)."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One look at the machine: when, the busy seconds of this process's CPUs, its own CPU
-    seconds (every thread of it)."""
-
-    wall: float
-    busy: float
-    own: float
-
-
-def _busy_seconds(which: set[int] | None) -> float | None:
-    """The busy time of the CPUs ``which`` (every CPU: None) since boot, from ``/proc/stat``:
-    all but idle and I/O wait (steal included: a hypervisor's other guests took it)."""
-    try:
-        tick = os.sysconf("SC_CLK_TCK")
-        total = 0
-        with open("/proc/stat", "rb") as f:
-            for line in f:                      # the cpu lines come first; the rest is long
-                if not line.startswith(b"cpu"):
-                    break
-                name, *fields = line.split()
-                if name == b"cpu" or (which is not None and int(name[3:]) not in which):
-                    continue
-                user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
-                total += user + nice + system + irq + softirq + steal
-    except (OSError, ValueError, AttributeError):
-        return None
-    return total / tick if total and tick > 0 else None
-
-
-def sample() -> Sample | None:
-    """A look at the machine now (None where ``/proc/stat`` cannot be read)."""
-    found = cpus()
-    busy = _busy_seconds(set(found) if found else None)
-    if busy is None:
-        return None
-    own = os.times()
-    return Sample(time.perf_counter(), busy, own.user + own.system)
 
 
 def others(before: Sample | None, after: Sample | None) -> tuple[float, float] | None:
@@ -161,7 +102,7 @@ def choose(n_cores: int, load_1min: float | None, environ=os.environ,
 
 _STATE: dict[str, Threads] = {}
 _SET: list[int] = []          # the count loopdbg set last (to set it again only when it moves)
-_LOOK: list = [sample(), 0.0]  # the last sample, and when to look again during a run
+_LOOK: list = [FIRST, 0.0]     # the last sample, and when to look again during a run
 _MOVABLE: list[bool] = [False]  # may a run's looks move the count (not the user's)?
 _MEASURED: list = [None, 0.0]   # (count, reason) a measure chose last, and when
 def _apply(n: int | None, reason: str) -> Threads:
