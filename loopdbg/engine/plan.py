@@ -30,7 +30,6 @@ them. When a kernel raises, ``locate`` maps the traceback line back to the layer
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Iterator, Mapping
 
@@ -67,23 +66,32 @@ _TEMPLATE = {
 }
 
 
-@dataclass(frozen=True, eq=False)
 class Step:
-    """One layer of the plan: ``outs = fn(*ins)``; ``nested`` marks a control-flow layer."""
+    """One layer of the plan: ``outs = fn(*ins)``; ``nested`` marks a control-flow layer. Not
+    changed once made (nothing assigns its fields)."""
+
+    # slots, set in __init__ as plain attributes: a body has thousands of steps, and a frozen
+    # dataclass's instance dict costs twice as much to make
+    __slots__ = ("layer", "fn", "ins", "outs", "nested", "with_ctx")
 
     layer: Layer
     fn: Callable
     ins: tuple[str | None, ...]     # local names of the inputs (None: unconnected optional input)
     outs: tuple[str, ...]
     nested: bool
-    with_ctx: bool = False          # a kernel of run state (Assign): called as fn(ctx, *ins)
+    with_ctx: bool                  # a kernel of run state (Assign): called as fn(ctx, *ins)
 
     def __init__(self, layer: Layer, fn: Callable, ins: tuple[str | None, ...],
                  outs: tuple[str, ...], nested: bool, with_ctx: bool = False):
-        # the fields in one update of the dict (as ``ir.model.Layer``): a frozen dataclass's
-        # own __init__ sets each through object.__setattr__, and a body has thousands of steps
-        self.__dict__.update(layer=layer, fn=fn, ins=ins, outs=outs, nested=nested,
-                             with_ctx=with_ctx)
+        self.layer = layer
+        self.fn = fn
+        self.ins = ins
+        self.outs = outs
+        self.nested = nested
+        self.with_ctx = with_ctx
+
+    def __repr__(self) -> str:
+        return f"Step({self.layer.describe()}, ins={self.ins}, outs={self.outs})"
 
 
 class GraphPlan:
@@ -155,6 +163,7 @@ class GraphPlan:
         each (layer id, port) made so far)."""
         layers, consts, steps, where = self.graph.layers, self.consts, self.steps, self.where
         const_of, make, input_names = consts.get, self.kernel_factory, self._input_names
+        local_get = local.get
         body = bool(self.path)              # (only a loop body's steps are folded)
         for lid in order:
             layer = layers[lid]
@@ -170,7 +179,15 @@ class GraphPlan:
                 continue
             if kind == "Parameter" or kind == "Result":
                 continue
-            ins = input_names(layer, local, incoming.get(lid, ()))
+            edges = incoming.get(lid)
+            if edges is None:
+                ins = ()
+            elif len(edges) == 1 and edges[0].to_port == 0:     # (most layers: no call)
+                e = edges[0]
+                name = local_get((e.from_layer, e.from_port))
+                ins = (name,) if name is not None else input_names(layer, local, edges)
+            else:
+                ins = input_names(layer, local, edges)
             if kind in CONTROL_FLOW:
                 if nested_factory is None:
                     raise ModelError(f"{where}{layer.describe()} cannot be nested here.")
