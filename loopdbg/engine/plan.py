@@ -38,7 +38,7 @@ import numpy as np
 from loopdbg.engine import hoist
 from loopdbg.engine.codegen import compile_source, layer_kind
 from loopdbg.engine.elide import MIN_BYTES, candidates
-from loopdbg.engine.graph_order import edges_to, topological_order  # noqa: F401 - plan's too
+from loopdbg.engine.graph_order import edges_to, structure, topological_order  # noqa: F401
 from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of, stepwise
 from loopdbg.engine.interp import drain  # noqa: F401 - plan.drain, as its callers know it
 from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunError
@@ -137,7 +137,8 @@ class GraphPlan:
     def _build(self, nested_factory) -> None:
         g = self.graph
         local: dict[tuple[int, int], str] = {}
-        incoming = edges_to(g)                     # layer id -> the edges that end there
+        # layer id -> the edges that end there; the layers in run order (once per graph)
+        incoming, order = structure(g, self.where)
         for k, pid in enumerate(self.param_ids):
             value = self.outer.get(pid)
             if value is None:
@@ -145,7 +146,6 @@ class GraphPlan:
             else:                       # fed by an outer constant: read as one (see ``known``)
                 local[(pid, 0)] = name = f"c{len(self.consts)}"
                 self.consts[name] = value
-        order = topological_order(g, self.where, incoming)
         with hoist.quiet() if self.path else nullcontext():     # (once: ``_fold``'s kernels)
             self._add_steps(order, local, incoming, nested_factory)
         self.result_locals = []
