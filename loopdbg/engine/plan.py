@@ -138,7 +138,7 @@ class GraphPlan:
         g = self.graph
         local: dict[tuple[int, int], str] = {}
         # layer id -> the edges that end there; the layers in run order (once per graph)
-        incoming, order = structure(g, self.where)
+        incoming, order, sources = structure(g, self.where)
         for k, pid in enumerate(self.param_ids):
             value = self.outer.get(pid)
             if value is None:
@@ -147,7 +147,7 @@ class GraphPlan:
                 local[(pid, 0)] = name = f"c{len(self.consts)}"
                 self.consts[name] = value
         with hoist.quiet() if self.path else nullcontext():     # (once: ``_fold``'s kernels)
-            self._add_steps(order, local, incoming, nested_factory)
+            self._add_steps(order, local, incoming, sources, nested_factory)
         self.result_locals = []
         for rid in self.result_ids:
             src = None                  # (as ``Graph.producer``: the last edge to port 0)
@@ -158,9 +158,9 @@ class GraphPlan:
                 raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
             self.result_locals.append(local[src])
 
-    def _add_steps(self, order, local, incoming, nested_factory) -> None:
+    def _add_steps(self, order, local, incoming, sources, nested_factory) -> None:
         """The constants and steps of the layers ``order`` lists (``local``: the local name of
-        each (layer id, port) made so far)."""
+        each (layer id, port) made so far; ``incoming``, ``sources``: ``graph_order.structure``)."""
         layers, consts, steps, where = self.graph.layers, self.consts, self.steps, self.where
         const_of, make, input_names = consts.get, self.kernel_factory, self._input_names
         local_get = local.get
@@ -179,15 +179,15 @@ class GraphPlan:
                 continue
             if kind == "Parameter" or kind == "Result":
                 continue
-            edges = incoming.get(lid)
-            if edges is None:
-                ins = ()
-            elif len(edges) == 1 and edges[0].to_port == 0:     # (most layers: no call)
-                e = edges[0]
-                name = local_get((e.from_layer, e.from_port))
-                ins = (name,) if name is not None else input_names(layer, local, edges)
+            srcs = sources.get(lid, ())
+            if srcs:                    # an edge to each port, in port order (most layers)
+                ins = tuple(map(local_get, srcs))
+                if None in ins:         # (a producer's output that does not exist: it says so)
+                    ins = input_names(layer, local, incoming[lid])
+            elif srcs is None:
+                ins = input_names(layer, local, incoming[lid])
             else:
-                ins = input_names(layer, local, edges)
+                ins = ()
             if kind in CONTROL_FLOW:
                 if nested_factory is None:
                     raise ModelError(f"{where}{layer.describe()} cannot be nested here.")
