@@ -11,41 +11,14 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from test_engine_plan import nested_with_if      # a loop in a loop holding an If: five graphs
 
-from loopdbg.builder import GraphBuilder
 from loopdbg.engine import Engine, RunFinished, graph_order, kernels
 from loopdbg.engine.plan import GraphPlan
 from loopdbg.errors import ModelError
 from loopdbg.ir.model import Edge, Graph, Layer
 
 NOT_KERNELS = {"Parameter", "Result", "Constant", "Loop", "TensorIterator", "If"}
-
-
-def nested_with_if():
-    """A loop in a loop whose body holds an If: five graphs."""
-    b = GraphBuilder("nested_if")
-    x0 = b.parameter("x0", "f32", [2])
-    outer = b.loop("outer", trip=3)
-    x = outer.merged_input(x0, "x")
-    it = outer.current_iteration("i")
-    inner = outer.body.loop("inner", trip=2)
-    y = inner.merged_input(x, "y")
-    y2 = inner.body.op("Multiply", [y, np.array([2.0, 3.0], np.float32)], name="twice")
-    inner.back_edge(y2, y)
-    inner.condition(inner.body.const("go", np.array(True)))
-    grown = inner.output_last(y2, name="grown")
-    even = outer.body.op("Equal", [outer.body.op("Mod", [it, np.array([2], np.int64)],
-                                                 name="parity"), np.array([0], np.int64)],
-                         name="is_even")
-    choose = outer.body.if_("pick", even)
-    t, e = choose.input(grown, "g")
-    picked = choose.output(choose.then_body.op("Add", [t, np.array([1.0], np.float32)],
-                                               name="plus"),
-                           choose.else_body.op("Negative", [e], name="minus"), name="picked")
-    outer.back_edge(picked, x)
-    outer.condition(outer.body.const("on", np.array(True)))
-    b.result(outer.output_last(picked, name="x_final"))
-    return b.build(), {"x0": np.array([0.5, -1.0], np.float32)}
 
 
 def graphs(graph: Graph):
@@ -62,16 +35,22 @@ def code(engine: Engine) -> list[str]:
             for _, _, source in engine.generated_code()]
 
 
+def spy(monkeypatch, module, name: str) -> Counter:
+    """Calls of ``module.name`` from now on, by the identity of their first argument."""
+    calls = Counter()
+    real = getattr(module, name)
+
+    def counted(first, *args):
+        calls[id(first)] += 1
+        return real(first, *args)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 def test_each_layer_gets_its_kernel_once_per_engine(monkeypatch):
     model, _ = nested_with_if()
-    made = Counter()
-    real = kernels.make_kernel
-
-    def counted(layer, *args):
-        made[id(layer)] += 1
-        return real(layer, *args)
-
-    monkeypatch.setattr(kernels, "make_kernel", counted)
+    made = spy(monkeypatch, kernels, "make_kernel")
     Engine(model)
     every = {id(layer) for g in graphs(model.graph) for layer in g.layers.values()
              if layer.type not in NOT_KERNELS}
@@ -84,14 +63,7 @@ def test_each_graph_is_ordered_once_for_every_engine_of_a_model(monkeypatch):
     model, inputs = nested_with_if()
     fresh = Engine(model)
     first = fresh.run_to_end(inputs)
-    ordered = Counter()
-    real = graph_order.topological_order
-
-    def counted(graph, *args):
-        ordered[id(graph)] += 1
-        return real(graph, *args)
-
-    monkeypatch.setattr(graph_order, "topological_order", counted)
+    ordered = spy(monkeypatch, graph_order, "topological_order")
     again = Engine(model)
     assert not ordered                      # all five graphs were ordered by the first Engine
     other, _ = nested_with_if()             # another model (the same file read again): its own
