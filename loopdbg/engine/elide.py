@@ -18,6 +18,9 @@ place. Runs that record every node, and the top graph, take the plain code.
 
 from __future__ import annotations
 
+from collections import Counter
+from itertools import chain
+
 import numpy as np
 
 MIN_BYTES = 256 << 10           # numpy's own threshold for eliding temporaries
@@ -28,15 +31,14 @@ _same_type: dict = {}           # (ufunc, dtype) -> does its loop for that dtype
 def candidates(steps, results, keep=frozenset()) -> dict[int, int]:
     """{step index: input position} of the steps that may write into that input; never into
     the outputs of the steps ``keep`` names (values kept from one iteration to the next)."""
-    uses: dict[str, int] = {}
-    for s in steps:
-        for a in s.ins:
-            if a is not None:
-                uses[a] = uses.get(a, 0) + 1
-    for r in results:
-        uses[r] = uses.get(r, 0) + 1
-    plain = [k for k, s in enumerate(steps) if _plain_ufunc(s)]
+    ufunc = np.ufunc                    # (one pass, inline: a body has thousands of steps)
+    plain = [k for k, s in enumerate(steps) if type(s.fn) is ufunc and s.fn.nout == 1
+             and len(s.outs) == 1 and not s.nested and not s.with_ctx]
+    if not plain:
+        return {}
     fresh = {steps[k].outs[0] for k in plain if k not in keep}
+    uses = Counter(chain.from_iterable([s.ins for s in steps]))     # (None counted: no matter)
+    uses.update(results)
     found = {}
     for k in plain:
         s = steps[k]
@@ -48,12 +50,6 @@ def candidates(steps, results, keep=frozenset()) -> dict[int, int]:
                 found[k] = j
                 break
     return found
-
-
-def _plain_ufunc(step) -> bool:
-    fn = step.fn
-    return (type(fn) is np.ufunc and fn.nout == 1 and not step.nested and not step.with_ctx
-            and len(step.outs) == 1)
 
 
 def fits(ufunc: np.ufunc, x, *others) -> bool:

@@ -27,6 +27,9 @@ class KernelMaker:
     def __init__(self, required: bool = True):
         self.required = required
         self.missing: str | None = None
+        # what plans call: ``make_kernel`` itself when every kernel is required (a body makes
+        # thousands, and this wrapper's frame would only re-raise), else this placeholder maker
+        self.make: Callable[..., tuple[Callable, int]] = make_kernel if required else self
 
     def __call__(self, layer: Layer, where: str = "", consts=None) -> tuple[Callable, int]:
         try:

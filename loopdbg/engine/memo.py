@@ -155,7 +155,9 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
         # types and ranks (no kernel of PURE reads a declared dimension, which shape inference
         # may give one block and not the next)
         attrs = []
-        for key, value in layer.data.items():
+        data = layer.data
+        for key, value in data.items() if len(data) > 2 or not names_only.issuperset(data) \
+                else ():                # (an ONNX node without attributes: nothing to read)
             if key in names_only:
                 continue
             if value.__class__ in plain:
@@ -166,9 +168,8 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
                     break
                 attrs.append((key, value))
         else:
-            ports = [(p.precision, len(p.dims)) for p in layer.inputs]
-            ports += [(p.precision, len(p.dims)) for p in layer.outputs]
-            sig = (kind, layer.version, tuple(attrs), tuple(known), tuple(ports), 1, shape_of)
+            ports = tuple([(p.precision, len(p.dims)) for p in layer.inputs + layer.outputs])
+            sig = (kind, layer.version, tuple(attrs), tuple(known), ports, 1, shape_of)
             n = interned.get(sig)
             if n is None:
                 n = interned[sig] = len(interned)

@@ -30,7 +30,6 @@ them. When a kernel raises, ``locate`` maps the traceback line back to the layer
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Iterator, Mapping
 
@@ -39,7 +38,7 @@ import numpy as np
 from loopdbg.engine import hoist
 from loopdbg.engine.codegen import compile_source, layer_kind
 from loopdbg.engine.elide import MIN_BYTES, candidates
-from loopdbg.engine.graph_order import edges_to, topological_order  # noqa: F401 - plan's too
+from loopdbg.engine.graph_order import edges_to, structure, topological_order  # noqa: F401
 from loopdbg.engine.interp import COMPILE_LIMIT, interpreted, step_of, stepwise
 from loopdbg.engine.interp import drain  # noqa: F401 - plan.drain, as its callers know it
 from loopdbg.errors import LoopdbgError, ModelError, ResourceLimitError, RunError
@@ -67,23 +66,32 @@ _TEMPLATE = {
 }
 
 
-@dataclass(frozen=True, eq=False)
 class Step:
-    """One layer of the plan: ``outs = fn(*ins)``; ``nested`` marks a control-flow layer."""
+    """One layer of the plan: ``outs = fn(*ins)``; ``nested`` marks a control-flow layer. Not
+    changed once made (nothing assigns its fields)."""
+
+    # slots, set in __init__ as plain attributes: a body has thousands of steps, and a frozen
+    # dataclass's instance dict costs twice as much to make
+    __slots__ = ("layer", "fn", "ins", "outs", "nested", "with_ctx")
 
     layer: Layer
     fn: Callable
     ins: tuple[str | None, ...]     # local names of the inputs (None: unconnected optional input)
     outs: tuple[str, ...]
     nested: bool
-    with_ctx: bool = False          # a kernel of run state (Assign): called as fn(ctx, *ins)
+    with_ctx: bool                  # a kernel of run state (Assign): called as fn(ctx, *ins)
 
     def __init__(self, layer: Layer, fn: Callable, ins: tuple[str | None, ...],
                  outs: tuple[str, ...], nested: bool, with_ctx: bool = False):
-        # the fields in one update of the dict (as ``ir.model.Layer``): a frozen dataclass's
-        # own __init__ sets each through object.__setattr__, and a body has thousands of steps
-        self.__dict__.update(layer=layer, fn=fn, ins=ins, outs=outs, nested=nested,
-                             with_ctx=with_ctx)
+        self.layer = layer
+        self.fn = fn
+        self.ins = ins
+        self.outs = outs
+        self.nested = nested
+        self.with_ctx = with_ctx
+
+    def __repr__(self) -> str:
+        return f"Step({self.layer.describe()}, ins={self.ins}, outs={self.outs})"
 
 
 class GraphPlan:
@@ -129,7 +137,8 @@ class GraphPlan:
     def _build(self, nested_factory) -> None:
         g = self.graph
         local: dict[tuple[int, int], str] = {}
-        incoming = edges_to(g)                     # layer id -> the edges that end there
+        # layer id -> the edges that end there; the layers in run order (once per graph)
+        incoming, order, sources = structure(g, self.where)
         for k, pid in enumerate(self.param_ids):
             value = self.outer.get(pid)
             if value is None:
@@ -137,9 +146,8 @@ class GraphPlan:
             else:                       # fed by an outer constant: read as one (see ``known``)
                 local[(pid, 0)] = name = f"c{len(self.consts)}"
                 self.consts[name] = value
-        order = topological_order(g, self.where, incoming)
         with hoist.quiet() if self.path else nullcontext():     # (once: ``_fold``'s kernels)
-            self._add_steps(order, local, incoming, nested_factory)
+            self._add_steps(order, local, incoming, sources, nested_factory)
         self.result_locals = []
         for rid in self.result_ids:
             src = None                  # (as ``Graph.producer``: the last edge to port 0)
@@ -150,11 +158,12 @@ class GraphPlan:
                 raise ModelError(f"{self.where}{g.layers[rid].describe()} has no input.")
             self.result_locals.append(local[src])
 
-    def _add_steps(self, order, local, incoming, nested_factory) -> None:
+    def _add_steps(self, order, local, incoming, sources, nested_factory) -> None:
         """The constants and steps of the layers ``order`` lists (``local``: the local name of
-        each (layer id, port) made so far)."""
+        each (layer id, port) made so far; ``incoming``, ``sources``: ``graph_order.structure``)."""
         layers, consts, steps, where = self.graph.layers, self.consts, self.steps, self.where
         const_of, make, input_names = consts.get, self.kernel_factory, self._input_names
+        local_get = local.get
         body = bool(self.path)              # (only a loop body's steps are folded)
         for lid in order:
             layer = layers[lid]
@@ -170,7 +179,15 @@ class GraphPlan:
                 continue
             if kind == "Parameter" or kind == "Result":
                 continue
-            ins = input_names(layer, local, incoming.get(lid, ()))
+            srcs = sources.get(lid, ())
+            if srcs:                    # an edge to each port, in port order (most layers)
+                ins = tuple(map(local_get, srcs))
+                if None in ins:         # (a producer's output that does not exist: it says so)
+                    ins = input_names(layer, local, incoming[lid])
+            elif srcs is None:
+                ins = input_names(layer, local, incoming[lid])
+            else:
+                ins = ()
             if kind in CONTROL_FLOW:
                 if nested_factory is None:
                     raise ModelError(f"{where}{layer.describe()} cannot be nested here.")

@@ -53,7 +53,7 @@ class Engine:
             self.unsupported = str(exc)
         self.plans: list[GraphPlan] = []              # every graph's plan, nested ones first
         with paused():                          # many objects, no garbage (ir.bulk)
-            self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested, self.kernels)
+            self.plan = GraphPlan(model.graph, "", f"{self.file}: ", self._nested, self.kernels.make)
         self.plans.append(self.plan)
         self.unsupported = self.unsupported or self.kernels.missing
         self.output_names = output_names(model)
@@ -63,7 +63,7 @@ class Engine:
         ``known``: the value of each input known at plan time (``GraphPlan.known``), else None."""
         if layer.type == "If":
             where = f"{self.file}: " + (f"in loop '{parent}', " if parent else "")
-            branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested, self.kernels,
+            branches = {sub.role: GraphPlan(sub.graph, parent, where, self._nested, self.kernels.make,
                                             outer_constants(sub, known, loop=False))
                         for sub in layer.subgraphs}
             self.plans.extend(branches.values())
@@ -76,7 +76,7 @@ class Engine:
         if body is None:
             raise ModelError(f"{self.file}: {layer.describe()} has no <body>.")
         where = f"{self.file}: in the body of loop '{path}', "
-        plan = GraphPlan(body.graph, path, where, self._nested, self.kernels,
+        plan = GraphPlan(body.graph, path, where, self._nested, self.kernels.make,
                          outer_constants(body, known, loop=True))
         self.plans.append(plan)
         spec = LoopSpec(layer, path, plan, f"{self.file}: ")

@@ -83,7 +83,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from loopdbg.errors import UnsupportedOperation
-from loopdbg.ops.sizes import guarded
+from loopdbg.ops.sizes import SIZED_BY_ATTRIBUTES, SIZED_BY_VALUES, guarded
 from loopdbg.ir.model import Layer
 
 Kernel = Callable[..., object]
@@ -383,7 +383,9 @@ def make_kernel(layer: Layer, where: str = "",
                     known = True
                     break
         kernel = spec.factory(layer, tuple(consts)) if known else spec.factory(layer)
-        return guarded(layer, kernel), spec.count_outputs(layer)
+        if layer.type in SIZED_BY_VALUES or layer.type in SIZED_BY_ATTRIBUTES:
+            kernel = guarded(layer, kernel)     # (a plan makes thousands: no call for the rest)
+        return kernel, spec.count_outputs(layer)
     except UnsupportedOperation:
         raise
     except (ValueError, KeyError, TypeError) as exc:

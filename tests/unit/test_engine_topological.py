@@ -61,3 +61,24 @@ def test_inputs_by_port_whatever_the_edge_order():
     swapped = graph({0: "Parameter", 1: "Parameter", 2: "Subtract", 3: "Result"},
                     [(0, 0, 2, 1), (1, 0, 2, 0), (2, 0, 3, 0)])
     assert GraphPlan(swapped, "", "m.xml: ").steps[0].ins == ("p1", "p0")
+
+
+def test_inputs_by_port_with_a_gap_and_a_missing_output_for_every_plan_of_a_graph():
+    from loopdbg.engine.plan import GraphPlan
+
+    def anything(layer, where="", consts=None):
+        return (lambda *ins: None), 1
+
+    # port 1 unconnected (an optional input): None there, in the first plan and a second one
+    g = graph({0: "Parameter", 1: "Parameter", 2: "Select", 3: "Result"},
+              [(0, 0, 2, 0), (1, 0, 2, 2), (2, 0, 3, 0)])
+    for _ in range(2):
+        assert GraphPlan(g, "", "m.xml: ", kernel_factory=anything).steps[0].ins == \
+            ("p0", None, "p1")
+    # edges in port order, one reading an output its producer does not have
+    bad = graph({0: "Parameter", 1: "Relu", 2: "Add", 3: "Result"},
+                [(0, 0, 1, 0), (0, 0, 2, 0), (1, 1, 2, 1), (2, 0, 3, 0)])
+    for _ in range(2):
+        with pytest.raises(ModelError, match=r"^m\.xml: layer 2 'n2' \(Add\) reads output 1 of "
+                                             r"layer 1 'n1' \(Relu\), which does not exist\.$"):
+            GraphPlan(bad, "", "m.xml: ", kernel_factory=anything)
