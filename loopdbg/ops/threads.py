@@ -105,21 +105,33 @@ _SET: list[int] = []          # the count loopdbg set last (to set it again only
 _LOOK: list = [FIRST, 0.0]     # the last sample, and when to look again during a run
 _MOVABLE: list[bool] = [False]  # may a run's looks move the count (not the user's)?
 _MEASURED: list = [None, 0.0]   # (count, reason) a measure chose last, and when
+_BLAS: list = []                # [the BLAS libraries' controllers] once looked for (``_blas``)
+def _blas() -> list | None:
+    """threadpoolctl's controllers of the BLAS libraries numpy loaded, found once (listing the
+    process's libraries takes milliseconds; setting a count through them, microseconds), or
+    None without threadpoolctl."""
+    if not _BLAS:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _BLAS.append(None)
+        else:
+            _BLAS.append([lib for lib in ThreadpoolController().lib_controllers
+                          if lib.user_api == "blas"])
+    return _BLAS[0]
+
+
 def _apply(n: int | None, reason: str) -> Threads:
-    try:
-        from threadpoolctl import threadpool_info, threadpool_limits
-    except ImportError:
+    libraries = _blas()
+    if libraries is None:
         _STATE["now"] = Threads(None, "threadpoolctl is not installed: BLAS's own count")
         return _STATE["now"]
-    if n is None:               # the user's count: read once (listing the libraries takes ms)
-        last = _STATE.get("now")
-        if last is None or last.reason != reason:
-            found = [p.get("num_threads") for p in threadpool_info()
-                     if p.get("user_api") == "blas"]
-            _STATE["now"] = Threads(found[0] if found else None, reason)
+    if n is None:               # the user's count, as BLAS says it
+        _STATE["now"] = Threads(libraries[0].num_threads if libraries else None, reason)
         return _STATE["now"]
     if not _SET or _SET[-1] != n:
-        threadpool_limits(limits=n, user_api="blas")
+        for lib in libraries:
+            lib.set_num_threads(n)
         _SET[:] = [n]
     _STATE["now"] = Threads(n, reason)
     return _STATE["now"]
