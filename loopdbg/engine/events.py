@@ -65,15 +65,31 @@ class LoopRun:
 
     ``steady_from``: the engine sets it when it has proved that every iteration from that one
     on computes values of the same shapes and dtypes (``engine.loopcode.steady_kind``); a
-    consumer may then stop checking them (the trace writer does)."""
+    consumer may then stop checking them (the trace writer does).
 
-    __slots__ = ("path", "trip_count", "spec", "collected", "outer", "steady_from")
+    ``blas_threads``: ``(first iteration, count)`` of each BLAS thread count the execution's
+    iterations ran with (``loopdbg.ops.threads``; a product's last bits depend on it): the
+    count at its start, then each one a look between iterations moved to. Recomputing an
+    iteration (``engine.recompute``) runs with its count (``threads_at``)."""
+
+    __slots__ = ("path", "trip_count", "spec", "collected", "outer", "steady_from",
+                 "blas_threads")
 
     def __init__(self, path: str, trip_count: int | None, spec: "LoopSpec | None",
-                 collected: tuple = (), outer: tuple[int, ...] = ()):
+                 collected: tuple = (), outer: tuple[int, ...] = (), blas_threads: int | None = None):
         self.path, self.trip_count, self.spec = path, trip_count, spec
         self.collected, self.outer = collected, outer
         self.steady_from = sys.maxsize
+        self.blas_threads = [(0, blas_threads)]
+
+    def threads_at(self, iteration: int) -> int | None:
+        """The BLAS thread count iteration ``iteration`` ran with (None: not known)."""
+        count = None
+        for first, n in self.blas_threads:
+            if first > iteration:
+                break
+            count = n
+        return count
 
     def __repr__(self) -> str:
         return f"LoopRun(path={self.path!r}, trip_count={self.trip_count}, outer={self.outer})"

@@ -18,6 +18,7 @@ from loopdbg.engine.open_scans import open_outputs, zero_trip_scans
 from loopdbg.engine.slicing import Chunks, chunks, is_canonical
 from loopdbg.errors import LoopdbgError, RunError
 from loopdbg.ir import model as irm
+from loopdbg.ops import threads
 
 
 COUNTER_BLOCK = 4096
@@ -75,7 +76,8 @@ def begin(spec: LoopSpec, ctx: RunContext, args: tuple):
     st.back_edges = [(p, r, params[p].dtype if isinstance(params[p], np.ndarray) else None)
                      for p, r in spec.back_edges]       # ONNX sequences and optionals: no dtype
     st.collected = tuple([] for _ in spec.concats)
-    st.run = ev.LoopRun(path, trip, spec, st.collected, outer)    # shared by its events
+    st.run = ev.LoopRun(path, trip, spec, st.collected, outer,   # shared by its events
+                        threads.current())
     return st
 
 

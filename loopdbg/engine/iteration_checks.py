@@ -109,10 +109,13 @@ class Pace:
         self.step, self.last, self.held = 1, perf_counter(), -1
 
 
-def checkpoint(spec: LoopSpec, i: int, limit: int, pace: Pace, carried) -> int:
+def checkpoint(spec: LoopSpec, i: int, limit: int, pace: Pace, carried,
+               run: ev.LoopRun) -> int:
     """Between iterations, after iteration ``i - 1``: the memory budget (see
     ``loopdbg.ops.budget``: what the run added to the process, its RSS, must stay within it),
-    and BLAS's threads, which follow the cores other processes leave free (``ops.threads``).
+    and BLAS's threads, which follow the cores other processes leave free (``ops.threads``):
+    looked at between the iterations of outermost loops only, so that an iteration runs with
+    one count, recorded on its ``run`` (``LoopRun.blas_threads``), nested loops and all.
 
     Returns the iteration after which to check next: after every one while iterations are slow
     (a millisecond or more between checks) or the values ``carried`` by the back edges change
@@ -124,7 +127,10 @@ def checkpoint(spec: LoopSpec, i: int, limit: int, pace: Pace, carried) -> int:
             f"than when it started, past the memory budget of {byte_size(budget)} "
             f"(--max-memory); the iterations so far can still be inspected.",
             loop_path=spec.path, iteration=i - 1)
-    revisit_threads()
+    if not run.outer:
+        moved = revisit_threads()
+        if moved is not None:
+            run.blas_threads.append((i, moved))
     now = perf_counter()
     held = sum(getattr(v, "nbytes", 0) for v in carried)
     steady = held == pace.held and now - pace.last < 1e-3

@@ -232,7 +232,7 @@ def _iteration(spec: LoopSpec, src: list, line_map: dict, ind: str, mode: str,
             f"{ind}elif _L_cond and _L_i < _L_limit:    # the same, and a checkpoint",
             f"{ind}    yield " + event.format("True", "None"),
             f"{ind}    _L_check_at = _L_checkpoint(_L_SPEC, _L_i, _L_limit, _L_pace, ("
-            + "".join(f"{results[r]}, " for _, r in spec.back_edges) + "))",
+            + "".join(f"{results[r]}, " for _, r in spec.back_edges) + "), _L_run)",
             f"{ind}else:",
             f"{ind}    _L_stop = _L_stop_reason(_L_cond, _L_trip, _L_i, _L_IS_LOOP)",
             f"{ind}    yield " + event.format("False", "_L_stop"),

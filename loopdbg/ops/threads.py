@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from loopdbg.machine import FIRST, Sample, cores, load, sample  # noqa: F401 - this module's too
@@ -164,20 +165,47 @@ def settle() -> Threads:
     return _apply(n, reason)
 
 
-def revisit() -> None:
+def revisit() -> int | None:
     """Between two iterations: look at the machine again when ``REVISIT`` seconds have passed
-    since the last look, and move BLAS's count if the cores free changed. Cheap otherwise (a
-    clock read). A count the user set is never moved, and nothing moves on a window that
-    could not be measured."""
+    since the last look, and move BLAS's count if the cores free changed; returns the new count
+    when it moved, else None. Cheap otherwise (a clock read). A count the user set is never
+    moved, and nothing moves on a window that could not be measured."""
     if time.perf_counter() < _LOOK[1]:
-        return
+        return None
     last = _STATE.get("now")
     if last is None or last.count is None or not _MOVABLE[0]:
         _LOOK[1] = time.perf_counter() + MAX_WINDOW     # the user's count: nothing to revisit
-        return
+        return None
     busy = _look()
-    if busy is not None:
-        _apply(*_decide(busy))
+    if busy is None:
+        return None
+    now = _apply(*_decide(busy))
+    return now.count if now.count != last.count else None
+
+
+def current() -> int | None:
+    """BLAS's thread count as the last ``settle`` or ``revisit`` left it (None: not known)."""
+    now = _STATE.get("now")
+    return now.count if now is not None else None
+
+
+@contextmanager
+def pinned(count: int | None):
+    """BLAS runs ``count`` threads within (a recomputed iteration: the count it ran with, since
+    a product's last bits depend on it), and the count it had after. None, or a count BLAS
+    already has: nothing changes."""
+    libraries = _blas()
+    before = current() if _SET else (libraries[0].num_threads if libraries else None)
+    if count is None or not libraries or before is None or count == before:
+        yield
+        return
+    for lib in libraries:
+        lib.set_num_threads(count)
+    try:
+        yield
+    finally:
+        for lib in libraries:
+            lib.set_num_threads(before)
 
 
 def state() -> Threads | None:

@@ -117,8 +117,12 @@ def fake_machine(monkeypatch):
     monkeypatch.setattr(threads.time, "perf_counter", lambda: machine["t"])
     monkeypatch.setattr(threads, "cores", lambda: 2)
     set_to = []
-    monkeypatch.setattr(threads, "_apply", lambda n, reason: set_to.append(n) or
-                        threads._STATE.__setitem__("now", threads.Threads(n, reason)))
+
+    def apply(n, reason):
+        set_to.append(n)
+        threads._STATE["now"] = threads.Threads(n, reason)
+        return threads._STATE["now"]
+    monkeypatch.setattr(threads, "_apply", apply)
     monkeypatch.setattr(threads, "_LOOK", [threads.sample(), 0.0])
     monkeypatch.setattr(threads, "_STATE", {})
     monkeypatch.setattr(threads, "_MEASURED", [None, 0.0])
@@ -200,3 +204,96 @@ def test_a_short_window_keeps_the_last_measured_count(fake_machine, monkeypatch)
     advance(0.1, others=1.0)              # 0.2 s since the last usable look: judged now
     threads.settle()
     assert set_to[-1] == 1
+
+
+# -- an iteration's count is recorded, and a recomputed iteration runs with it ---------------
+def _doubling_loop(trip=6, inner=False):
+    from loopdbg.builder import GraphBuilder
+
+    b = GraphBuilder("m")
+    x = b.parameter("x", "f32", [2])
+    loop = b.loop("acc", trip=trip, cond=True)
+    xb = loop.merged_input(x, "x")
+    nxt = loop.body.op("Add", [xb, xb], name="x_next")
+    if inner:                                    # a loop in the body: its checkpoints too
+        sub = loop.body.loop("inner", trip=3, cond=True)
+        yb = sub.merged_input(nxt, "y")
+        ynext = sub.body.op("Add", [yb, np.ones(2, np.float32)], name="y_next")
+        sub.back_edge(ynext, yb)
+        sub.condition(sub.body.const("true", np.array(True)))
+        nxt = sub.output_last(ynext, name="y_last")
+    loop.back_edge(nxt, xb)
+    loop.condition(loop.body.const("true", np.array(True)))
+    b.result(loop.output_last(nxt, name="x_last"))
+    return b.build()
+
+
+def test_a_moved_count_is_recorded_from_the_iteration_it_starts(monkeypatch):
+    from loopdbg.engine import Engine, iteration_checks
+
+    # a steady loop's checkpoints come after iterations 0, 1 and 3 (then every 2, 4, ...)
+    moves = iter([None, 1, 2])
+    monkeypatch.setattr(iteration_checks, "revisit_threads", lambda: next(moves, None))
+    monkeypatch.setattr(threads, "current", lambda: 2)    # the count at the run's start
+    events = [e for e in Engine(_doubling_loop()).run({"x": np.ones(2, np.float32)})
+              if hasattr(e, "iteration")]
+    run = events[0].run
+    assert run.blas_threads == [(0, 2), (2, 1), (4, 2)]
+    assert [run.threads_at(e.iteration) for e in events] == [2, 2, 1, 1, 2, 2]
+
+
+def test_only_outermost_loops_look_again(monkeypatch):
+    from loopdbg.engine import Engine, iteration_checks
+
+    looked = []
+    monkeypatch.setattr(iteration_checks, "revisit_threads", lambda: looked.append(1))
+    events = list(Engine(_doubling_loop(trip=4, inner=True)).run({"x": np.ones(2, np.float32)}))
+    done = [e for e in events if hasattr(e, "iteration")]
+    outer = [e for e in done if e.path == "acc"]
+    inner = [e for e in done if e.path == "acc/inner"]
+    assert len(outer) == 4 and len(inner) == 12
+    assert 1 <= len(looked) <= 3              # between the outer iterations only
+
+
+def test_a_recomputed_iteration_runs_with_its_count(monkeypatch):
+    from contextlib import contextmanager
+
+    from loopdbg.engine import Engine, iteration_checks, recompute
+
+    moves = iter([None, 1])                   # from iteration 2 on: 1 thread
+    monkeypatch.setattr(iteration_checks, "revisit_threads", lambda: next(moves, None))
+    monkeypatch.setattr(threads, "current", lambda: 2)
+    events = [e for e in Engine(_doubling_loop()).run({"x": np.ones(2, np.float32)})
+              if hasattr(e, "iteration")]
+    pins = []
+
+    @contextmanager
+    def pinned(count):
+        pins.append(count)
+        yield
+    monkeypatch.setattr(recompute, "pinned", pinned)
+    assert recompute.node_values(events[1])["x_next"].tolist() == [4, 4]
+    assert recompute.node_values(events[3])["x_next"].tolist() == [16, 16]
+    assert pins == [2, 1]
+    pins.clear()
+    steps = list(recompute.node_steps(events[4]))
+    assert steps and set(pins) == {1}         # each layer, pinned
+
+
+def test_pinned_sets_blas_and_puts_it_back():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    np.ones((2, 2)) @ np.ones((2, 2))
+    if not [p for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]:
+        pytest.skip("numpy's BLAS is not visible to threadpoolctl")
+
+    def count():
+        return {p["num_threads"] for p in threadpoolctl.threadpool_info()
+                if p.get("user_api") == "blas"}
+    with threadpoolctl.threadpool_limits(limits=None):      # restores BLAS's count after
+        before = count()
+        other = 1 if before != {1} else 2
+        with threads.pinned(other):
+            assert count() == {other}
+        assert count() == before
+        with threads.pinned(None):
+            assert count() == before
