@@ -76,4 +76,22 @@ def sample() -> Sample | None:
     return Sample(time.perf_counter(), busy, own.user + own.system)
 
 
+def running_others() -> int | None:
+    """How many tasks (threads) of other processes are running or ready to run at this very
+    moment: ``/proc/loadavg``'s count of them, less this process's own threads in state R (a
+    snapshot: a process that keeps a core busy is nearly always counted). None where the
+    system does not say."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = int(f.read().split()[3].split(b"/")[0])
+        own = 0
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/stat", "rb") as f:
+                stat = f.read()
+            own += stat[stat.rindex(b")") + 2:][:1] == b"R"     # the state follows the name
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(running - own, 0)
+
+
 FIRST = sample()        # the first look, as the package is imported

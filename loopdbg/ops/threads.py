@@ -19,10 +19,14 @@ model in it); each run's start looks
 (``revisit``) and moves the count when the machine changed: a build started beside it, or the
 script run just before it, which a minute-long average would still count, has ended.
 
-Where a window cannot be measured (no ``/proc/stat``; a window shorter than ``MIN_WINDOW``,
-which then grows into the next look, or longer than ``MAX_WINDOW``), the count a measure chose
-within the last ``MAX_WINDOW`` seconds stands; without one, the 1-minute load average, counting
-this process: ``clamp(round(cores - load + 1), 1, cores)``; without that, every core.
+Where a window cannot be judged, a window too short (under ``MIN_WINDOW``: it grows into the
+next look) keeps the count a measure chose moments ago; a window longer than ``MAX_WINDOW``
+says more about the past than about now (the runtime's script that ran just before, in the
+same notebook) and a snapshot decides instead: the other processes' tasks running at this
+moment (``/proc/loadavg``'s count less this process's own threads), ``clamp(cores - running,
+1, cores)``; the next look, ``REVISIT`` seconds into the run, measures again. Without
+``/proc``, the 1-minute load average, counting this process: ``clamp(round(cores - load + 1),
+1, cores)``; without that, every core.
 
 The user's choice wins: when ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
 ``BLIS_NUM_THREADS`` or ``LOOPDBG_BLAS_THREADS`` is set, loopdbg leaves BLAS as the user set it
@@ -39,13 +43,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from loopdbg.machine import FIRST, Sample, cores, load, sample  # noqa: F401 - this module's too
+from loopdbg.machine import (FIRST, Sample, cores, load, running_others,  # noqa: F401 - here
+                             sample)
 
 USER_VARIABLES = ("LOOPDBG_BLAS_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                   "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 TAKEN = 0.3             # others' share of a core from which it counts as taken
 MIN_WINDOW = 0.1        # seconds: shorter, the clock ticks behind /proc/stat are too coarse
-MAX_WINDOW = 10.0       # seconds: longer says little about now
+MAX_WINDOW = 0.5        # seconds: longer says more about the past than about now
 REVISIT = MIN_WINDOW    # seconds between two looks during a run
 
 
@@ -73,11 +78,11 @@ def others(before: Sample | None, after: Sample | None) -> tuple[float, float] |
 
 
 def choose(n_cores: int, load_1min: float | None, environ=os.environ,
-           busy: tuple[float, float] | None = None,
-           recent: tuple[int, str] | None = None) -> tuple[int | None, str]:
-    """(threads, reason): the count to set, or None to leave BLAS as it is. ``busy`` is what
-    ``others`` measured; without it, ``recent`` (the count a measure chose moments ago), else
-    the load average decides."""
+           busy: tuple[float, float] | None = None, recent: tuple[int, str] | None = None,
+           running: int | None = None) -> tuple[int | None, str]:
+    """(threads, reason): the count to set, or None to leave BLAS as it is. What decides, the
+    first given: ``busy`` (what ``others`` measured), ``recent`` (the count a measure chose
+    moments ago), ``running`` (the other processes' tasks running now), the load average."""
     own = environ.get("LOOPDBG_BLAS_THREADS", "").strip()
     if own:
         try:
@@ -95,6 +100,9 @@ def choose(n_cores: int, load_1min: float | None, environ=os.environ,
         return n, f"{n_cores} cores, others busy {used:.1f} of them over {window:.1f} s"
     if recent is not None:
         return recent
+    if running is not None:
+        n = min(max(n_cores - running, 1), n_cores)
+        return n, f"{n_cores} cores, {running} other tasks running now"
     if load_1min is None:
         return n_cores, f"{n_cores} cores, load unknown"
     n = min(max(round(n_cores - load_1min + 1), 1), n_cores)
@@ -138,29 +146,35 @@ def _apply(n: int | None, reason: str) -> Threads:
     return _STATE["now"]
 
 
-def _look() -> tuple[float, float] | None:
-    """``others`` over the window since the last look; this look starts the next window,
-    unless the window was too short to judge: it then grows into the next look."""
+def _look() -> tuple[tuple[float, float] | None, bool]:
+    """(``others`` over the window since the last look, whether that window was too short to
+    judge). This look starts the next window, unless it was too short: it then grows into the
+    next look."""
     now, before = sample(), _LOOK[0]
     busy = others(before, now)
-    if now is not None and (before is None or now.wall - before.wall >= MIN_WINDOW):
+    short = now is not None and before is not None and now.wall - before.wall < MIN_WINDOW
+    if now is not None and not short:
         _LOOK[0] = now
     _LOOK[1] = time.perf_counter() + REVISIT
-    return busy
+    return busy, short
 
 
-def _decide(busy: tuple[float, float] | None) -> tuple[int | None, str]:
-    recent = _MEASURED[0] if time.perf_counter() - _MEASURED[1] <= MAX_WINDOW else None
-    n, reason = choose(cores(), None if busy is not None or recent else load(), busy=busy,
-                       recent=recent)
-    if busy is not None and n is not None:
-        _MEASURED[:] = [(n, reason), time.perf_counter()]
-    return n, reason
+def _decide(busy: tuple[float, float] | None, short: bool) -> tuple[int | None, str]:
+    if busy is not None:
+        n, reason = choose(cores(), None, busy=busy)
+        if n is not None:
+            _MEASURED[:] = [(n, reason), time.perf_counter()]
+        return n, reason
+    recent = _MEASURED[0] if short and time.perf_counter() - _MEASURED[1] <= MAX_WINDOW \
+        else None
+    running = None if recent else running_others()
+    return choose(cores(), None if recent or running is not None else load(), recent=recent,
+                  running=running)
 
 
 def settle() -> Threads:
     """Set BLAS's thread count for the run about to start (see the module docstring)."""
-    n, reason = _decide(_look())
+    n, reason = _decide(*_look())
     _MOVABLE[:] = [n is not None and reason != "LOOPDBG_BLAS_THREADS"]
     return _apply(n, reason)
 
@@ -176,10 +190,10 @@ def revisit() -> int | None:
     if last is None or last.count is None or not _MOVABLE[0]:
         _LOOK[1] = time.perf_counter() + MAX_WINDOW     # the user's count: nothing to revisit
         return None
-    busy = _look()
+    busy, _ = _look()
     if busy is None:
         return None
-    now = _apply(*_decide(busy))
+    now = _apply(*_decide(busy, False))
     return now.count if now.count != last.count else None
 
 

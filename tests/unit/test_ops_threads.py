@@ -116,6 +116,7 @@ def fake_machine(monkeypatch):
         machine["t"], machine["busy"], machine["own"]))
     monkeypatch.setattr(threads.time, "perf_counter", lambda: machine["t"])
     monkeypatch.setattr(threads, "cores", lambda: 2)
+    monkeypatch.setattr(threads, "running_others", lambda: machine.get("running"))
     set_to = []
 
     def apply(n, reason):
@@ -128,7 +129,8 @@ def fake_machine(monkeypatch):
     monkeypatch.setattr(threads, "_MEASURED", [None, 0.0])
     monkeypatch.setattr(threads, "_MOVABLE", [False])
 
-    def advance(seconds, others):
+    def advance(seconds, others, running=None):
+        machine["running"] = running            # (the snapshot, when the test gives one)
         machine["t"] += seconds
         machine["own"] += seconds               # this process runs all along
         machine["busy"] += seconds * (1 + others)
@@ -164,9 +166,33 @@ def test_the_users_count_is_never_moved(fake_machine, monkeypatch):
 def test_a_short_window_falls_back_to_the_load_average(fake_machine, monkeypatch):
     advance, set_to = fake_machine
     monkeypatch.setattr(threads, "load", lambda: 3.0)
-    advance(0.05, others=0.0)             # the run starts right after the last look
-    threads.settle()
+    advance(0.05, others=0.0)             # the run starts right after the last look, and no
+    threads.settle()                      # snapshot of the running tasks can be taken
     assert set_to == [1] and "load 3.0" in threads.state().reason
+
+
+def test_a_long_window_gives_way_to_what_runs_now(fake_machine, monkeypatch):
+    """A window longer than MAX_WINDOW holds the script that ran before the run (the runtime's,
+    in the same notebook): what runs at this moment decides, and the run's first look
+    measures again."""
+    advance, set_to = fake_machine
+    monkeypatch.setattr(threads, "load", lambda: 3.0)
+    advance(1.5, others=1.5, running=0)   # busy a moment ago, nothing else running now
+    threads.settle()
+    assert set_to == [2] and "0 other tasks running now" in threads.state().reason
+    advance(threads.REVISIT + 0.01, others=1.0)   # not over after all: the first look sees it
+    threads.revisit()
+    assert set_to == [2, 1]
+    advance(2.0, others=1.0, running=1)   # a build running right now
+    threads.settle()
+    assert set_to[-1] == 1
+
+
+def test_running_others_reads_this_machine():
+    got = threads.running_others()
+    if got is None:
+        pytest.skip("no /proc/loadavg here")
+    assert 0 <= got < 10_000
 
 
 def test_loop_checkpoints_revisit_the_threads(monkeypatch):
