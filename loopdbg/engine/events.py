@@ -76,7 +76,8 @@ class LoopRun:
                  "blas_threads")
 
     def __init__(self, path: str, trip_count: int | None, spec: "LoopSpec | None",
-                 collected: tuple = (), outer: tuple[int, ...] = (), blas_threads: int | None = None):
+                 collected: tuple = (), outer: tuple[int, ...] = (),
+                 blas_threads: int | None = None):
         self.path, self.trip_count, self.spec = path, trip_count, spec
         self.collected, self.outer = collected, outer
         self.steady_from = sys.maxsize

@@ -115,6 +115,8 @@ _LOOK: list = [FIRST, 0.0]     # the last sample, and when to look again during 
 _MOVABLE: list[bool] = [False]  # may a run's looks move the count (not the user's)?
 _MEASURED: list = [None, 0.0]   # (count, reason) a measure chose last, and when
 _BLAS: list = []                # [the BLAS libraries' controllers] once looked for (``_blas``)
+
+
 def _blas() -> list | None:
     """threadpoolctl's controllers of the BLAS libraries numpy loaded, found once (listing the
     process's libraries takes milliseconds; setting a count through them, microseconds), or
