@@ -120,8 +120,9 @@ def compare(rows, title: str, runtime: str, model: Path, inputs: Path, repeat: i
     # and this row leaves out loopdbg's planning (kernels made, constants folded, code made)
     planned = best["planned"] / best["runtime"]
     rows.append((f"{title}: inference alone, planning left out as compiling is",
-                 f"{best['planned'] * 1e3:.0f} ms{told['planned']}", f"{best['runtime'] * 1e3:.0f} ms "
-                 f"({label} infer)", f"{planned:.2f}x", "told", True))
+                 f"{best['planned'] * 1e3:.0f} ms{told['planned']}",
+                 f"{best['runtime'] * 1e3:.0f} ms ({label} infer)", f"{planned:.2f}x", "told",
+                 True))
 
 
 def _blas_threads(events) -> str:
