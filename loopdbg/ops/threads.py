@@ -110,7 +110,6 @@ def choose(n_cores: int, load_1min: float | None, environ=os.environ,
 
 
 _STATE: dict[str, Threads] = {}
-_SET: list[int] = []          # the count loopdbg set last (to set it again only when it moves)
 _LOOK: list = [FIRST, 0.0]     # the last sample, and when to look again during a run
 _MOVABLE: list[bool] = [False]  # may a run's looks move the count (not the user's)?
 _MEASURED: list = [None, 0.0]   # (count, reason) a measure chose last, and when
@@ -140,10 +139,9 @@ def _apply(n: int | None, reason: str) -> Threads:
     if n is None:               # the user's count, as BLAS says it
         _STATE["now"] = Threads(libraries[0].num_threads if libraries else None, reason)
         return _STATE["now"]
-    if not _SET or _SET[-1] != n:
-        for lib in libraries:
+    for lib in libraries:           # (asked each time: a user's threadpoolctl may have moved it)
+        if lib.num_threads != n:
             lib.set_num_threads(n)
-        _SET[:] = [n]
     _STATE["now"] = Threads(n, reason)
     return _STATE["now"]
 
@@ -211,8 +209,8 @@ def pinned(count: int | None):
     a product's last bits depend on it), and the count it had after. None, or a count BLAS
     already has: nothing changes."""
     libraries = _blas()
-    before = current() if _SET else (libraries[0].num_threads if libraries else None)
-    if count is None or not libraries or before is None or count == before:
+    before = libraries[0].num_threads if libraries else None
+    if count is None or before is None or count == before:
         yield
         return
     for lib in libraries:

@@ -198,38 +198,13 @@ def test_running_others_reads_this_machine():
 def test_loop_checkpoints_revisit_the_threads(monkeypatch):
     """Between the iterations of a loop the run looks at the machine again (through the
     loops' checkpoints), with no memory budget set."""
-    from loopdbg.builder import GraphBuilder
-    from loopdbg.engine import Engine
-    from loopdbg.engine import iteration_checks
+    from loopdbg.engine import Engine, iteration_checks
 
     seen = []
     monkeypatch.setattr(iteration_checks, "revisit_threads", lambda: seen.append(1))
-    b = GraphBuilder("m")
-    x = b.parameter("x", "f32", [2])
-    loop = b.loop("acc", trip=5, cond=True)
-    xb = loop.merged_input(x, "x")
-    nxt = loop.body.op("Add", [xb, xb], name="x_next")
-    loop.back_edge(nxt, xb)
-    loop.condition(loop.body.const("true", np.array(True)))
-    b.result(loop.output_last(nxt, name="x_last"))
-    events = list(Engine(b.build()).run({"x": np.ones(2, np.float32)}))
+    events = list(Engine(_doubling_loop(trip=5)).run({"x": np.ones(2, np.float32)}))
     assert events[-1].outputs["x_last"].tolist() == [32, 32]
     assert len(seen) >= 1
-
-
-def test_a_short_window_keeps_the_last_measured_count(fake_machine, monkeypatch):
-    """Runs that follow each other closely (a short model run twice) keep what the last
-    measure chose rather than the load average, and the short window grows into the next."""
-    advance, set_to = fake_machine
-    monkeypatch.setattr(threads, "load", lambda: 3.0)
-    advance(0.5, others=0.0)
-    threads.settle()                      # measured: quiet
-    advance(0.1, others=0.0)
-    threads.settle()                      # 0.1 s later: too short to judge; not the load's 1
-    assert set_to == [2, 2] and "others busy 0.0" in threads.state().reason
-    advance(0.1, others=1.0)              # 0.2 s since the last usable look: judged now
-    threads.settle()
-    assert set_to[-1] == 1
 
 
 # -- an iteration's count is recorded, and a recomputed iteration runs with it ---------------
