@@ -206,20 +206,23 @@ def current() -> int | None:
 @contextmanager
 def pinned(count: int | None):
     """BLAS runs ``count`` threads within (a recomputed iteration: the count it ran with, since
-    a product's last bits depend on it), and the count it had after. None, or a count BLAS
-    already has: nothing changes."""
+    a product's last bits depend on it), and after it the one it had, or the one a run in
+    another thread chose meanwhile. None, or a count BLAS already has: nothing changes."""
     libraries = _blas()
     before = libraries[0].num_threads if libraries else None
     if count is None or before is None or count == before:
         yield
         return
+    decided = _STATE.get("now")
     for lib in libraries:
         lib.set_num_threads(count)
     try:
         yield
     finally:
+        now = _STATE.get("now")
+        after = now.count if now is not decided and now.count is not None else before
         for lib in libraries:
-            lib.set_num_threads(before)
+            lib.set_num_threads(after)
 
 
 def state() -> Threads | None:

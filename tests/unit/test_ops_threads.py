@@ -298,3 +298,9 @@ def test_pinned_sets_blas_and_puts_it_back():
         assert count() == before
         with threads.pinned(None):
             assert count() == before
+        # a run in another thread moved the count while a recompute was pinned: its count
+        # stays after the pin, not the one the pin found
+        moved = 2 if other == 1 else 1
+        with threads.pinned(other):
+            threads._apply(moved, "a look between iterations")
+        assert count() == {moved}
