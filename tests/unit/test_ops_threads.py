@@ -207,6 +207,21 @@ def test_loop_checkpoints_revisit_the_threads(monkeypatch):
     assert len(seen) >= 1
 
 
+def test_a_short_window_keeps_the_last_measured_count(fake_machine, monkeypatch):
+    """Runs that follow each other closely (a short model run twice) keep what the last
+    measure chose rather than the load average, and the short window grows into the next."""
+    advance, set_to = fake_machine
+    monkeypatch.setattr(threads, "load", lambda: 3.0)
+    advance(0.3, others=0.0)
+    threads.settle()                      # measured: quiet
+    advance(0.05, others=0.0)
+    threads.settle()                      # 0.05 s later: too short to judge; not the load's 1
+    assert set_to == [2, 2] and "others busy 0.0" in threads.state().reason
+    advance(0.1, others=1.0)              # 0.15 s since the last usable look: judged now
+    threads.settle()
+    assert set_to[-1] == 1
+
+
 # -- an iteration's count is recorded, and a recomputed iteration runs with it ---------------
 def _doubling_loop(trip=6, inner=False):
     from loopdbg.builder import GraphBuilder
