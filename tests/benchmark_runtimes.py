@@ -78,8 +78,9 @@ def _child_infer(runtime: str, model: Path, inputs: Path, infers: int) -> float:
 
 
 def compare(rows, title: str, runtime: str, model: Path, inputs: Path, repeat: int,
-            whole: bool = True, target: float = INFER_TARGET) -> None:
-    """The rows of one model: whole process (when ``whole``) and inference alone."""
+            whole: bool = True, target: float = INFER_TARGET) -> dict:
+    """The rows of one model: whole process (when ``whole``) and inference alone; returns the
+    best inference times in seconds ("loopdbg", "planned", "runtime")."""
     from loopdbg.ir.load import read_model
 
     label = "OpenVINO" if runtime == "openvino" else "onnxruntime"
@@ -123,6 +124,24 @@ def compare(rows, title: str, runtime: str, model: Path, inputs: Path, repeat: i
                  f"{best['planned'] * 1e3:.0f} ms{told['planned']}",
                  f"{best['runtime'] * 1e3:.0f} ms ({label} infer)", f"{planned:.2f}x", "told",
                  True))
+    return best
+
+
+def floor_rows(rows, title: str, folder: Path, best: dict, repeat: int) -> None:
+    """Told rows: the hand-written numpy decoder (tests/benchmark_floor.py) against the runtime's
+    inference, and loopdbg's inference (planning left out) against it."""
+    from benchmark_floor import floor_time
+
+    floor, why = floor_time(folder, repeat)
+    if floor is None:
+        rows.append((f"{title}: numpy floor {why}", "", "", "", "", True))
+        return
+    rows.append((f"{title}: numpy floor (the decoder by hand), inference",
+                 f"{floor * 1e3:.0f} ms", f"{best['runtime'] * 1e3:.0f} ms (onnxruntime infer)",
+                 f"{floor / best['runtime']:.2f}x", "told", True))
+    rows.append((f"{title}: loopdbg inference (planning left out) against the numpy floor",
+                 f"{best['planned'] * 1e3:.0f} ms", f"{floor * 1e3:.0f} ms (numpy floor)",
+                 f"{best['planned'] / floor:.2f}x", "told", True))
 
 
 def _blas_threads(events) -> str:
@@ -149,8 +168,10 @@ def scale_rows(rows, repeat: int) -> None:
             model = d / folder / file
             if not model.is_file() or not _has(runtime):
                 continue
-            compare(rows, f"{folder} ({'IR' if file.endswith('xml') else 'ONNX'})", runtime,
-                    model, d / folder / "inputs.npz", repeat)
+            title = f"{folder} ({'IR' if file.endswith('xml') else 'ONNX'})"
+            best = compare(rows, title, runtime, model, d / folder / "inputs.npz", repeat)
+            if runtime == "onnxruntime":
+                floor_rows(rows, title, d / folder, best, repeat)
 
 
 def conv_loop(path: Path, iterations: int, channels: int, size: int) -> Path:
