@@ -91,11 +91,14 @@ def test_range_of_other_types_and_zero_delta():
 @pytest.mark.parametrize("keepdims", [0, 1])
 @pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
 def test_arg_keeps_the_axis_as_expand_dims(axis, keepdims, op):
-    x = np.random.default_rng(2).standard_normal((3, 1024)).astype(np.float32)
+    x = np.random.default_rng(2).integers(0, 5, (3, 1024)).astype(np.float32)   # ties
     fn = np.argmax if op == "ArgMax" else np.argmin
     want = fn(x, axis=axis).astype(np.int64)
     want = np.expand_dims(want, axis) if keepdims else want
     _same(_kernel(op, axis=axis, keepdims=keepdims)(x), want)
+    last = x.shape[axis] - 1 - fn(np.flip(x, axis), axis=axis).astype(np.int64)
+    last = np.expand_dims(last, axis) if keepdims else last
+    _same(_kernel(op, axis=axis, keepdims=keepdims, select_last_index=1)(x), last)
     one = np.float32([3, 7, 7, 1])                 # a vector: its index as a (1,) array
     want = np.expand_dims(np.asarray(fn(one), np.int64), 0) if keepdims else \
         np.asarray(fn(one), np.int64)
