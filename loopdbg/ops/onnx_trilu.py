@@ -13,14 +13,10 @@ from loopdbg.ops.args import a
 from loopdbg.ops.registry import op
 
 
-_DIAGONALS = 1 << 52        # |k| below: the mask's aranges hold it exactly
-
-
 @op("onnx.Trilu", versions=(14,))
 def _trilu(layer: Layer):
     upper = bool(int(a(layer, "upper", 1)))
     cut = np.triu if upper else np.tril
-    zeros = {}                                  # by dtype: the 0 np.triu/np.tril write
 
     def trilu(x, k=None):
         if x.ndim < 2:
@@ -31,16 +27,6 @@ def _trilu(layer: Layer):
             if k.size != 1:
                 raise ValueError(f"k must be a scalar, got shape {k.shape}")
             diag = int(k.reshape(-1)[0])
-        if type(x) is not np.ndarray or not -_DIAGONALS < diag < _DIAGONALS:
-            return cut(x, diag)
-        # np.triu/np.tril's own mask and where, without their Python layers (np.tri's, the
-        # zero's): the kept side of diagonal ``diag`` is j - i <= diag (tril), >= diag (triu)
-        rows, cols = x.shape[-2:]
-        shift = diag - 1 if upper else diag
-        below = np.greater_equal.outer(np.arange(rows), np.arange(-shift, cols - shift))
-        zero = zeros.get(x.dtype)
-        if zero is None:
-            zero = zeros[x.dtype] = np.zeros(1, x.dtype)
-        return np.where(below, zero, x) if upper else np.where(below, x, zero)
+        return cut(x, diag)
 
     return trilu

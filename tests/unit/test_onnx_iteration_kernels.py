@@ -1,8 +1,8 @@
-"""The kernels a decoder's loop runs once per iteration on new shapes (its causal mask's Range,
-ConstantOfShape, Trilu and Expand, the next token's ArgMax, the embedding's Gather) take their
-own short paths: each gives what numpy's general function gives (np.triu/np.tril,
-np.broadcast_to copied, np.expand_dims, s + arange(n) * d, np.take), byte for byte, with the same
-type and shape, and the same errors."""
+"""The kernels a decoder's loop runs once per iteration on new shapes (its causal mask's Range
+and Expand, the next token's ArgMax, the embedding's Gather) take their own short paths: each
+gives what numpy's general function gives (np.broadcast_to copied, np.expand_dims,
+s + arange(n) * d, np.take), byte for byte, with the same type and shape, and the same errors;
+Trilu (the mask's triangle) is np.triu/np.tril's, bit for bit, NaN, -0 and huge k included."""
 
 from __future__ import annotations
 
