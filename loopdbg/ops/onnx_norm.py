@@ -42,6 +42,11 @@ def _layer_normalization(layer: Layer):
     def layout(key: tuple) -> tuple:
         return _layout(key[0], key[1], axis, epsilon)
 
+    add, subtract, multiply, divide, reduce = np.add, np.subtract, np.multiply, np.divide, \
+        np.add.reduce
+    scale_kept: list = [None, None]     # a constant Scale and B on rows (``_on_rows``)
+    b_kept: list = [None, None]
+
     def layer_normalization(x, scale, b=None):
         key = (x.shape, x.dtype)
         known = shapes.get(key)
@@ -49,25 +54,42 @@ def _layer_normalization(layer: Layer):
             known = through(shapes, params, key, layout)
         ax, work, rows_cols, n_cols, eps, tail = known
         mat = x.astype(work, copy=False).reshape(rows_cols)
-        # np.sum is add.reduce behind Python layers; the rest works in place, the Python numbers
-        # as arrays of the computing type (what numpy converts them to: the same values)
-        mean = np.add.reduce(mat, axis=1, keepdims=True)
-        np.divide(mean, n_cols, out=mean)
-        diff = np.subtract(mat, mean)
-        square = np.multiply(diff, diff)
-        inv_std = np.add.reduce(square, axis=1, keepdims=True)
-        np.divide(inv_std, n_cols, out=inv_std)
-        np.add(inv_std, eps, out=inv_std)
-        np.sqrt(inv_std, out=inv_std)
-        np.reciprocal(inv_std, out=inv_std)
-        np.multiply(diff, inv_std, out=square)
-        y = square.reshape(x.shape)
+        # np.sum is add.reduce behind Python layers; the rest works in place (``out`` by
+        # position), the Python numbers as arrays of the computing type (what numpy converts
+        # them to: the same values)
+        mean = reduce(mat, 1, None, None, True)
+        divide(mean, n_cols, mean)
+        diff = subtract(mat, mean)
+        square = multiply(diff, diff)
+        inv_std = reduce(square, 1, None, None, True)
+        divide(inv_std, n_cols, inv_std)
+        add(inv_std, eps, inv_std)
+        np.sqrt(inv_std, inv_std)
+        np.reciprocal(inv_std, inv_std)
+        multiply(diff, inv_std, square)
         scale = scale.astype(work, copy=False)
-        # Scale and B of the normalized shape (as they nearly always are) go into y, a temporary
-        y = np.multiply(y, scale, out=y) if scale.shape == tail else _combine(y, scale, np.multiply)
-        if b is not None:
-            b = b.astype(work, copy=False)
-            y = np.add(y, b, out=y) if b.shape == tail else _combine(y, b, np.add)
+        # Scale and B of the normalized shape (as they nearly always are) go into the rows of
+        # y, a temporary; a constant one is repeated on as many rows (``_on_rows``): the same
+        # products and sums without numpy's broadcasting (2 us a call, a small row's arithmetic)
+        if scale.shape == tail:
+            rows = scale_kept[1]
+            multiply(square, rows[:rows_cols[0]] if scale_kept[0] is scale and
+                     rows.shape[0] >= rows_cols[0] else _on_rows(scale_kept, scale, rows_cols),
+                     square)
+            y = square.reshape(x.shape)
+            if b is not None:
+                b = b.astype(work, copy=False)
+                if b.shape == tail:
+                    rows = b_kept[1]
+                    add(square, rows[:rows_cols[0]] if b_kept[0] is b and
+                        rows.shape[0] >= rows_cols[0] else _on_rows(b_kept, b, rows_cols), square)
+                else:
+                    y = _combine(y, b, add)
+        else:
+            y = _combine(square.reshape(x.shape), scale, multiply)
+            if b is not None:
+                b = b.astype(work, copy=False)
+                y = add(y, b, y) if b.shape == tail else _combine(y, b, add)
         y = y.astype(x.dtype, copy=False)
         if count == 1:
             return y
@@ -89,6 +111,40 @@ def _layout(shape: tuple, dtype: np.dtype, axis: int, epsilon: float) -> tuple:
     work = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
     rows, cols = math.prod(shape[:ax]), math.prod(shape[ax:])
     return (ax, work, (rows, cols)) + _scalars(work, cols, epsilon) + (shape[ax:],)
+
+
+ROWS_KEPT = 1 << 15     # elements: a parameter is kept on at most this many rows' worth
+
+
+def _on_rows(kept: list, value: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``value`` (a LayerNormalization's Scale or B, of ``shape[1]`` elements) on ``shape[0]``
+    rows, kept in ``kept`` ([the parameter, its rows]) for the next calls while the parameter
+    stays the same object: a read-only array (a constant), which nothing can change under the
+    copy. The rows are made twice as many as asked (a decoder's grow by one each iteration), never
+    past ``ROWS_KEPT`` elements: there the arithmetic outweighs the call, and ``value`` itself
+    is given, as one row (broadcast), as it is when it is writable."""
+    n, cols = shape
+    rows = kept[1] if kept[0] is value else None
+    grown = min(2 * max(n, 0 if rows is None else rows.shape[0]), ROWS_KEPT // max(cols, 1))
+    if grown < n or not _read_only(value):
+        return value.reshape(cols)
+    rows = np.empty((grown, cols), value.dtype)
+    rows[...] = value.reshape(cols)
+    rows.setflags(write=False)
+    kept[:] = value, rows
+    return rows[:n]
+
+
+def _read_only(value) -> bool:
+    """Is ``value`` an array that nothing can write to: read-only, and so is every array it
+    views (a read-only view of a writable array would change with it)?"""
+    if type(value) is not np.ndarray:
+        return False
+    while isinstance(value, np.ndarray):
+        if value.flags.writeable:
+            return False
+        value = value.base
+    return True
 
 
 _SCALARS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}

@@ -240,10 +240,28 @@ def _tile(layer: Layer):
 @op("onnx.Expand", versions=(8,))
 def _expand(layer: Layer):
     def expand(x, shape):
-        target = np.broadcast_shapes(np.shape(x), tuple(ints_of(shape)))
-        return np.array(np.broadcast_to(x, target))
+        x = x if type(x) is np.ndarray else np.asarray(x)
+        dims = ints_of(shape)
+        target = _broadcast_shape(x.shape, dims) or np.broadcast_shapes(x.shape, tuple(dims))
+        out = np.empty(target, x.dtype)         # (np.broadcast_shapes, broadcast_to and array:
+        np.copyto(out, x)                       # three times the Python of a per-iteration mask)
+        return out
 
     return expand
+
+
+def _broadcast_shape(have: tuple, dims: list) -> tuple | None:
+    """The shape numpy broadcasts ``have`` and ``dims`` to, or None when they do not broadcast
+    or a dimension is negative (``np.broadcast_shapes`` then says what is wrong)."""
+    n = max(len(have), len(dims))
+    a_dims = (1,) * (n - len(have)) + tuple(have)
+    b_dims = [1] * (n - len(dims)) + dims
+    out = []
+    for d, e in zip(a_dims, b_dims):
+        if e < 0 or not (d == e or d == 1 or e == 1):
+            return None
+        out.append(e if d == 1 else d)
+    return tuple(out)
 
 
 # ---- Gather, Slice ---------------------------------------------------------------------------
@@ -278,11 +296,13 @@ def gather_on(axis: int):
             if -n <= i < n:
                 return x[i] if x.ndim == 1 else x[i].copy()     # as np.take: a scalar, a copy
         ax = axis_of(axis, x.ndim)
-        idx = np.asarray(indices).astype(np.int64)
-        n = x.shape[ax]
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise ValueError(f"indices {idx.tolist()} are out of range for an axis of length {n}")
-        return np.take(x, idx, axis=ax)
+        idx = indices if type(indices) is np.ndarray and indices.dtype == np.int64 else \
+            np.asarray(indices).astype(np.int64)
+        try:            # take's "raise" mode is ONNX's range, -n to n - 1: no min and max first
+            return np.take(x, idx, axis=ax)
+        except IndexError:
+            raise ValueError(f"indices {idx.tolist()} are out of range for an axis of length "
+                             f"{x.shape[ax]}") from None
 
     return gather
 
@@ -334,6 +354,10 @@ def _slice(layer: Layer):
 # ---- Range, CumSum, NonZero, ArgMax/ArgMin ---------------------------------------------------
 
 
+_I64 = np.dtype(np.int64)
+_ARANGE_EXACT = 1 << 52     # |start|, |end| below: arange counts n and adds i * d exactly
+
+
 @op("onnx.Range", versions=(11,))
 def _range(layer: Layer):
     def range_(start, limit, delta):
@@ -342,6 +366,8 @@ def _range(layer: Layer):
         if d == 0:
             raise ValueError("Range delta cannot be 0")
         n = max(int(math.ceil((lim - s) / d)), 0)
+        if dtype == _I64 and max(abs(s), abs(s + n * d)) < _ARANGE_EXACT:
+            return np.arange(s, s + n * d, d, dtype=np.int64)   # s + i d, each exactly, n of them
         if dtype.kind in "iu":
             return (s + np.arange(n, dtype=np.int64) * d).astype(dtype)
         return (np.asarray(s, dtype) + np.arange(n).astype(dtype) * np.asarray(d, dtype))
@@ -382,7 +408,8 @@ def _arg_kernel(fn, layer: Layer):
         else:
             out = fn(x, axis=ax)
         out = np.asarray(out, dtype=np.int64)
-        return np.expand_dims(out, ax) if keep else out
+        # (a reshape: np.expand_dims's Python costs as much as the argmax of a decoder's logits)
+        return out.reshape(x.shape[:ax] + (1,) + x.shape[ax + 1:]) if keep else out
 
     return arg
 

@@ -180,3 +180,57 @@ def test_layer_normalizations_of_the_same_attributes_share_their_layout(monkeypa
     assert calls == [(1, 2, 4, 6), (1, 3, 4, 6), (1, 4, 4, 6)]
     kernel(1e-5)(x, scale)
     assert calls[-1] == (1, 4, 4, 6) and len(calls) == 4
+
+
+def _layer_norm_formula(x, scale, b, epsilon):
+    """LayerNormalization over the last axis, operation for operation as the kernel computes
+    it, with Scale and B broadcast by numpy: the values, bit for bit."""
+    mat = x.reshape(-1, x.shape[-1])
+    n, eps = np.array(mat.shape[1], x.dtype), np.array(epsilon, x.dtype)
+    mean = np.add.reduce(mat, axis=1, keepdims=True) / n
+    diff = mat - mean
+    inv = np.reciprocal(np.sqrt(np.add.reduce(diff * diff, axis=1, keepdims=True) / n + eps))
+    return ((diff * inv).reshape(x.shape) * scale + b).astype(x.dtype)
+
+
+def test_layer_normalization_of_constant_parameters_on_rows(monkeypatch):
+    """A constant (read-only) Scale and B are kept repeated on rows, grown as a decoder's
+    sequence grows, and give numpy's broadcast values bit for bit; a writable one, or a
+    read-only view of a writable one, is read afresh at every call (it may have changed); past
+    ``ROWS_KEPT`` elements nothing is kept."""
+    from loopdbg.ir.model import Layer
+    from loopdbg.ops import onnx_norm
+    from loopdbg.ops.registry import make_kernel
+
+    built = []
+    on_rows = onnx_norm._on_rows
+    monkeypatch.setattr(onnx_norm, "_on_rows", lambda *a: built.append(a[2]) or on_rows(*a))
+    layer = Layer(1, "ln", "onnx.LayerNormalization", "opset17", data={"epsilon": 1e-5})
+    kernel = make_kernel(layer)[0]
+    rng = np.random.default_rng(7)
+    scale, bias = rng.standard_normal(48).astype(np.float32), rng.standard_normal(48)
+    bias = bias.astype(np.float32)
+    scale.setflags(write=False)
+    bias.setflags(write=False)
+    for t in (5, 6, 7, 11, 12, 3, 24, 24, 1):
+        x = rng.standard_normal((1, t, 48)).astype(np.float32)
+        y = kernel(x, scale, bias)
+        assert y.shape == x.shape and y.dtype == x.dtype and y.flags.c_contiguous
+        assert np.array_equal(y, _layer_norm_formula(x, scale, bias, 1e-5))
+    # made for 5 rows (10 kept), then 11 (22), then 24 (48): a few copies for a whole decode
+    assert [shape[0] for shape in built] == [5, 5, 11, 11, 24, 24]
+    assert np.array_equal(kernel(x, scale), _layer_norm_formula(x, scale, np.float32(0), 1e-5))
+
+    writable = scale.copy()
+    base = bias.copy()
+    view = base[:]
+    view.setflags(write=False)
+    x = rng.standard_normal((1, 9, 48)).astype(np.float32)
+    for step in range(3):
+        y = kernel(x, writable, view)
+        assert np.array_equal(y, _layer_norm_formula(x, writable, view, 1e-5))
+        writable *= 2                       # the same objects, new values
+        base += 1
+
+    x = rng.standard_normal((1000, 48)).astype(np.float32)     # 48,000 elements: not kept
+    assert np.array_equal(kernel(x, scale, bias), _layer_norm_formula(x, scale, bias, 1e-5))
