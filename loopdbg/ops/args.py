@@ -136,9 +136,19 @@ def axis_of(axis: int, rank: int) -> int:
 
 
 def wrap_negative(indices: np.ndarray, dims) -> np.ndarray:
-    """``indices`` with negative entries counted from the end of ``dims`` (one per last axis)."""
+    """``indices`` with negative entries counted from the end of ``dims`` (one per last axis).
+    IndexError for one below ``-dim``: wrapped once, numpy would count it from the end again
+    and read or write the wrong element (-5 on an axis of 4 at 3). One of ``dim`` or more is
+    left to the indexing that follows, which refuses it."""
     if indices.size and indices.min() < 0:
-        return np.where(indices < 0, indices + np.asarray(dims, dtype=indices.dtype), indices)
+        sizes = np.asarray(dims, dtype=indices.dtype)
+        wrapped = np.where(indices < 0, indices + sizes, indices)
+        if wrapped.min() < 0:
+            bad = np.argwhere(wrapped < 0)[0]
+            index = indices[tuple(bad)]
+            size = sizes if sizes.ndim == 0 else sizes[bad[-1]]
+            raise IndexError(f"index {int(index)} is out of range for an axis of {int(size)}")
+        return wrapped
     return indices
 
 

@@ -230,6 +230,26 @@ def test_scatter_elements_update():
     assert small.tolist() == [[0, 0, 1], [0, 0, 0], [0, 0, 0]]
 
 
+@pytest.mark.parametrize("type_, version, n_in, args", [
+    ("ScatterUpdate", "opset3", 4, (np.zeros((2, 4), np.float32), i64(-5), np.ones((2, 1)),
+                                   ax(1))),
+    ("ScatterNDUpdate", "opset4", 3, (np.zeros(4, np.float32), np.array([[-5]]),
+                                     np.ones(1, np.float32))),
+    ("ScatterNDUpdate", "opset15", 3, (np.zeros((2, 4), np.float32), np.array([[1, -6]]),
+                                      np.ones(1, np.float32))),
+    ("ScatterElementsUpdate", "opset12", 4, (np.zeros(4, np.float32), i64(-8),
+                                            np.ones(1, np.float32), ax(0))),
+    ("GatherElements", "opset6", 2, (np.zeros((2, 4), np.float32), np.array([[0], [-7]]))),
+])
+def test_indices_below_minus_the_axis_are_refused_not_wrapped_twice(type_, version, n_in, args):
+    """An index in [-2n, -n) once wrapped is still negative: numpy would count it from the end
+    again and touch the wrong element (-5 on an axis of 4 at 3) where it must be an error."""
+    extra = {"axis": "1"} if type_ == "GatherElements" else {}
+    fn = kernel(type_, version, n_in=n_in, **extra)
+    with pytest.raises(IndexError, match=r"index -\d is out of range for an axis of [24]"):
+        fn(*args)
+
+
 @pytest.mark.parametrize("reduction, init, expected", [
     ("sum", "true", [1, 9, 3]), ("sum", "false", [1, 7, 3]),
     ("prod", "true", [1, 24, 3]), ("prod", "false", [1, 12, 3]),
