@@ -7,9 +7,10 @@ position inside ``<input>`` / ``<output>``), which the reader resolves from the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from loopdbg.ir.record import Record, set_field as _set
 
 # Roles of a Loop/TensorIterator port_map input, decided by ``classify_inputs``.
 SLICED = "sliced"
@@ -28,79 +29,96 @@ EXECUTION_CONDITION = "execution_condition"
 CANONICAL_TYPES = {"Const": "Constant", "ReLU": "Relu", "PReLU": "PRelu", "SoftMax": "Softmax"}
 
 
-@dataclass(frozen=True, slots=True)
-class Port:
+class Port(Record):
     """One input or output port of a layer as declared in the XML.
 
     ``dims`` holds the declared dimensions (-1 for a dynamic one); it is ``()`` when the port has no
     ``<dim>`` (a scalar, or dynamic rank). Declared shapes are hints: the engine trusts values.
     """
 
+    __slots__ = ("id", "index", "precision", "dims", "names")
     id: int
     index: int
-    precision: str | None = None
-    dims: tuple[int, ...] = ()
-    names: tuple[str, ...] = ()
+    precision: str | None
+    dims: tuple[int, ...]
+    names: tuple[str, ...]
+
+    def __init__(self, id: int, index: int, precision: str | None = None,  # noqa: A002
+                 dims: tuple[int, ...] = (), names: tuple[str, ...] = ()):
+        _set(self, "id", id)
+        _set(self, "index", index)
+        _set(self, "precision", precision)
+        _set(self, "dims", dims)
+        _set(self, "names", names)
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
+class Edge(Record):
     """A data edge, with both ports already resolved to indices."""
 
+    __slots__ = ("from_layer", "from_port", "to_layer", "to_port")
     from_layer: int
     from_port: int     # output index of the producer
     to_layer: int
     to_port: int       # input index of the consumer
 
+    def __init__(self, from_layer: int, from_port: int, to_layer: int, to_port: int):
+        _set(self, "from_layer", from_layer)
+        _set(self, "from_port", from_port)
+        _set(self, "to_layer", to_layer)
+        _set(self, "to_port", to_port)
 
-@dataclass(frozen=True, slots=True)
-class BackEdge:
+
+class BackEdge(Record):
     """A Loop/TensorIterator back edge: body Result ``from_layer`` feeds body Parameter ``to_layer``."""
 
+    __slots__ = ("from_layer", "to_layer")
     from_layer: int
     to_layer: int
 
+    def __init__(self, from_layer: int, to_layer: int):
+        _set(self, "from_layer", from_layer)
+        _set(self, "to_layer", to_layer)
 
-@dataclass(frozen=True, slots=True)
-class InputMapping:
+
+class _PortMapping(Record):
+    """The fields of a ``port_map`` entry (defaults applied: start=0, end=-1, stride=1,
+    part_size=1)."""
+
+    __slots__ = ("external_port_id", "internal_layer_id", "axis", "start", "end", "stride",
+                 "part_size", "purpose")
+    external_port_id: int
+    internal_layer_id: int
+    axis: int | None
+    start: int
+    end: int
+    stride: int
+    part_size: int
+    purpose: str | None
+
+    def __init__(self, external_port_id: int, internal_layer_id: int, axis: int | None = None,
+                 start: int = 0, end: int = -1, stride: int = 1, part_size: int = 1,
+                 purpose: str | None = None):
+        _set(self, "external_port_id", external_port_id)
+        _set(self, "internal_layer_id", internal_layer_id)
+        _set(self, "axis", axis)
+        _set(self, "start", start)
+        _set(self, "end", end)
+        _set(self, "stride", stride)
+        _set(self, "part_size", part_size)
+        _set(self, "purpose", purpose)
+
+
+class InputMapping(_PortMapping):
     """One ``port_map/input`` entry (defaults applied: start=0, end=-1, stride=1, part_size=1)."""
 
-    external_port_id: int
-    internal_layer_id: int
-    axis: int | None = None
-    start: int = 0
-    end: int = -1
-    stride: int = 1
-    part_size: int = 1
-    purpose: str | None = None
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class OutputMapping:
+class OutputMapping(_PortMapping):
     """One ``port_map/output`` entry; ``axis`` set means a concatenated (scan) output."""
 
-    external_port_id: int
-    internal_layer_id: int
-    axis: int | None = None
-    start: int = 0
-    end: int = -1
-    stride: int = 1
-    part_size: int = 1
-    purpose: str | None = None
+    __slots__ = ()
 
-
-def _pickled_as_calls(*classes) -> None:
-    """Pickle these slotted frozen dataclasses as calls of the class with their fields
-    (``ir.model_cache``): a slotted frozen dataclass's own ``__setstate__`` is Python that lists
-    its fields again for every object, and a decoder has thousands of ports and edges."""
-    for cls in classes:
-        def reduce(self, protocol=None, cls=cls, get=attrgetter(*[f.name for f in fields(cls)])):
-            return cls, get(self)
-
-        cls.__reduce_ex__ = reduce
-
-
-_pickled_as_calls(Port, Edge, BackEdge, InputMapping, OutputMapping)
 
 _FRESH: Any = object()      # Layer's ``data`` not given: a new dict
 
