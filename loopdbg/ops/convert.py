@@ -99,8 +99,8 @@ def _half_to_single(x: np.ndarray) -> np.ndarray:
         return x.astype(np.float32)
     if not _HALF_TABLE:
         _HALF_TABLE.append(np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32))
-    return np.take(_HALF_TABLE[0], x.view(np.uint16), mode="wrap")   # (every index fits: no
-    #                                                                    check, no wrap done)
+    return _HALF_TABLE[0].take(x.view(np.uint16), mode="wrap")     # (every index fits: no
+    #                                                                   check, no wrap done)
 
 
 def _convert_shape(layer: Layer, ins, consts):
