@@ -19,7 +19,6 @@ compile faster than a file is found and are not kept.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import marshal
 import types
@@ -33,7 +32,7 @@ MAX_BYTES = 64 << 20
 
 def _key(source: str) -> str:
     tag = importlib.util.MAGIC_NUMBER.hex()
-    return hashlib.sha256(tag.encode() + b"\0" + source.encode("utf-8")).hexdigest()
+    return cache.digest(tag.encode() + b"\0", source.encode("utf-8"))
 
 
 def load(source: str, filename: str) -> types.CodeType | None:
