@@ -146,8 +146,16 @@ class GraphPlan:
             else:                       # fed by an outer constant: read as one (see ``known``)
                 local[(pid, 0)] = name = f"c{len(self.consts)}"
                 self.consts[name] = value
-        with hoist.quiet() if self.path else nullcontext():     # (once: ``_fold``'s kernels)
-            self._add_steps(order, local, incoming, sources, nested_factory)
+        # a loop body's decompressions of weights are folded into one buffer (``hoist``), its
+        # bytes counted as folded from the start
+        self._weights = hoist.weight_buffer(g.layers, order, sources, hoist.bound()) \
+            if self.path else {}
+        self.folded_bytes += sum([w.nbytes for w in self._weights.values()])
+        try:
+            with hoist.quiet() if self.path else nullcontext():  # (once: ``_fold``'s kernels)
+                self._add_steps(order, local, incoming, sources, nested_factory)
+        finally:
+            del self._weights
         self.result_locals = []
         for rid in self.result_ids:
             src = None                  # (as ``Graph.producer``: the last edge to port 0)
@@ -234,11 +242,14 @@ class GraphPlan:
         """A loop body's step on constants alone (``values``), computed now (``engine.hoist``):
         its outputs become constants (``local`` names them so), its kernel a ``hoist.Folded``;
         ``fn`` itself when it is not folded."""
-        room = hoist.bound() - self.folded_bytes
-        folded = hoist.fold(fn, values, n_out, room, quieted=True)
+        out = self._weights.get(lid)
+        folded = hoist.fold_into(fn, values, out) if out is not None else None   # (counted)
         if folded is None:
-            return fn
-        self.folded_bytes += sum([v.nbytes for v in folded])
+            room = hoist.bound() - self.folded_bytes
+            folded = hoist.fold(fn, values, n_out, room, quieted=True)
+            if folded is None:
+                return fn
+            self.folded_bytes += sum([v.nbytes for v in folded])
         for j, value in enumerate(folded):  # its value now; a constant for the steps after
             local[(lid, j)] = name = f"c{len(self.consts)}"
             self.consts[name] = value

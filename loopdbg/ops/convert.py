@@ -94,13 +94,18 @@ _TABLE_FROM = 8192
 _HALF_TABLE: list[np.ndarray] = []
 
 
-def _half_to_single(x: np.ndarray) -> np.ndarray:
+def _half_to_single(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``x.astype(np.float32)`` (``x`` float16), into ``out`` when given (float32, ``x``'s
+    shape, C order; then ``x`` is in C order too)."""
     if x.size < _TABLE_FROM or not x.flags.c_contiguous:
-        return x.astype(np.float32)
+        if out is None:
+            return x.astype(np.float32)
+        np.copyto(out, x)                   # (the same conversion as astype's)
+        return out
     if not _HALF_TABLE:
         _HALF_TABLE.append(np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32))
-    return _HALF_TABLE[0].take(x.view(np.uint16), mode="wrap")     # (every index fits: no
-    #                                                                   check, no wrap done)
+    return _HALF_TABLE[0].take(x.view(np.uint16), mode="wrap", out=out)     # (every index
+    #                                                                   fits: no check, no wrap)
 
 
 def _convert_shape(layer: Layer, ins, consts):
@@ -123,7 +128,19 @@ def _convert(layer: Layer):
             fn = paths[x.dtype] = _path(x.dtype, dtype, bf16)
         return fn(x)
 
+    if dtype == np.float32 and not bf16:
+        kernel.into = _decompress_into
     return kernel
+
+
+def _decompress_into(x, out: np.ndarray) -> np.ndarray | None:
+    """What a Convert to f32 gives for ``x``, written into ``out`` (float32, ``x``'s shape, C
+    order) when ``x`` is a float16 array in C order (a weight saved compressed), else None: the
+    planner folds a body's decompressions into one buffer (``engine.hoist.weight_buffer``)."""
+    if type(x) is not np.ndarray or x.dtype != np.float16 or not x.flags.c_contiguous \
+            or x.shape != out.shape or out.dtype != np.float32:
+        return None
+    return _half_to_single(x, out)
 
 
 def _convert_like_shape(layer: Layer, ins, consts):
