@@ -7,7 +7,7 @@ position inside ``<input>`` / ``<output>``), which the reader resolves from the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field, fields
 from typing import Any, Mapping
 
 from loopdbg.ir.record import Record, set_field as _set
@@ -123,8 +123,28 @@ class OutputMapping(_PortMapping):
 _FRESH: Any = object()      # Layer's ``data`` not given: a new dict
 
 
-@dataclass(frozen=True, eq=False, init=False)
-class Layer:
+class _Fixed:
+    """What the model's dataclasses (``Layer``, ``Graph``, ``SubGraph``, ``Model``: compared
+    by identity) have without ``dataclass`` compiling it for each at every start (``ir.record``):
+    assigning or deleting an attribute raises ``dataclasses.FrozenInstanceError``, and ``repr``
+    is the dataclass's. Their ``__init__`` sets the fields in one update of the instance's
+    dict; ``dataclasses.fields`` and ``replace`` work on them as on any dataclass."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        shown = ", ".join([f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr])
+        return f"{self.__class__.__qualname__}({shown})"
+
+
+@dataclass(eq=False, init=False, repr=False)
+class Layer(_Fixed):
     """One layer (operation) of a graph.
 
     ``type`` is canonical (``Const`` and ``Constant`` are both ``Constant``; ``ReLU`` is ``Relu``);
@@ -135,6 +155,7 @@ class Layer:
     Its ``__init__`` is the dataclass's, with the fields set in one update of the instance's
     dict: a frozen dataclass's own sets each through ``object.__setattr__``, about 4x slower,
     and reading a model makes one Layer per node (a real decoder's loop body: thousands).
+    Frozen as a dataclass would be (``_Fixed``).
     """
 
     id: int
@@ -169,12 +190,12 @@ class Layer:
         return None
 
 
-@dataclass(frozen=True, eq=False)
-class Graph:
+@dataclass(eq=False, init=False, repr=False)
+class Graph(_Fixed):
     """A graph (the model, or a body): layers in XML order, edges, Parameter and Result order.
 
     ``parameters`` and ``results`` are layer ids in XML order: that order defines the model's
-    inputs and outputs.
+    inputs and outputs. Frozen (``_Fixed``).
     """
 
     name: str
@@ -182,6 +203,11 @@ class Graph:
     edges: tuple[Edge, ...]
     parameters: tuple[int, ...]
     results: tuple[int, ...]
+
+    def __init__(self, name: str, layers: Mapping[int, Layer], edges: tuple[Edge, ...],
+                 parameters: tuple[int, ...], results: tuple[int, ...]):
+        self.__dict__.update(name=name, layers=layers, edges=edges, parameters=parameters,
+                             results=results)
 
     def producer(self, layer_id: int, input_index: int) -> tuple[int, int] | None:
         """The (layer id, output index) feeding input ``input_index`` of layer ``layer_id``."""
@@ -204,8 +230,8 @@ class Graph:
         return sum(1 for e in self.edges if e.to_layer == layer_id)
 
 
-@dataclass(frozen=True, eq=False)
-class SubGraph:
+@dataclass(eq=False, init=False, repr=False)
+class SubGraph(_Fixed):
     """A body of Loop/TensorIterator (role ``body``) or a branch of If (``then_body``/``else_body``)."""
 
     role: str
@@ -214,10 +240,15 @@ class SubGraph:
     outputs: tuple[OutputMapping, ...] = ()
     back_edges: tuple[BackEdge, ...] = ()
 
+    def __init__(self, role: str, graph: Graph, inputs: tuple[InputMapping, ...] = (),
+                 outputs: tuple[OutputMapping, ...] = (), back_edges: tuple[BackEdge, ...] = ()):
+        self.__dict__.update(role=role, graph=graph, inputs=inputs, outputs=outputs,
+                             back_edges=back_edges)
 
-@dataclass(frozen=True, eq=False)
-class Model:
-    """A whole model: the top graph plus where it came from."""
+
+@dataclass(eq=False, init=False, repr=False)
+class Model(_Fixed):
+    """A whole model: the top graph plus where it came from. Frozen (``_Fixed``)."""
 
     graph: Graph
     path: str | None = None
@@ -227,6 +258,15 @@ class Model:
     opsets: Mapping[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     data_files: tuple[str, ...] = ()     # other files it reads: an ONNX model's external data
+
+    def __init__(self, graph: Graph, path: str | None = None, weights_path: str | None = None,
+                 ir_version: int | None = None, format: str = "ir",  # noqa: A002 - the field
+                 opsets: Mapping[str, int] = _FRESH, warnings: tuple[str, ...] = (),
+                 data_files: tuple[str, ...] = ()):
+        self.__dict__.update(graph=graph, path=path, weights_path=weights_path,
+                             ir_version=ir_version, format=format,
+                             opsets={} if opsets is _FRESH else opsets, warnings=warnings,
+                             data_files=data_files)
 
 
 def classify_inputs(sub: SubGraph) -> list[tuple[str, InputMapping]]:

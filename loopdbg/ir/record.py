@@ -15,8 +15,9 @@ process. A ``Record`` subclass is defined like any class (its methods come compi
   of ports and edges: one tuple each);
 * ``record.replace(field=value)``: a copy with some fields changed (``dataclasses.replace``).
 
-The records whose dataclass fields are read (``dataclasses.fields``, ``replace``: ``Layer``,
-``Graph``, ...) stay dataclasses.
+The model's records whose dataclass fields are read (``dataclasses.fields``, ``replace``:
+``Layer``, ``Graph``, ``SubGraph``, ``Model``) stay dataclasses, with methods of their own
+(``ir.model._Fixed``) so that ``dataclass`` compiles none.
 """
 
 from __future__ import annotations
