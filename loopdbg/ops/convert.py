@@ -88,10 +88,12 @@ def _path(src: np.dtype, dst: np.dtype, bf16: bool):
 # converts each element on its own (~2.4 ns a weight here), a lookup is ~1.1 ns. The table is
 # made by that very ``astype``, so every value is the one ``astype`` gives, bit for bit (NaN
 # payloads, subnormals, infinities); 256 KiB, made the first time a big array is converted.
-# Small arrays (under ``_TABLE_FROM`` elements) and arrays not in C order (whose ``astype``
-# keeps their layout) take ``astype``.
+# Small arrays (under ``_TABLE_FROM`` elements: below it, a plan's many small weights gain
+# nothing, the table's lines being out of the cache between them) and arrays not in C order
+# (whose ``astype`` keeps their layout) take ``astype``.
 _TABLE_FROM = 8192
 _HALF_TABLE: list[np.ndarray] = []
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
 def _half_to_single(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -137,8 +139,8 @@ def _decompress_into(x, out: np.ndarray) -> np.ndarray | None:
     """What a Convert to f32 gives for ``x``, written into ``out`` (float32, ``x``'s shape, C
     order) when ``x`` is a float16 array in C order (a weight saved compressed), else None: the
     planner folds a body's decompressions into one buffer (``engine.hoist.weight_buffer``)."""
-    if type(x) is not np.ndarray or x.dtype != np.float16 or not x.flags.c_contiguous \
-            or x.shape != out.shape or out.dtype != np.float32:
+    if type(x) is not np.ndarray or x.dtype != _F16 or not x.flags.c_contiguous \
+            or x.shape != out.shape or out.dtype != _F32:
         return None
     return _half_to_single(x, out)
 
