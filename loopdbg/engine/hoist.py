@@ -56,6 +56,7 @@ from loopdbg.ops import budget
 ENABLED = True
 INVARIANTS = True               # per loop execution: invariant steps run in the first iteration
 FOLD_BYTES = 256 << 20          # folded values one plan may keep
+POOLED_FROM = 32768             # the values of a decompressed weight put in the weight buffer
 
 
 class Folded:
@@ -123,15 +124,17 @@ def fold(fn: Callable, args: tuple[Any, ...], n_out: int, room: int,
 
 def weight_buffer(layers, order, sources, room: int) -> dict[int, np.ndarray]:
     """{Convert layer id: the float32 array its folded value is to be written into} for a loop
-    body's decompressions (a Convert to f32 of a float16 Constant: every weight of an IR saved
-    with ``compress_to_fp16``), each a view of one buffer made for all of them, the first that
-    fit in ``room`` bytes (``order``, ``sources``: ``graph_order.structure``'s). One buffer for
-    a decoder's weights is allocated once (and big enough for numpy to ask the kernel for huge
-    pages), where an array each (a few hundred KB: below those thresholds) has the kernel map
-    and zero each of their pages in a process's first plan, as ``loopdbg run``'s (gpt_mid: 37
-    weights, 8.8 MB, decompressed in 5.7 ms instead of 9.4; later plans of a process find
-    memory the allocator kept either way). The folded values are the same, read-only, in C
-    order (the buffer lives as long as any of them: the plan's)."""
+    body's big decompressions (a Convert to f32 of a float16 Constant of ``POOLED_FROM`` values
+    or more: the weights of an IR saved with ``compress_to_fp16``), each a view of one buffer
+    made for all of them, the first that fit in ``room`` bytes (``order``, ``sources``:
+    ``graph_order.structure``'s). One buffer for a decoder's weights is allocated once (and big
+    enough for numpy to ask the kernel for huge pages), where an array each (a few hundred KB:
+    past the allocator's own threshold of 128 KiB, under those of huge pages) has the kernel
+    map and zero each of their pages in a process's first plan, as ``loopdbg run``'s (gpt_mid:
+    37 weights, 8.8 MB, decompressed in 5.7 ms instead of 9.4; later plans of a process find
+    memory the allocator kept either way). Smaller weights come from the allocator's heap
+    (gpt_deep24's 196 of 9 KB: a buffer of their own would cost more). The folded values are
+    the same, read-only, in C order (the buffer lives as long as any of them: the plan's)."""
     if not ENABLED:
         return {}
     found = []
@@ -146,7 +149,8 @@ def weight_buffer(layers, order, sources, room: int) -> dict[int, np.ndarray]:
         source = layers[srcs[0][0]]
         value = source.value if source.type == "Constant" else None
         if type(value) is not np.ndarray or value.dtype != np.float16 or \
-                not value.flags.c_contiguous or 4 * (total + value.size) > room:
+                value.size < POOLED_FROM or not value.flags.c_contiguous or \
+                4 * (total + value.size) > room:
             continue
         found.append((lid, value.shape, value.size))
         total += value.size

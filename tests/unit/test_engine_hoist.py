@@ -158,7 +158,9 @@ def test_a_body_s_decompressed_weights_share_one_buffer(monkeypatch):
     """The decompressions of a body's f16 weights are folded into one float32 buffer (made
     once, ``hoist.weight_buffer``): each value is a read-only C-order view of it, bit for bit
     what astype gives (a big weight by the table, small ones by numpy's cast); the runs agree
-    with unfolded ones event by event."""
+    with unfolded ones event by event. (Weights under ``POOLED_FROM`` values are left to the
+    allocator: here every one is pooled.)"""
+    monkeypatch.setattr(hoist, "POOLED_FROM", 1)
     model, weights = _weights_loop([96, 96, 96])        # 9,216 values each: the table's path
     x0 = {"x0": np.full((1, 96), 0.5, np.float32)}
     engine, events, _ = _compare(model, x0, monkeypatch)
@@ -176,12 +178,17 @@ def test_a_body_s_decompressed_weights_share_one_buffer(monkeypatch):
     for k, w16 in enumerate(small_weights):
         value = next(s.fn.value for s in body.steps if s.layer.name == f"w{k}")
         assert np.array_equal(value.view(np.uint32), w16.astype(np.float32).view(np.uint32))
+    monkeypatch.setattr(hoist, "POOLED_FROM", 96 * 96 + 1)     # each on its own, as before
+    body = next(p for p in Engine(model).plans if p.path)
+    values = [s.fn.value for s in body.steps if type(s.fn) is hoist.Folded]
+    assert len(values) == 3 and all(v.base is None for v in values)
 
 
 def test_the_weight_buffer_holds_to_the_bound(monkeypatch):
     """Past the plan's bound a weight is neither in the buffer nor folded: the buffer's bytes
     count as folded from the start (two 4x4 weights of three fit in 140 bytes)."""
     monkeypatch.setattr(hoist, "FOLD_BYTES", 140)
+    monkeypatch.setattr(hoist, "POOLED_FROM", 1)
     model, _ = _weights_loop([4, 4, 4])
     body = next(p for p in Engine(model).plans if p.path)
     kinds = {s.layer.name: type(s.fn) is hoist.Folded for s in body.steps}
