@@ -19,8 +19,8 @@ from pathlib import Path
 OFF = ("off", "0", "no", "false", "")
 
 # A key's SHA-256 (``digest``): hashlib's import loads OpenSSL (~4 ms of every start), where
-# CPython's own SHA-256 module loads in ~0.4 ms; OpenSSL's is faster past a few dozen KB (0.8
-# against 0.12 ms for 150 KB), so bigger data (a big loop's code, a model file) takes hashlib.
+# CPython's own SHA-256 module loads in ~0.3 ms; OpenSSL's is faster past a few dozen KB (0.8
+# against 0.12 ms for 150 KB), so bigger data (a model file's bytes) takes hashlib.
 SMALL_DIGEST = 64 << 10
 try:
     from _sha256 import sha256 as _own_sha256       # Python 3.10, 3.11

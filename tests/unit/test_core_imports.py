@@ -156,6 +156,18 @@ def test_run_imports_only_what_a_run_uses(tmp_path):
     assert not unused, f"loopdbg run imports {unused}"
 
 
+def test_big_code_is_found_in_the_cache_without_hashlib(tmp_path):
+    """A decoder's loop code (hundreds of KB) is looked up under a BLAKE2b key made by CPython's
+    own module: no hashlib, whose import loads OpenSSL (~4 ms of a start)."""
+    look = ("import sys\nfrom loopdbg.engine import codecache\n"
+            "source = 'x = 1\\n' * 100000\n"
+            "assert codecache.load(source, 'f') is None\n"
+            "print(sorted(m for m in ('hashlib', '_hashlib') if m in sys.modules))")
+    proc = run_python("-c", look, env={"LOOPDBG_CODE_CACHE": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
 # Counts the dataclasses a `loopdbg run` defines (each ~1 ms of the start: ir.record), then runs it.
 COUNT_DATACLASSES = r"""
 import dataclasses, sys
