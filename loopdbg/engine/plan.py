@@ -238,10 +238,11 @@ class GraphPlan:
     def _fold(self, lid: int, fn, values: tuple, n_out: int, local) -> Callable:
         """A loop body's step on constants alone (``values``), computed now (``engine.hoist``):
         its outputs become constants (``local`` names them so), its kernel a ``hoist.Folded``;
-        ``fn`` itself when it is not folded. The body's weight decompressions are written into
-        one buffer (``hoist.weight_buffer``), made at the first one folded for it and the others
-        after it, its bytes counted as folded from then on."""
-        if self._weights is None and self.graph.layers[lid].type == "Convert":
+        ``fn`` itself when it is not folded. The body's big weight decompressions are written
+        into one buffer (``hoist.weight_buffer``), made at the first one folded for it and the
+        others after it, its bytes counted as folded from then on."""
+        if self._weights is None and values and type(values[0]) is np.ndarray and \
+                values[0].size >= hoist.POOLED_FROM and self.graph.layers[lid].type == "Convert":
             order, sources = self._layout
             self._weights = hoist.weight_buffer(self.graph.layers, order, sources,
                                                 hoist.bound() - self.folded_bytes)

@@ -196,6 +196,25 @@ def test_the_weight_buffer_holds_to_the_bound(monkeypatch):
     assert body.folded_bytes == 128
 
 
+def test_a_body_step_without_inputs_is_planned_and_run():
+    """A body step with no input at all (ReadValue-6 of a variable) reaches the folding of steps
+    on constants alone with no value to look at: it is left as it is and runs."""
+    b = GraphBuilder("net")
+    x0 = b.parameter("x0", "f32", [2])
+    loop = b.loop("loop", trip=2, cond=True)
+    x = loop.merged_input(x0, "x")
+    read = loop.body.op("ReadValue", [], name="rv", version="opset6", variable_id="v",
+                        variable_type="f32", variable_shape="2")
+    y = loop.body.op("Add", [x, read], name="add")
+    loop.back_edge(y, x)
+    b.result(loop.output_last(y, name="out"))
+    engine = Engine(b.build())
+    last = list(engine.run({"x0": np.ones(2, np.float32)}))[-1]
+    np.testing.assert_array_equal(last.outputs["out"], np.ones(2, np.float32))
+    body = next(p for p in engine.plans if p.path)
+    assert not any(type(s.fn) is hoist.Folded for s in body.steps)
+
+
 def test_a_step_that_fails_fails_at_its_iteration_as_before(monkeypatch):
     b = GraphBuilder("net")
     x0 = b.parameter("x0", "f32", [2])
