@@ -25,9 +25,10 @@ import re
 
 __all__ = ["safe", "safe_lines", "listing", "short"]
 
-# One pattern (each costs ~1 ms to compile, at every start): ``safe`` escapes the newlines after.
+# One pattern (each costs ~1 ms to compile), compiled at its first use (``loopdbg run -q`` has
+# none): ``safe`` escapes the newlines after.
 _OTHERS = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
-_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_OTHERS}]")
+_BUT_NEWLINE: list[re.Pattern] = []
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -49,7 +50,10 @@ def safe(text) -> str:
 def safe_lines(text) -> str:
     """``text`` with every control character escaped except the newlines between its lines."""
     text = text if isinstance(text, str) else str(text)
-    return _BUT_NEWLINE.sub(_escape, text) if _BUT_NEWLINE.search(text) else text
+    if not _BUT_NEWLINE:
+        _BUT_NEWLINE.append(re.compile(f"[\x00-\x09\x0b-\x1f{_OTHERS}]"))
+    pattern = _BUT_NEWLINE[0]
+    return pattern.sub(_escape, text) if pattern.search(text) else text
 
 
 def byte_size(n: float) -> str:

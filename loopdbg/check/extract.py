@@ -106,5 +106,5 @@ def _dynamic_parameter(layer: Layer, value: np.ndarray) -> Layer:
     data = dict(layer.data)
     data.update(shape=",".join("?" * rank), element_type=et)
     port = layer.outputs[0] if layer.outputs else Port(0, 0)
-    port = replace(port, precision=precision, dims=(-1,) * rank)
+    port = port.replace(precision=precision, dims=(-1,) * rank)
     return replace(layer, data=data, outputs=(port,) + tuple(layer.outputs[1:]))

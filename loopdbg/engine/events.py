@@ -15,11 +15,12 @@ again by the engine, so an event stays valid after the run has moved on.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
+
+from loopdbg.ir.record import Record, set_field as _set
 
 if TYPE_CHECKING:
     from loopdbg.engine.loopspec import LoopSpec
@@ -44,19 +45,32 @@ STOP_TEXT = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class LoopStarted:
-    """A loop's execution begins (a docstring of its own: without one, dataclass makes one from
-    the class's signature, ~0.2 ms of every start)."""
+class LoopStarted(Record):
+    """A loop's execution begins."""
 
+    __slots__ = ("path", "layer_id", "layer_name", "kind", "trip_count", "execution_condition",
+                 "outer", "spec")
+    _hidden = ("spec",)
     path: str
     layer_id: int
     layer_name: str
     kind: str                       # "Loop" or "TensorIterator"
     trip_count: int | None          # None: no limit (Loop with a negative or absent trip count)
     execution_condition: bool
-    outer: tuple[int, ...] = ()     # iterations of the enclosing loops, outermost first
-    spec: "LoopSpec | None" = field(default=None, repr=False)
+    outer: tuple[int, ...]          # iterations of the enclosing loops, outermost first
+    spec: "LoopSpec | None"
+
+    def __init__(self, path: str, layer_id: int, layer_name: str, kind: str,
+                 trip_count: int | None, execution_condition: bool, outer: tuple[int, ...] = (),
+                 spec: "LoopSpec | None" = None):
+        _set(self, "path", path)
+        _set(self, "layer_id", layer_id)
+        _set(self, "layer_name", layer_name)
+        _set(self, "kind", kind)
+        _set(self, "trip_count", trip_count)
+        _set(self, "execution_condition", execution_condition)
+        _set(self, "outer", outer)
+        _set(self, "spec", spec)
 
 
 class LoopRun:
@@ -206,39 +220,62 @@ for _k, _name in enumerate(_FIELDS):
     setattr(IterationDone, _name, property(itemgetter(_k), doc=f"field {_k} of the event"))
 
 
-@dataclass(frozen=True, slots=True)
-class LoopFinished:
+class LoopFinished(Record):
     """A loop's execution ended: how many iterations ran, why it stopped, its outputs."""
 
+    __slots__ = ("path", "iterations", "reason", "outputs", "outer", "error")
+    _hidden = ("outputs",)
     path: str
     iterations: int
     reason: str
-    outputs: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)
-    outer: tuple[int, ...] = ()
-    error: str | None = None
+    outputs: Mapping[str, np.ndarray]
+    outer: tuple[int, ...]
+    error: str | None
+
+    def __init__(self, path: str, iterations: int, reason: str,
+                 outputs: Mapping[str, np.ndarray] | None = None, outer: tuple[int, ...] = (),
+                 error: str | None = None):
+        _set(self, "path", path)
+        _set(self, "iterations", iterations)
+        _set(self, "reason", reason)
+        _set(self, "outputs", {} if outputs is None else outputs)
+        _set(self, "outer", outer)
+        _set(self, "error", error)
 
     @property
     def reason_text(self) -> str:
         return STOP_TEXT.get(self.reason, self.reason)
 
 
-@dataclass(frozen=True, slots=True)
-class Notice:
+class Notice(Record):
     """A rule of docs/semantics.md marked "report" fired: loopdbg chose a behaviour OpenVINO may not share."""
 
+    __slots__ = ("path", "message", "rule")
     path: str
     message: str
-    rule: int | None = None
+    rule: int | None
+
+    def __init__(self, path: str, message: str, rule: int | None = None):
+        _set(self, "path", path)
+        _set(self, "message", message)
+        _set(self, "rule", rule)
 
 
-@dataclass(frozen=True, slots=True)
-class RunFinished:
+class RunFinished(Record):
     """The run ended: the model's outputs, every loop's LoopFinished and every Notice."""
 
+    __slots__ = ("outputs", "loops", "notices", "interrupted")
     outputs: Mapping[str, np.ndarray]
-    loops: tuple[LoopFinished, ...] = ()
-    notices: tuple[Notice, ...] = ()
-    interrupted: bool = False
+    loops: tuple[LoopFinished, ...]
+    notices: tuple[Notice, ...]
+    interrupted: bool
+
+    def __init__(self, outputs: Mapping[str, np.ndarray], loops: tuple[LoopFinished, ...] = (),
+                 notices: tuple[Notice, ...] = (), interrupted: bool = False):
+        _set(self, "outputs", outputs)
+        _set(self, "loops", loops)
+        _set(self, "notices", notices)
+        _set(self, "interrupted", interrupted)
 
 
 Event = LoopStarted | IterationDone | LoopFinished | Notice | RunFinished

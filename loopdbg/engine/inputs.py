@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -13,18 +12,27 @@ from loopdbg.files.read import npz_names, read_npz
 from loopdbg.ir.elements import dtype_name, is_ml_dtype, is_numeric
 from loopdbg.ir.model import Model
 from loopdbg.ir.onnx_names import OPTIONAL, SEQUENCE, VALUE_KIND
+from loopdbg.ir.record import Record, set_field as _set
 from loopdbg.text import byte_size, listing
 
 
-@dataclass(frozen=True)
-class InputSpec:
+class InputSpec(Record):
     """One model input: its Parameter name, other tensor names, declared shape and dtype."""
 
+    __slots__ = ("name", "names", "shape", "dtype", "kind")
     name: str
     names: tuple[str, ...]
     shape: tuple[int, ...] | None      # -1 for a dynamic dim; None for dynamic rank
     dtype: np.dtype | None             # None: dynamic element type, any numeric dtype
-    kind: str | None = None            # ONNX: "sequence", "optional", "optional sequence"
+    kind: str | None                   # ONNX: "sequence", "optional", "optional sequence"
+
+    def __init__(self, name: str, names: tuple[str, ...], shape: tuple[int, ...] | None,
+                 dtype: np.dtype | None, kind: str | None = None):
+        _set(self, "name", name)
+        _set(self, "names", names)
+        _set(self, "shape", shape)
+        _set(self, "dtype", dtype)
+        _set(self, "kind", kind)
 
     @property
     def shape_text(self) -> str:

@@ -8,23 +8,21 @@ names things for the debugger: Parameters, Results, back edges and scan outputs 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from loopdbg.errors import ModelError, RunError
 from loopdbg.ir import model as irm
 from loopdbg.ir.model import Layer, SubGraph
 from loopdbg.ir.onnx_names import OPTIONAL, OPTIONAL_SEQUENCE, VALUE_KIND
+from loopdbg.ir.record import Record, set_field as _set
 from loopdbg.engine.plan import GraphPlan
 
 
-@dataclass(frozen=True)
-class SlicedFeed:
+class SlicedFeed(Record):
     """An input the loop slices (a port_map input with an axis: TensorIterator's, or ONNX
-    Scan's scan inputs): the body Parameter it feeds and how it is cut (a docstring of its own:
-    without one, dataclass makes one from the class's signature, ~0.2 ms of every start)."""
+    Scan's scan inputs): the body Parameter it feeds and how it is cut."""
 
+    __slots__ = ("pos", "ext", "axis", "start", "end", "stride", "part_size", "name")
     pos: int                # body Parameter position
     ext: int                # external input index
     axis: int
@@ -34,21 +32,46 @@ class SlicedFeed:
     part_size: int
     name: str
 
+    def __init__(self, pos: int, ext: int, axis: int, start: int, end: int, stride: int,
+                 part_size: int, name: str):
+        _set(self, "pos", pos)
+        _set(self, "ext", ext)
+        _set(self, "axis", axis)
+        _set(self, "start", start)
+        _set(self, "end", end)
+        _set(self, "stride", stride)
+        _set(self, "part_size", part_size)
+        _set(self, "name", name)
 
-@dataclass(frozen=True)
-class OutputForm:
+
+class OutputForm(Record):
     """How one output of the loop is formed from its body Result: the last value, or the
     iterations' values concatenated along ``axis``."""
 
+    __slots__ = ("index", "kind", "result_pos", "axis", "stride", "start", "end", "name",
+                 "concat_k")
     index: int              # output index of the loop layer
     kind: str               # irm.CONCAT or irm.LAST_VALUE
     result_pos: int
-    axis: int | None = None
-    stride: int = 1
-    start: int = 0
-    end: int = -1
-    name: str = ""          # body Result name (unique within the loop)
-    concat_k: int = -1      # index among the concatenated outputs
+    axis: int | None
+    stride: int
+    start: int
+    end: int
+    name: str               # body Result name (unique within the loop)
+    concat_k: int           # index among the concatenated outputs
+
+    def __init__(self, index: int, kind: str, result_pos: int, axis: int | None = None,
+                 stride: int = 1, start: int = 0, end: int = -1, name: str = "",
+                 concat_k: int = -1):
+        _set(self, "index", index)
+        _set(self, "kind", kind)
+        _set(self, "result_pos", result_pos)
+        _set(self, "axis", axis)
+        _set(self, "stride", stride)
+        _set(self, "start", start)
+        _set(self, "end", end)
+        _set(self, "name", name)
+        _set(self, "concat_k", concat_k)
 
 
 class LoopSpec:

@@ -146,8 +146,13 @@ class GraphPlan:
             else:                       # fed by an outer constant: read as one (see ``known``)
                 local[(pid, 0)] = name = f"c{len(self.consts)}"
                 self.consts[name] = value
-        with hoist.quiet() if self.path else nullcontext():     # (once: ``_fold``'s kernels)
-            self._add_steps(order, local, incoming, sources, nested_factory)
+        # a loop body's decompressions of weights are folded into one buffer (``_fold``)
+        self._weights, self._layout = None, (order, sources)
+        try:
+            with hoist.quiet() if self.path else nullcontext():  # (once: ``_fold``'s kernels)
+                self._add_steps(order, local, incoming, sources, nested_factory)
+        finally:
+            del self._weights, self._layout
         self.result_locals = []
         for rid in self.result_ids:
             src = None                  # (as ``Graph.producer``: the last edge to port 0)
@@ -233,12 +238,23 @@ class GraphPlan:
     def _fold(self, lid: int, fn, values: tuple, n_out: int, local) -> Callable:
         """A loop body's step on constants alone (``values``), computed now (``engine.hoist``):
         its outputs become constants (``local`` names them so), its kernel a ``hoist.Folded``;
-        ``fn`` itself when it is not folded."""
-        room = hoist.bound() - self.folded_bytes
-        folded = hoist.fold(fn, values, n_out, room, quieted=True)
+        ``fn`` itself when it is not folded. The body's big weight decompressions are written
+        into one buffer (``hoist.weight_buffer``), made at the first one folded for it and the
+        others after it, its bytes counted as folded from then on."""
+        if self._weights is None and values and type(values[0]) is np.ndarray and \
+                values[0].size >= hoist.POOLED_FROM and self.graph.layers[lid].type == "Convert":
+            order, sources = self._layout
+            self._weights = hoist.weight_buffer(self.graph.layers, order, sources,
+                                                hoist.bound() - self.folded_bytes)
+            self.folded_bytes += sum([w.nbytes for w in self._weights.values()])
+        out = self._weights.get(lid) if self._weights else None
+        folded = hoist.fold_into(fn, values, out) if out is not None else None   # (counted)
         if folded is None:
-            return fn
-        self.folded_bytes += sum([v.nbytes for v in folded])
+            room = hoist.bound() - self.folded_bytes
+            folded = hoist.fold(fn, values, n_out, room, quieted=True)
+            if folded is None:
+                return fn
+            self.folded_bytes += sum([v.nbytes for v in folded])
         for j, value in enumerate(folded):  # its value now; a constant for the steps after
             local[(lid, j)] = name = f"c{len(self.consts)}"
             self.consts[name] = value

@@ -27,28 +27,36 @@ widened to float32, and IR ``u4``/``i4`` stay unpacked to uint8/int8 (see ``ml_t
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from math import prod
 from typing import Iterable
 
 import numpy as np
 
 from loopdbg.files.write import npy_descr  # noqa: F401 - the .npy header of any element type
+from loopdbg.ir.record import Record, set_field as _set
 
 
-@dataclass(frozen=True, slots=True)
-class ElementType:
+class ElementType(Record):
     """One element type: its IR name, bits per element and the numpy dtype values are decoded to.
 
     ``storage`` is the little-endian dtype of the raw bytes for the types numpy reads directly; it is
     ``None`` for the packed (u1, u4, i4), converted (bf16) and dynamic types.
     """
 
+    __slots__ = ("name", "bits", "dtype", "storage", "precision")
     name: str
     bits: int
     dtype: np.dtype | None
     storage: str | None
     precision: str
+
+    def __init__(self, name: str, bits: int, dtype: np.dtype | None, storage: str | None,
+                 precision: str):
+        _set(self, "name", name)
+        _set(self, "bits", bits)
+        _set(self, "dtype", dtype)
+        _set(self, "storage", storage)
+        _set(self, "precision", precision)
 
 
 def _et(name: str, bits: int, dtype: str | None, storage: str | None, precision: str) -> ElementType:

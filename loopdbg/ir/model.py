@@ -7,9 +7,10 @@ position inside ``<input>`` / ``<output>``), which the reader resolves from the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from dataclasses import FrozenInstanceError, dataclass, field, fields
 from typing import Any, Mapping
+
+from loopdbg.ir.record import Record, set_field as _set
 
 # Roles of a Loop/TensorIterator port_map input, decided by ``classify_inputs``.
 SLICED = "sliced"
@@ -28,85 +29,122 @@ EXECUTION_CONDITION = "execution_condition"
 CANONICAL_TYPES = {"Const": "Constant", "ReLU": "Relu", "PReLU": "PRelu", "SoftMax": "Softmax"}
 
 
-@dataclass(frozen=True, slots=True)
-class Port:
+class Port(Record):
     """One input or output port of a layer as declared in the XML.
 
     ``dims`` holds the declared dimensions (-1 for a dynamic one); it is ``()`` when the port has no
     ``<dim>`` (a scalar, or dynamic rank). Declared shapes are hints: the engine trusts values.
     """
 
+    __slots__ = ("id", "index", "precision", "dims", "names")
     id: int
     index: int
-    precision: str | None = None
-    dims: tuple[int, ...] = ()
-    names: tuple[str, ...] = ()
+    precision: str | None
+    dims: tuple[int, ...]
+    names: tuple[str, ...]
+
+    def __init__(self, id: int, index: int, precision: str | None = None,  # noqa: A002
+                 dims: tuple[int, ...] = (), names: tuple[str, ...] = ()):
+        _set(self, "id", id)
+        _set(self, "index", index)
+        _set(self, "precision", precision)
+        _set(self, "dims", dims)
+        _set(self, "names", names)
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
+class Edge(Record):
     """A data edge, with both ports already resolved to indices."""
 
+    __slots__ = ("from_layer", "from_port", "to_layer", "to_port")
     from_layer: int
     from_port: int     # output index of the producer
     to_layer: int
     to_port: int       # input index of the consumer
 
+    def __init__(self, from_layer: int, from_port: int, to_layer: int, to_port: int):
+        _set(self, "from_layer", from_layer)
+        _set(self, "from_port", from_port)
+        _set(self, "to_layer", to_layer)
+        _set(self, "to_port", to_port)
 
-@dataclass(frozen=True, slots=True)
-class BackEdge:
+
+class BackEdge(Record):
     """A Loop/TensorIterator back edge: body Result ``from_layer`` feeds body Parameter ``to_layer``."""
 
+    __slots__ = ("from_layer", "to_layer")
     from_layer: int
     to_layer: int
 
+    def __init__(self, from_layer: int, to_layer: int):
+        _set(self, "from_layer", from_layer)
+        _set(self, "to_layer", to_layer)
 
-@dataclass(frozen=True, slots=True)
-class InputMapping:
+
+class _PortMapping(Record):
+    """The fields of a ``port_map`` entry (defaults applied: start=0, end=-1, stride=1,
+    part_size=1)."""
+
+    __slots__ = ("external_port_id", "internal_layer_id", "axis", "start", "end", "stride",
+                 "part_size", "purpose")
+    external_port_id: int
+    internal_layer_id: int
+    axis: int | None
+    start: int
+    end: int
+    stride: int
+    part_size: int
+    purpose: str | None
+
+    def __init__(self, external_port_id: int, internal_layer_id: int, axis: int | None = None,
+                 start: int = 0, end: int = -1, stride: int = 1, part_size: int = 1,
+                 purpose: str | None = None):
+        _set(self, "external_port_id", external_port_id)
+        _set(self, "internal_layer_id", internal_layer_id)
+        _set(self, "axis", axis)
+        _set(self, "start", start)
+        _set(self, "end", end)
+        _set(self, "stride", stride)
+        _set(self, "part_size", part_size)
+        _set(self, "purpose", purpose)
+
+
+class InputMapping(_PortMapping):
     """One ``port_map/input`` entry (defaults applied: start=0, end=-1, stride=1, part_size=1)."""
 
-    external_port_id: int
-    internal_layer_id: int
-    axis: int | None = None
-    start: int = 0
-    end: int = -1
-    stride: int = 1
-    part_size: int = 1
-    purpose: str | None = None
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class OutputMapping:
+class OutputMapping(_PortMapping):
     """One ``port_map/output`` entry; ``axis`` set means a concatenated (scan) output."""
 
-    external_port_id: int
-    internal_layer_id: int
-    axis: int | None = None
-    start: int = 0
-    end: int = -1
-    stride: int = 1
-    part_size: int = 1
-    purpose: str | None = None
+    __slots__ = ()
 
-
-def _pickled_as_calls(*classes) -> None:
-    """Pickle these slotted frozen dataclasses as calls of the class with their fields
-    (``ir.model_cache``): a slotted frozen dataclass's own ``__setstate__`` is Python that lists
-    its fields again for every object, and a decoder has thousands of ports and edges."""
-    for cls in classes:
-        def reduce(self, protocol=None, cls=cls, get=attrgetter(*[f.name for f in fields(cls)])):
-            return cls, get(self)
-
-        cls.__reduce_ex__ = reduce
-
-
-_pickled_as_calls(Port, Edge, BackEdge, InputMapping, OutputMapping)
 
 _FRESH: Any = object()      # Layer's ``data`` not given: a new dict
 
 
-@dataclass(frozen=True, eq=False, init=False)
-class Layer:
+class _Fixed:
+    """What the model's dataclasses (``Layer``, ``Graph``, ``SubGraph``, ``Model``: compared
+    by identity) have without ``dataclass`` compiling it for each at every start (``ir.record``):
+    assigning or deleting an attribute raises ``dataclasses.FrozenInstanceError``, and ``repr``
+    is the dataclass's. Their ``__init__`` sets the fields in one update of the instance's
+    dict; ``dataclasses.fields`` and ``replace`` work on them as on any dataclass."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        shown = ", ".join([f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr])
+        return f"{self.__class__.__qualname__}({shown})"
+
+
+@dataclass(eq=False, init=False, repr=False)
+class Layer(_Fixed):
     """One layer (operation) of a graph.
 
     ``type`` is canonical (``Const`` and ``Constant`` are both ``Constant``; ``ReLU`` is ``Relu``);
@@ -117,6 +155,7 @@ class Layer:
     Its ``__init__`` is the dataclass's, with the fields set in one update of the instance's
     dict: a frozen dataclass's own sets each through ``object.__setattr__``, about 4x slower,
     and reading a model makes one Layer per node (a real decoder's loop body: thousands).
+    Frozen as a dataclass would be (``_Fixed``).
     """
 
     id: int
@@ -151,12 +190,12 @@ class Layer:
         return None
 
 
-@dataclass(frozen=True, eq=False)
-class Graph:
+@dataclass(eq=False, init=False, repr=False)
+class Graph(_Fixed):
     """A graph (the model, or a body): layers in XML order, edges, Parameter and Result order.
 
     ``parameters`` and ``results`` are layer ids in XML order: that order defines the model's
-    inputs and outputs.
+    inputs and outputs. Frozen (``_Fixed``).
     """
 
     name: str
@@ -164,6 +203,11 @@ class Graph:
     edges: tuple[Edge, ...]
     parameters: tuple[int, ...]
     results: tuple[int, ...]
+
+    def __init__(self, name: str, layers: Mapping[int, Layer], edges: tuple[Edge, ...],
+                 parameters: tuple[int, ...], results: tuple[int, ...]):
+        self.__dict__.update(name=name, layers=layers, edges=edges, parameters=parameters,
+                             results=results)
 
     def producer(self, layer_id: int, input_index: int) -> tuple[int, int] | None:
         """The (layer id, output index) feeding input ``input_index`` of layer ``layer_id``."""
@@ -186,8 +230,8 @@ class Graph:
         return sum(1 for e in self.edges if e.to_layer == layer_id)
 
 
-@dataclass(frozen=True, eq=False)
-class SubGraph:
+@dataclass(eq=False, init=False, repr=False)
+class SubGraph(_Fixed):
     """A body of Loop/TensorIterator (role ``body``) or a branch of If (``then_body``/``else_body``)."""
 
     role: str
@@ -196,10 +240,15 @@ class SubGraph:
     outputs: tuple[OutputMapping, ...] = ()
     back_edges: tuple[BackEdge, ...] = ()
 
+    def __init__(self, role: str, graph: Graph, inputs: tuple[InputMapping, ...] = (),
+                 outputs: tuple[OutputMapping, ...] = (), back_edges: tuple[BackEdge, ...] = ()):
+        self.__dict__.update(role=role, graph=graph, inputs=inputs, outputs=outputs,
+                             back_edges=back_edges)
 
-@dataclass(frozen=True, eq=False)
-class Model:
-    """A whole model: the top graph plus where it came from."""
+
+@dataclass(eq=False, init=False, repr=False)
+class Model(_Fixed):
+    """A whole model: the top graph plus where it came from. Frozen (``_Fixed``)."""
 
     graph: Graph
     path: str | None = None
@@ -209,6 +258,15 @@ class Model:
     opsets: Mapping[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     data_files: tuple[str, ...] = ()     # other files it reads: an ONNX model's external data
+
+    def __init__(self, graph: Graph, path: str | None = None, weights_path: str | None = None,
+                 ir_version: int | None = None, format: str = "ir",  # noqa: A002 - the field
+                 opsets: Mapping[str, int] = _FRESH, warnings: tuple[str, ...] = (),
+                 data_files: tuple[str, ...] = ()):
+        self.__dict__.update(graph=graph, path=path, weights_path=weights_path,
+                             ir_version=ir_version, format=format,
+                             opsets={} if opsets is _FRESH else opsets, warnings=warnings,
+                             data_files=data_files)
 
 
 def classify_inputs(sub: SubGraph) -> list[tuple[str, InputMapping]]:

@@ -26,7 +26,6 @@ that cannot be read back (cut short, from another numpy) is read from the model 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import pickle
@@ -53,10 +52,7 @@ def key(data: bytes | memoryview, path: str) -> str | None:
     tag = _reader_tag()
     if tag is None:
         return None
-    digest = hashlib.sha256(tag)
-    digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
-    digest.update(data)
-    return digest.hexdigest() + SUFFIX
+    return cache.digest(tag, path.encode("utf-8", "surrogateescape") + b"\0", data) + SUFFIX
 
 
 def load(name: str | None) -> Model | None:
@@ -113,8 +109,7 @@ def _note_name(path: str, info: os.stat_result | None) -> str | None:
         return None
     identity = (f"{path}\0{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:"
                 f"{info.st_ctime_ns}")
-    digest = hashlib.sha256(tag + identity.encode("utf-8", "surrogateescape"))
-    return digest.hexdigest() + NOTE_SUFFIX
+    return cache.digest(tag, identity.encode("utf-8", "surrogateescape")) + NOTE_SUFFIX
 
 
 def _is_key(data: bytes) -> bool:

@@ -6,7 +6,6 @@ errors."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -41,18 +40,20 @@ class Weights:
         return self._data
 
 
-@dataclass
 class Context:
     """What every nested reader needs: the file name for messages, the weights, the warnings.
 
     ``scope`` is appended to layer descriptions inside bodies ("in the body of layer 4 'loop'
-    (Loop)"), so that an error deep in a nested body still says where it is.
+    (Loop)"), so that an error deep in a nested body still says where it is. (A plain class: a
+    dataclass costs ~1 ms of every start to define, ``ir.record``.)
     """
 
-    file: str
-    weights: Weights
-    warnings: list[str] = field(default_factory=list)
-    scope: str = ""
+    def __init__(self, file: str, weights: Weights, warnings: list[str] | None = None,
+                 scope: str = ""):
+        self.file = file
+        self.weights = weights
+        self.warnings: list[str] = [] if warnings is None else warnings
+        self.scope = scope
 
     def inside(self, loop_label: str, role: str = "body") -> "Context":
         where = "body" if role == "body" else role.replace("_", " ")

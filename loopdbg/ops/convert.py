@@ -77,8 +77,37 @@ def _path(src: np.dtype, dst: np.dtype, bf16: bool):
              and not (dst.kind == "f" and (dst.itemsize < 4 or (src.kind == "f" and
                                                                 src.itemsize > dst.itemsize))))
     if plain:
+        if src == np.float16 and dst == np.float32:
+            return _half_to_single
         return lambda x: x.astype(dst, copy=False)
     return lambda x: convert(x, dst, bf16)
+
+
+# f16 -> f32, the decompression of every weight of an IR saved with ``compress_to_fp16`` (at plan
+# time: ``engine.hoist``), by a table of the 65,536 float16 bit patterns: numpy's ``astype``
+# converts each element on its own (~2.4 ns a weight here), a lookup is ~1.1 ns. The table is
+# made by that very ``astype``, so every value is the one ``astype`` gives, bit for bit (NaN
+# payloads, subnormals, infinities); 256 KiB, made the first time a big array is converted.
+# Small arrays (under ``_TABLE_FROM`` elements: below it, a plan's many small weights gain
+# nothing, the table's lines being out of the cache between them) and arrays not in C order
+# (whose ``astype`` keeps their layout) take ``astype``.
+_TABLE_FROM = 8192
+_HALF_TABLE: list[np.ndarray] = []
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
+def _half_to_single(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``x.astype(np.float32)`` (``x`` float16), into ``out`` when given (float32, ``x``'s
+    shape, C order; then ``x`` is in C order too)."""
+    if x.size < _TABLE_FROM or not x.flags.c_contiguous:
+        if out is None:
+            return x.astype(np.float32)
+        np.copyto(out, x)                   # (the same conversion as astype's)
+        return out
+    if not _HALF_TABLE:
+        _HALF_TABLE.append(np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32))
+    return _HALF_TABLE[0].take(x.view(np.uint16), mode="wrap", out=out)     # (every index
+    #                                                                   fits: no check, no wrap)
 
 
 def _convert_shape(layer: Layer, ins, consts):
@@ -101,7 +130,19 @@ def _convert(layer: Layer):
             fn = paths[x.dtype] = _path(x.dtype, dtype, bf16)
         return fn(x)
 
+    if dtype == np.float32 and not bf16:
+        kernel.into = _decompress_into
     return kernel
+
+
+def _decompress_into(x, out: np.ndarray) -> np.ndarray | None:
+    """What a Convert to f32 gives for ``x``, written into ``out`` (float32, ``x``'s shape, C
+    order) when ``x`` is a float16 array in C order (a weight saved compressed), else None: the
+    planner folds a body's decompressions into one buffer (``engine.hoist.weight_buffer``)."""
+    if type(x) is not np.ndarray or x.dtype != _F16 or not x.flags.c_contiguous \
+            or x.shape != out.shape or out.dtype != _F32:
+        return None
+    return _half_to_single(x, out)
 
 
 def _convert_like_shape(layer: Layer, ins, consts):

@@ -78,13 +78,13 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from loopdbg.errors import UnsupportedOperation
 from loopdbg.ops.sizes import SIZED_BY_ATTRIBUTES, SIZED_BY_VALUES, guarded
 from loopdbg.ir.model import Layer
+from loopdbg.ir.record import Record, set_field as _set
 
 Kernel = Callable[..., object]
 KernelFactory = Callable[[Layer], Kernel]
@@ -94,16 +94,33 @@ ONNX_NEEDS_NO_SHAPE = ("ONNX layers are made by the ONNX reader, which takes por
                        "onnx's own inference; the builder writes OpenVINO IR only")
 
 
-@dataclass(frozen=True)
-class KernelSpec:
+class KernelSpec(Record):
+    """One registered operation (type and version): its kernel factory, output count and
+    shape rule."""
+
+    __slots__ = ("type", "version", "factory", "outputs", "shape", "no_shape", "notes",
+                 "constants")
     type: str
     version: int
     factory: KernelFactory
-    outputs: int | Callable[[Layer], int] = 1
-    shape: ShapeRule | None = None
-    no_shape: str | None = None          # why there is no shape rule
-    notes: str | None = None             # departures from the specification, limits
-    constants: bool = False              # the factory takes the constant inputs too
+    outputs: int | Callable[[Layer], int]
+    shape: ShapeRule | None
+    no_shape: str | None                 # why there is no shape rule
+    notes: str | None                    # departures from the specification, limits
+    constants: bool                      # the factory takes the constant inputs too
+
+    def __init__(self, type: str, version: int, factory: KernelFactory,  # noqa: A002
+                 outputs: int | Callable[[Layer], int] = 1, shape: ShapeRule | None = None,
+                 no_shape: str | None = None, notes: str | None = None,
+                 constants: bool = False):
+        _set(self, "type", type)
+        _set(self, "version", version)
+        _set(self, "factory", factory)
+        _set(self, "outputs", outputs)
+        _set(self, "shape", shape)
+        _set(self, "no_shape", no_shape)
+        _set(self, "notes", notes)
+        _set(self, "constants", constants)
 
     def count_outputs(self, layer: Layer) -> int:
         return self.outputs(layer) if callable(self.outputs) else self.outputs

@@ -41,8 +41,8 @@ import math
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 
+from loopdbg.ir.record import Record, set_field as _set
 from loopdbg.machine import (FIRST, Sample, cores, load, running_others,  # noqa: F401 - here
                              sample)
 
@@ -54,12 +54,16 @@ MAX_WINDOW = 0.5        # seconds: longer says more about the past than about no
 REVISIT = MIN_WINDOW    # seconds between two looks during a run
 
 
-@dataclass(frozen=True)
-class Threads:
+class Threads(Record):
     """The BLAS thread count of the run and why."""
 
+    __slots__ = ("count", "reason")
     count: int | None           # None: unknown (no threadpoolctl, or no BLAS found)
     reason: str
+
+    def __init__(self, count: int | None, reason: str):
+        _set(self, "count", count)
+        _set(self, "reason", reason)
 
     def describe(self) -> str:
         return f"{self.count if self.count is not None else '?'} BLAS threads ({self.reason})"

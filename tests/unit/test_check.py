@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -149,7 +148,7 @@ def broken_kernel(monkeypatch):
                 return out + np.ones((), out.dtype) if next(calls) >= from_call else out
             return broken
 
-        monkeypatch.setitem(registry._REGISTRY[type_], spec.version, replace(spec, factory=factory))
+        monkeypatch.setitem(registry._REGISTRY[type_], spec.version, spec.replace(factory=factory))
 
     return breaker
 

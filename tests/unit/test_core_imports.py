@@ -151,5 +151,48 @@ def test_run_imports_only_what_a_run_uses(tmp_path):
     assert {"loopdbg.engine.runner", "loopdbg.debug.report"} <= modules    # the probe sees them
     unused = sorted(m for m in modules if m.split(".")[0] in ("ml_dtypes", "textual", "rich")
                     or m.startswith(("loopdbg.debug.session", "loopdbg.debug.breakpoints",
-                                     "loopdbg.debug.expr", "loopdbg.trace")))
+                                     "loopdbg.debug.expr", "loopdbg.trace"))
+                    or m in ("hashlib", "_hashlib"))     # (OpenSSL: files.cache.digest)
     assert not unused, f"loopdbg run imports {unused}"
+
+
+def test_big_code_is_found_in_the_cache_without_hashlib(tmp_path):
+    """A decoder's loop code (hundreds of KB) is looked up under a BLAKE2b key made by CPython's
+    own module: no hashlib, whose import loads OpenSSL (~4 ms of a start)."""
+    look = ("import sys\nfrom loopdbg.engine import codecache\n"
+            "source = 'x = 1\\n' * 100000\n"
+            "assert codecache.load(source, 'f') is None\n"
+            "print(sorted(m for m in ('hashlib', '_hashlib') if m in sys.modules))")
+    proc = run_python("-c", look, env={"LOOPDBG_CODE_CACHE": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+# Counts the dataclasses a `loopdbg run` defines (each ~1 ms of the start: ir.record), then runs it.
+COUNT_DATACLASSES = r"""
+import dataclasses, sys
+made = []
+process = dataclasses._process_class
+def counted(cls, *args, **kwargs):
+    made.append(f"{cls.__module__}.{cls.__qualname__}")
+    return process(cls, *args, **kwargs)
+dataclasses._process_class = counted
+from loopdbg.cli import main
+code = main(sys.argv[1:])
+print("\n" + " ".join(made))
+sys.exit(code)
+"""
+
+
+def test_run_defines_only_the_models_dataclasses(tmp_path):
+    """The records a run makes (ports, edges, events, loop forms, kernel specs ...) are
+    ``ir.record.Record`` classes, made with the module: only the model's Layer, Graph, SubGraph
+    and Model (which ``dataclasses.replace`` is used on) are dataclasses of loopdbg."""
+    model = ROOT.parent / "tests" / "corpus" / "loop_for_accum_scan" / "model.xml"
+    proc = run_python("-c", COUNT_DATACLASSES, "run", str(model), "-q",
+                      env={"LOOPDBG_CODE_CACHE": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    made = proc.stdout.strip().splitlines()[-1].split()
+    ours = sorted(m for m in made if m.startswith("loopdbg."))
+    assert ours == ["loopdbg.ir.model.Graph", "loopdbg.ir.model.Layer", "loopdbg.ir.model.Model",
+                    "loopdbg.ir.model.SubGraph"]

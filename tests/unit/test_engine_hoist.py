@@ -132,6 +132,89 @@ def test_nothing_is_folded_past_the_bound(monkeypatch):
     assert body.folded_bytes == 0
 
 
+def _weights_loop(sizes):
+    """A loop whose body multiplies its state by f16 weights of ``sizes`` (n x n each), each
+    decompressed by a Convert (as ov.save_model's compress_to_fp16 writes them)."""
+    b = GraphBuilder("net")
+    n0 = sizes[0]
+    x0 = b.parameter("x0", "f32", [1, n0])
+    loop = b.loop("loop", trip=2, cond=True)
+    x = y = loop.merged_input(x0, "x")
+    rng = np.random.default_rng(5)
+    weights = []
+    for k, n in enumerate(sizes):
+        w16 = (rng.standard_normal((n0, n)) / n0).astype(np.float16)
+        w16[0, :2] = [-0.0, 6e-8]                       # (a negative zero, a subnormal)
+        weights.append(w16)
+        w = loop.body.op("Convert", [w16], name=f"w{k}", destination_type="f32")
+        y = loop.body.op("MatMul", [y, w], name=f"mm{k}")
+        n0 = n
+    loop.back_edge(y, x)
+    b.result(loop.output_last(y, name="out"))
+    return b.build(), weights
+
+
+def test_a_body_s_decompressed_weights_share_one_buffer(monkeypatch):
+    """The decompressions of a body's f16 weights are folded into one float32 buffer (made
+    once, ``hoist.weight_buffer``): each value is a read-only C-order view of it, bit for bit
+    what astype gives (a big weight by the table, small ones by numpy's cast); the runs agree
+    with unfolded ones event by event. (Weights under ``POOLED_FROM`` values are left to the
+    allocator: here every one is pooled.)"""
+    monkeypatch.setattr(hoist, "POOLED_FROM", 1)
+    model, weights = _weights_loop([96, 96, 96])        # 9,216 values each: the table's path
+    x0 = {"x0": np.full((1, 96), 0.5, np.float32)}
+    engine, events, _ = _compare(model, x0, monkeypatch)
+    body = next(p for p in engine.plans if p.path)
+    folded = {s.layer.name: s.fn.value for s in body.steps if type(s.fn) is hoist.Folded}
+    values = [folded[f"w{k}"] for k in range(3)]
+    base = values[0].base
+    assert base is not None and all(v.base is base for v in values)
+    assert base.nbytes == body.folded_bytes == 3 * 96 * 96 * 4
+    for v, w16 in zip(values, weights):
+        assert v.flags.c_contiguous and not v.flags.writeable and v.shape == w16.shape
+        assert np.array_equal(v.view(np.uint32), w16.astype(np.float32).view(np.uint32))
+    small, small_weights = _weights_loop([4, 4, 4])     # numpy's own cast, into the buffer
+    body = next(p for p in Engine(small).plans if p.path)
+    for k, w16 in enumerate(small_weights):
+        value = next(s.fn.value for s in body.steps if s.layer.name == f"w{k}")
+        assert np.array_equal(value.view(np.uint32), w16.astype(np.float32).view(np.uint32))
+    monkeypatch.setattr(hoist, "POOLED_FROM", 96 * 96 + 1)     # each on its own, as before
+    body = next(p for p in Engine(model).plans if p.path)
+    values = [s.fn.value for s in body.steps if type(s.fn) is hoist.Folded]
+    assert len(values) == 3 and all(v.base is None for v in values)
+
+
+def test_the_weight_buffer_holds_to_the_bound(monkeypatch):
+    """Past the plan's bound a weight is neither in the buffer nor folded: the buffer's bytes
+    count as folded from the start (two 4x4 weights of three fit in 140 bytes)."""
+    monkeypatch.setattr(hoist, "FOLD_BYTES", 140)
+    monkeypatch.setattr(hoist, "POOLED_FROM", 1)
+    model, _ = _weights_loop([4, 4, 4])
+    body = next(p for p in Engine(model).plans if p.path)
+    kinds = {s.layer.name: type(s.fn) is hoist.Folded for s in body.steps}
+    assert (kinds["w0"], kinds["w1"], kinds["w2"]) == (True, True, False)
+    assert body.folded_bytes == 128
+
+
+def test_a_body_step_without_inputs_is_planned_and_run():
+    """A body step with no input at all (ReadValue-6 of a variable) reaches the folding of steps
+    on constants alone with no value to look at: it is left as it is and runs."""
+    b = GraphBuilder("net")
+    x0 = b.parameter("x0", "f32", [2])
+    loop = b.loop("loop", trip=2, cond=True)
+    x = loop.merged_input(x0, "x")
+    read = loop.body.op("ReadValue", [], name="rv", version="opset6", variable_id="v",
+                        variable_type="f32", variable_shape="2")
+    y = loop.body.op("Add", [x, read], name="add")
+    loop.back_edge(y, x)
+    b.result(loop.output_last(y, name="out"))
+    engine = Engine(b.build())
+    last = list(engine.run({"x0": np.ones(2, np.float32)}))[-1]
+    np.testing.assert_array_equal(last.outputs["out"], np.ones(2, np.float32))
+    body = next(p for p in engine.plans if p.path)
+    assert not any(type(s.fn) is hoist.Folded for s in body.steps)
+
+
 def test_a_step_that_fails_fails_at_its_iteration_as_before(monkeypatch):
     b = GraphBuilder("net")
     x0 = b.parameter("x0", "f32", [2])

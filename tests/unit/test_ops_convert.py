@@ -83,6 +83,25 @@ def test_bf16_rounds_to_bfloat_precision_kept_in_float32():
         np.array([1.0 + 3 * 2 ** -9], np.float32)).tolist() == [1.0 + 2 ** -7]
 
 
+def test_f16_to_f32_gives_astype_s_bits_for_every_pattern_and_layout():
+    """A weight's decompression takes a table of the 65,536 float16 patterns (big arrays in C
+    order): every value, NaN payloads, subnormals and infinities included, is astype's, bit
+    for bit; small arrays and other layouts are astype's own (its layout kept)."""
+    to_f32 = kernel("Convert", destination_type="f32")
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    for x in (every, every.reshape(256, 256), every[::-1].copy(), every[:100]):
+        out = to_f32(x)
+        assert out.dtype == np.float32 and out.shape == x.shape and out.flags.writeable
+        assert np.array_equal(out.view(np.uint32), x.astype(np.float32).view(np.uint32))
+    column = every.reshape(256, 256).T          # F order: astype keeps it
+    out = to_f32(column)
+    assert out.flags.f_contiguous and np.array_equal(out.view(np.uint32),
+                                                     column.astype(np.float32).view(np.uint32))
+    read_only = every.copy()
+    read_only.setflags(write=False)             # (a constant of the plan)
+    assert np.array_equal(to_f32(read_only), every.astype(np.float32), equal_nan=True)
+
+
 def test_convert_keeps_shape_of_scalars():
     out = kernel("Convert", destination_type="i64")(np.array(2.9, np.float32))
     assert out.shape == () and out == 2
