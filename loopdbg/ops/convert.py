@@ -114,11 +114,20 @@ def _convert_shape(layer: Layer, ins, consts):
     return TensorInfo(elements.canonical(attr(layer, "destination_type")), ins[0].shape)
 
 
+# destination_type as written -> (dtype, bf16): a decoder's body has ~200 Converts, most of one
+# or two spellings, each parsed once (a bad one raises each time: nothing is kept of it)
+_TARGETS: dict[str, tuple[np.dtype, bool]] = {}
+
+
 @op("Convert", shape=_convert_shape)
 def _convert(layer: Layer):
     name = attr(layer, "destination_type")
-    dtype = dtype_attr(layer, "destination_type")
-    bf16 = elements.canonical(name) == "bf16"
+    target = _TARGETS.get(name)
+    if target is None:
+        target = (dtype_attr(layer, "destination_type"), elements.canonical(name) == "bf16")
+        if len(_TARGETS) < 64:
+            _TARGETS[name] = target
+    dtype, bf16 = target
 
     paths: dict = {}                         # input dtype -> how to convert it
 

@@ -120,6 +120,26 @@ def test_bad_destination_type_is_a_user_error(data):
         kernel("Convert", **data)
 
 
+def test_each_convert_reads_its_own_destination_type_whatever_came_before():
+    """A destination type is parsed once per spelling and kept: every later Convert of that
+    spelling converts as the first did, another spelling (bf16's rounding among them) as its
+    own, and a bad one is refused each time, naming its own layer."""
+    x = np.array([1.00390625, -2.5, 300.0], np.float32)       # 1 + 2**-8: bf16 rounds it
+    for _ in range(2):
+        for dest, expected in (("f16", x.astype(np.float16)), (" FP16 ", x.astype(np.float16)),
+                               ("bf16", np.array([1.0, -2.5, 300.0], np.float32)),
+                               ("i32", np.array([1, -2, 300], np.int32)), ("f32", x)):
+            out = kernel("Convert", destination_type=dest)(x)
+            assert out.dtype == expected.dtype, dest
+            np.testing.assert_array_equal(out, expected)
+        for name in ("first", "second"):
+            layer = Layer(id=7, name=name, type="Convert", version="opset1",
+                          data={"destination_type": "nonsense"}, inputs=(Port(0, 0),),
+                          outputs=(Port(1, 0),))
+            with pytest.raises(UnsupportedOperation, match=f"layer 7 '{name}'.*nonsense"):
+                make_kernel(layer)
+
+
 def test_attribute_parsers():
     layer = Layer(id=1, name="x", type="T", version="opset1",
                   data={"b": "true", "i": " 3", "l": "0, 1,2", "e": "", "c": "NumPy", "f": "1e-3"})
