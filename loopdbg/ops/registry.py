@@ -133,6 +133,7 @@ _LOADED = False
 _MODULES: dict[str, set[str]] = {}      # type -> the family modules registering or refusing it
 _OPSETS: dict[str, int] = {}             # opset_number's answers (a model asks once per layer)
 _FOUND: dict[tuple[str, str], KernelSpec] = {}   # lookup's answers (a registration forgets them)
+_NONE: dict = {}                         # (no registration: a type unregistered since)
 
 # Versions that are not "opsetN": where OpenVINO takes such ops from (DESER create_node).
 _SPECIAL_VERSIONS = {"experimental": 6, "extension": 6, "ie_internal_opset": 1000}
@@ -374,7 +375,10 @@ def make_kernel(layer: Layer, where: str = "",
     execution plan gives it), for the kernels registered with ``constants=True``.
     Raises UnsupportedOperation naming the layer and listing what loopdbg supports.
     """
-    spec = lookup(layer.type, layer.version)
+    type_ = layer.type
+    spec = _FOUND.get((type_, layer.version))     # (lookup's answer, inline: once per layer)
+    if spec is None or _REGISTRY.get(type_, _NONE).get(spec.version) is not spec:
+        spec = lookup(type_, layer.version)
     if spec is None:
         reason = _refusal(layer.type, layer.version)
         if reason is not None:
@@ -400,9 +404,10 @@ def make_kernel(layer: Layer, where: str = "",
                     known = True
                     break
         kernel = spec.factory(layer, tuple(consts)) if known else spec.factory(layer)
-        if layer.type in SIZED_BY_VALUES or layer.type in SIZED_BY_ATTRIBUTES:
+        if type_ in SIZED_BY_VALUES or type_ in SIZED_BY_ATTRIBUTES:
             kernel = guarded(layer, kernel)     # (a plan makes thousands: no call for the rest)
-        return kernel, spec.count_outputs(layer)
+        n_out = spec.outputs
+        return kernel, (n_out if n_out.__class__ is int else spec.count_outputs(layer))
     except UnsupportedOperation:
         raise
     except (ValueError, KeyError, TypeError) as exc:

@@ -175,3 +175,22 @@ def test_the_whole_table_loads_without_onnx_or_the_onnx_reader():
                           timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_a_kernel_is_made_from_the_registration_of_now(monkeypatch):
+    """make_kernel keeps no answer a registration has replaced or removed since (it reads the
+    lookups kept, once per layer), and counts outputs given as a number or by the layer."""
+    from loopdbg.errors import UnsupportedOperation
+    from loopdbg.ir.model import Layer, Port
+
+    layer = Layer(id=3, name="s", type="Split", version="opset1", data={"num_splits": "3"},
+                  inputs=(Port(0, 0), Port(1, 1)), outputs=tuple(Port(2 + j, j) for j in range(3)))
+    fn, n_out = registry.make_kernel(layer)
+    assert n_out == 3
+    spec = lookup("Split", "opset1")
+    monkeypatch.setitem(registry._REGISTRY["Split"], spec.version,
+                        spec.replace(factory=lambda layer: "replaced", outputs=2))
+    assert registry.make_kernel(layer) == ("replaced", 2)
+    monkeypatch.setitem(registry._REGISTRY, "Split", {})
+    with pytest.raises(UnsupportedOperation, match="layer 3 's'"):
+        registry.make_kernel(layer)
