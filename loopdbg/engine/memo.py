@@ -120,8 +120,8 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
     for k, step in enumerate(plan.steps):
         layer = step.layer
         kind = layer.type
-        if kind not in pure or len(step.outs) != 1:
-            continue
+        if kind not in pure or len(step.outs) != 1 or type(step.fn) is Folded:
+            continue        # (folded: no input moves; its weight's bytes are not read for that)
         ins = step.ins
         shape_of = kind in shape_types and len(ins) == 1
         # the inputs that key the memo (not constants) and what each input is, in one pass
