@@ -476,9 +476,13 @@ def _broadcast_guard(grow: list[str], consts, ns: dict) -> str:
     """The condition under which ``step_lines`` checks a ufunc's broadcast output with the
     budget, for its inputs ``grow`` (two or more, none a constant of one element); the names
     it uses are put in the plan's namespace ``ns``."""
-    first, *others = grow               # (the output has at most the product of the sizes)
-    differ = " or ".join([f"{a}.shape != {first}.shape" for a in others])
-    product = " * ".join([f"{a}.size" for a in grow])
+    if len(grow) == 2:                  # (the usual: the same text, without two joins)
+        a, b = grow
+        differ, product = f"{b}.shape != {a}.shape", f"{a}.size * {b}.size"
+    else:                               # (the output has at most the product of the sizes)
+        first, *others = grow
+        differ = " or ".join([f"{a}.shape != {first}.shape" for a in others])
+        product = " * ".join([f"{a}.size" for a in grow])
     fixed = [a for a in grow if a in consts]
     if len(grow) == 2 and len(fixed) == 1:      # x and a constant (a bias, a scale): no bigger
         c = fixed[0]                            # than x when x ends in the constant's shape
