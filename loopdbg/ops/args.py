@@ -167,42 +167,63 @@ class SharedMemo:
     kernel of the same parameters: a generation loop without a KV cache shows each layer a new
     shape at each iteration, so a kernel's own memo never hits (each of a 24-layer decoder's
     Reshapes sees each shape once), while the 24 layers that share the parameters see it 24
-    times. A kernel keeps its own memo too, looked at first (a steady loop's hit costs what it
-    did); ``through`` is its miss. Keys are ``(params, key)``; at ``limit`` entries the shared
-    memo starts afresh."""
+    times. The kernels of the same ``params`` share one table, ``table(params)``, taken at plan
+    time: a kernel looks an input's shape up there, and on a miss ``remember``s what it works
+    out, so the first of a decoder's layers to see a new shape works it out and the others find
+    it with one look-up (no memo of their own to miss first, no ``(params, key)`` to hash). A
+    table starts afresh at ``limit`` entries; the set of tables at ``most`` (a kernel keeps the
+    table it has). ``through`` serves a kernel that keeps its own memo as well, looked at first."""
 
-    __slots__ = ("found", "limit")
+    __slots__ = ("found", "limit", "most")
 
-    def __init__(self, limit: int = 4096):
-        self.found: dict = {}
+    def __init__(self, limit: int = 256, most: int = 1024):
+        self.found: dict = {}       # params -> its table, key -> value
         self.limit = limit
+        self.most = most
+
+    def table(self, params) -> dict:
+        """The table of every kernel of ``params`` (hashable)."""
+        table = self.found.get(params)
+        if table is None:
+            if len(self.found) >= self.most:
+                self.found.clear()
+            table = self.found[params] = {}
+        return table
+
+    def remember(self, table: dict, key, make: Callable):
+        """A miss of ``key`` in ``table``: ``make(key)`` (which may raise, keeping nothing), kept
+        there."""
+        value = make(key)
+        if len(table) >= self.limit:
+            table.clear()
+        table[key] = value
+        return value
 
     def through(self, own: dict, params, key, make: Callable, limit: int = 64):
-        """A kernel's miss in its memo ``own``: the value of ``(params, key)`` kept by another
-        kernel, else ``make(key)`` (which may raise, keeping nothing), kept here and in ``own``
-        (while it has fewer than ``limit`` entries)."""
-        value = self.found.get((params, key))
+        """A kernel's miss in its memo ``own``: the value of ``key`` in the table of ``params``,
+        else ``make(key)`` kept there; kept in ``own`` too (while it has fewer than ``limit``
+        entries)."""
+        table = self.table(params)
+        value = table.get(key)
         if value is None:
-            value = make(key)
-            if len(self.found) >= self.limit:
-                self.found.clear()
-            self.found[(params, key)] = value
+            value = self.remember(table, key, make)
         if len(own) < limit:
             own[key] = value
         return value
 
 
-SHAPES = SharedMemo()   # (params, shape) -> what follows from them: reshaper, splits, MVN's axes
+SHAPES = SharedMemo()   # params -> shape -> what follows from them: reshaper, splits, MVN's axes
 
 
 def reshaper(out_shape: Callable[[tuple], tuple], limit: int = 64, params=None) -> Callable:
     """A kernel ``x, *constants -> x.reshape(out_shape(x.shape))``, with ``out_shape`` (a pure
     function that raises ValueError as the general kernel would) computed once per input shape.
     ``params``, when given, is a hashable description of everything ``out_shape`` reads besides
-    the shape (the op and its constants): the shapes are then also kept in ``SHAPES``, for the
-    kernels of the same ``params``."""
-    memo: dict = {}
-    through = SHAPES.through
+    the shape (the op and its constants): the shapes are then kept in the table of ``params``
+    in ``SHAPES``, with those of every kernel of the same ``params`` (and ``SHAPES``' limit),
+    else in the kernel's own memo, up to ``limit``."""
+    memo: dict = {} if params is None else SHAPES.table(params)
+    remember = SHAPES.remember
 
     def make(shape: tuple) -> tuple:
         return tuple(out_shape(shape))
@@ -220,7 +241,7 @@ def reshaper(out_shape: Callable[[tuple], tuple], limit: int = 64, params=None) 
                 if len(memo) < limit:
                     memo[shape] = out
             else:
-                out = through(memo, params, shape, make, limit)
+                out = remember(memo, shape, make)
         return x.reshape(out)
 
     return kernel

@@ -82,14 +82,13 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
     """A kernel cutting ``x`` with keys computed once per input shape: ``parts(shape)`` gives
     the lengths (raising ValueError as the general kernel would). Only when the axis is a
     non-negative constant or a negative one; otherwise ``general``. The keys are kept in
-    ``args.SHAPES`` too, under ``params`` (what ``parts`` reads besides the shape) and the axis,
-    for every split of the same ones."""
+    ``args.SHAPES``' table of ``params`` (what ``parts`` reads besides the shape) and the axis,
+    shared by every split of the same ones."""
     if axis_c is None or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
         return general
     axis = int(axis_c.reshape(-1)[0])
-    params = (*params, axis)
-    memo: dict = {}
-    through = SHAPES.through
+    memo = SHAPES.table((*params, axis))
+    remember = SHAPES.remember
 
     def keys_for(shape: tuple) -> tuple:
         ax = axis_of(axis, len(shape))
@@ -103,7 +102,7 @@ def _splitter(parts: Callable[[tuple], list[int]], axis_c, n_out: int, general: 
             shape = x.shape
         keys = memo.get(shape)
         if keys is None:
-            keys = through(memo, params, shape, keys_for)
+            keys = remember(memo, shape, keys_for)
         if n_out == 1:
             return x[keys[0]]
         return tuple([x[k] for k in keys])
@@ -124,14 +123,13 @@ def slice_keys(ax: int, lengths) -> tuple:
 def _by_computed_lengths(axis_c, general: Callable) -> Callable:
     """VariadicSplit by a constant axis and lengths computed in the graph (from a ShapeOf, as
     converters write it: the same few lengths at every iteration): the slices are made once per
-    input shape and lengths (kept in ``args.SHAPES`` too, for every such split), with
+    input shape and lengths (kept in ``args.SHAPES``' table of the axis, for every such split), with
     ``general``'s checks and errors."""
     if axis_c is None or axis_c.size != 1 or axis_c.dtype.kind not in "iu":
         return general
-    memo: dict = {}
-    through = SHAPES.through
     axis = int(axis_c.reshape(-1)[0])
-    params = ("VariadicSplit", axis)
+    memo = SHAPES.table(("VariadicSplit", axis))
+    remember = SHAPES.remember
 
     def keys_for(key: tuple) -> tuple:
         shape, lengths = key
@@ -141,10 +139,13 @@ def _by_computed_lengths(axis_c, general: Callable) -> Callable:
     def variadic_split_computed(x, _axis, split_lengths):
         if type(x) is not np.ndarray:
             x = np.asarray(x)
-        key = (x.shape, tuple(ints(split_lengths)))
+        if type(split_lengths) is np.ndarray and split_lengths.ndim == 1:
+            key = (x.shape, tuple(split_lengths.tolist()))     # ints' value, without its calls
+        else:
+            key = (x.shape, tuple(ints(split_lengths)))
         keys = memo.get(key)
         if keys is None:
-            keys = through(memo, params, key, keys_for)
+            keys = remember(memo, key, keys_for)
         if len(keys) == 1:
             return x[keys[0]]
         return tuple([x[k] for k in keys])

@@ -118,11 +118,10 @@ def _mvn6(layer: Layer, consts=None):
     given = const_input(consts, 1)
     if given is None:
         return mvn6
-    # constant axes: (axes, count, eps) once per shape, kept for every MVN of the same axes and
-    # eps too (args.SharedMemo: each of a decoder's layer norms sees each new shape once)
-    params = ("MVN", tuple(ints(given)), eps)
-    memo: dict = {}
-    through = SHAPES.through
+    # constant axes: (axes, count, eps) once per shape, in a table shared by every MVN of the
+    # same axes and eps (args.SharedMemo: each of a decoder's layer norms sees each new shape once)
+    memo = SHAPES.table(("MVN", tuple(ints(given)), eps))
+    remember = SHAPES.remember
 
     def numbers(shape: tuple) -> tuple:
         found = _axes(given, len(shape))                        # raises as mvn6 would
@@ -133,7 +132,7 @@ def _mvn6(layer: Layer, consts=None):
             x = np.asarray(x)
         found = memo.get(x.shape)
         if found is None:
-            found = through(memo, params, x.shape, numbers)
+            found = remember(memo, x.shape, numbers)
         if not found[0]:
             return _mvn(x, (), variance, eps, inside)
         xf = x if x.dtype == np.float64 else x.astype(np.float64)

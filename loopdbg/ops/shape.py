@@ -82,14 +82,14 @@ def _reshape(layer: Layer, consts=None):
             raise ValueError(f"cannot reshape {in_shape} into {ints(shape)}")
         return target
 
-    memo: dict = {}                          # and args.SHAPES, for every Reshape
-    through, params = SHAPES.through, ("Reshape", special_zero)
+    memo = SHAPES.table(("Reshape", special_zero))          # shared by every such Reshape
+    remember = SHAPES.remember
 
     def reshape(x, shape):                   # a target computed each iteration (from ShapeOf)
         key = (x.shape, tuple(ints(shape)))
         out = memo.get(key)
         if out is None:
-            out = through(memo, params, key, lambda k: tuple(target_of(k[0], k[1])))
+            out = remember(memo, key, lambda k: tuple(target_of(k[0], k[1])))
         return x.reshape(out)
 
     target = const_input(consts, 1)
