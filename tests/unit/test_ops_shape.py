@@ -224,6 +224,54 @@ def test_variadic_split_by_a_constant_axis_and_computed_lengths():
             fn(x, np.array(-1), i64(4, 4, 5))
 
 
+@pytest.mark.parametrize("shape, reps", [
+    ((3,), (3,)), ((), (4,)), ((), ()), ((2, 3), (2, 1)), ((2, 3), (3,)), ((2, 3), (2, 1, 1)),
+    ((1, 4, 2), (2, 0, 3)), ((0, 3), (2, 2)), ((2, 1, 3), (1, 1, 1)), ((2, 3, 4), ()),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.float16])
+def test_tile_is_np_tile_for_every_rank_and_type(shape, reps, dtype):
+    """Tile's one broadcast copy gives np.tile's values, shape and type, a new C-ordered array
+    (never a view of its input, even when every repeat is 1), from a non-contiguous input too."""
+    x = (np.arange(int(np.prod(shape)) * 2) % 7).astype(dtype)[::2].reshape(shape)
+    out = kernel("Tile")(x, i64(*reps))
+    want = np.tile(x, reps)
+    assert out.dtype == want.dtype and out.shape == want.shape
+    np.testing.assert_array_equal(out, want)
+    assert out.flags.c_contiguous and out.flags.writeable and not np.shares_memory(out, x)
+    wide = np.arange(12, dtype=np.float32).reshape(3, 4).T        # a transposed view
+    np.testing.assert_array_equal(kernel("Tile")(wide, i64(2, 2)), np.tile(wide, (2, 2)))
+
+
+def test_tile_refuses_a_negative_repeat_and_tiles_a_python_number():
+    with pytest.raises(ValueError, match="negative"):
+        kernel("Tile")(np.arange(3), i64(-1))
+    np.testing.assert_array_equal(kernel("Tile")([1, 2], i64(2)), [1, 2, 1, 2])
+
+
+@pytest.mark.parametrize("shape, target", [
+    ((3,), (2, 3)), ((), (2, 2)), ((), ()), ((1,), (4,)), ((2, 1), (3, 2, 5)), ((1, 1), (0, 4)),
+    ((2, 3), (2, 3)),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_broadcast_numpy_is_broadcast_to_copied(shape, target, dtype):
+    x = (np.arange(int(np.prod(shape))) % 5).astype(dtype).reshape(shape)
+    out = kernel("Broadcast", "opset3", mode="numpy")(x, i64(*target))
+    want = np.broadcast_to(x, target)
+    assert out.dtype == want.dtype and out.shape == want.shape
+    np.testing.assert_array_equal(out, want)
+    assert out.flags.c_contiguous and out.flags.writeable and not np.shares_memory(out, x)
+
+
+@pytest.mark.parametrize("shape, target", [((3,), (2, 4)), ((2, 3), (3,)), ((2,), (-1, 2)),
+                                           ((3, 1), (2, 3))])
+def test_broadcast_numpy_refuses_what_does_not_broadcast_one_way(shape, target):
+    """What numpy's broadcast_to refuses is refused as it does: a mismatched or negative
+    dimension, a target of lower rank, a dimension of the target smaller than the input's."""
+    fn = kernel("Broadcast", "opset1", mode="numpy")
+    with pytest.raises(ValueError):
+        fn(np.zeros(shape, np.float32), i64(*target))
+
+
 # ---- Range, Identity -------------------------------------------------------------------------
 
 def s(v, dtype):
@@ -265,6 +313,20 @@ def test_range4_integers_are_int64_values_cast_down(out_type):
         want = (a + np.arange(n, dtype=np.int64) * st).astype(dtype)
         out = fn(s(a, np.int64), s(b, np.int64), s(st, np.int64))
         assert out.dtype == dtype and out.tolist() == want.tolist(), (a, b, st)
+
+
+@pytest.mark.parametrize("start, stop, step, expected", [
+    (s(1, np.int64), s(6.5, np.float32), s(2, np.int64), [1, 3, 5]),        # one float: trunc
+    (s(1, np.uint8), s(5, np.uint8), s(1, np.uint8), [1, 2, 3, 4]),
+    (s(2, np.int64), s(8, np.int32), s(0, np.int64), []),                    # a step of 0
+    (s(True, np.bool_), s(4, np.int64), s(1, np.int64), [1, 2, 3]),
+    (s(-1, np.int8), s(3, np.int16), s(1, np.int32), [-1, 0, 1, 2]),
+])
+def test_range4_integer_output_of_mixed_or_other_input_types(start, stop, step, expected):
+    """Integer inputs of any width take Range's direct path (plain ints), the others (a float, a
+    bool, an unsigned) the general one; both give the same values."""
+    out = kernel("Range", "opset4", n_in=3, output_type="i64")(start, stop, step)
+    assert out.dtype == np.int64 and out.tolist() == expected
 
 
 def test_range4_float_count_matches_ceil():
