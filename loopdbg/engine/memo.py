@@ -116,11 +116,15 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
     interned: dict[object, int] = {}
     chosen: dict[int, Memo] = {}
     memos: dict[str, list] = {}
+    names: list[str] = []                   # memo n's name (made once, not per step)
     pure, shape_types, names_only, plain = PURE, SHAPE_OF, _NAMES_ONLY, _PLAIN
     for k, step in enumerate(plan.steps):
         layer = step.layer
         kind = layer.type
-        if kind not in pure or len(step.outs) != 1 or type(step.fn) is Folded:
+        if kind not in pure or len(step.outs) != 1 or step.nested or step.with_ctx:
+            continue        # (with_ctx: the kernel needs the run's context, ``needs_context``)
+        fn = step.fn
+        if type(fn) is Folded:
             continue        # (folded: no input moves; its weight's bytes are not read for that)
         ins = step.ins
         shape_of = kind in shape_types and len(ins) == 1
@@ -146,9 +150,7 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
                 known.append(seen)
         if not moving:
             continue
-        fn = step.fn
-        if step.nested or step.with_ctx or type(fn) is Folded or \
-                getattr(fn, "needs_context", False) or getattr(fn, "notice", None):
+        if getattr(fn, "notice", None):
             continue
         # what the step computes besides its keys: its type, attributes (in the file's order:
         # an attribute written first elsewhere only shares no memo), inputs and declared element
@@ -168,17 +170,21 @@ def steps(plan, stable: set[str], once=frozenset()) -> tuple[dict[int, Memo], di
                     break
                 attrs.append((key, value))
         else:
-            ports = tuple([(p.precision, len(p.dims)) for p in layer.inputs + layer.outputs])
+            ports = []                  # (a loop: no frame of a comprehension per step)
+            for p in layer.inputs + layer.outputs:
+                ports.append((p.precision, len(p.dims)))
+            ports = tuple(ports)
             sig = (kind, layer.version, tuple(attrs), tuple(known), ports, 1, shape_of)
             n = interned.get(sig)
             if n is None:
                 n = interned[sig] = len(interned)
-                memos[f"_S_m{n}"] = [None] + [_MISSING] * len(moving)
+                names.append(f"_S_m{n}")
+                memos[names[n]] = [None] + [_MISSING] * len(moving)
             what[step.outs[0]] = (n, 0)
-            chosen[k] = Memo(f"_S_m{n}", shape_of, moving)
+            chosen[k] = Memo(names[n], shape_of, moving)
     read: set[str] = set()                  # by the memos kept, last step first
     for k in sorted(chosen, reverse=True):
-        if k in once and not any(o in read for o in plan.steps[k].outs):
+        if k in once and read.isdisjoint(plan.steps[k].outs):
             del chosen[k]
         elif not chosen[k].shape_of:
             read.update(chosen[k].keys)

@@ -96,8 +96,20 @@ def a(layer: Layer, name: str, default: Any = None) -> Any:
 
 
 def opset(layer: Layer) -> int:
-    """The ONNX opset version of a layer (``opset13`` -> 13)."""
-    return int(str(layer.version).removeprefix("opset") or 1)
+    """The ONNX opset version of a layer (``opset13`` -> 13), parsed once per spelling: a
+    decoder's body asks it of ~500 layers, all of one or two spellings. A bad spelling is kept
+    nowhere (ValueError at each layer); at most ``_OPSET_SPELLINGS`` are kept."""
+    version = layer.version
+    n = _OPSETS.get(version)
+    if n is None:
+        n = int(str(version).removeprefix("opset") or 1)
+        if len(_OPSETS) < _OPSET_SPELLINGS:
+            _OPSETS[version] = n
+    return n
+
+
+_OPSETS: dict[object, int] = {}     # a version's spelling -> its number
+_OPSET_SPELLINGS = 256
 
 
 def declared_outputs(layer: Layer) -> int:

@@ -145,6 +145,13 @@ def _squeeze(layer: Layer):
     return lambda x, axes=None: squeeze(x, None if axes is None else ints_of(axes))
 
 
+# x[_NEW_AXIS[k]] inserts an axis at k, for each k a numpy array can have (its rank is at most
+# 64): made once, not per layer (a decoder's body has hundreds of Unsqueezes); a constant axis
+# past them is one no array has, which ``unsqueeze`` refuses at run time (a tuple of k slices
+# made for it would take 8 bytes per unit of a file's number)
+_NEW_AXIS = tuple([(slice(None),) * k + (None,) for k in range(64)])
+
+
 @op("onnx.Unsqueeze", versions=(1, 13), constants=True)
 def _unsqueeze(layer: Layer, consts=None):
     if opset(layer) < 13:
@@ -153,8 +160,8 @@ def _unsqueeze(layer: Layer, consts=None):
     known = const_input(consts, 1)
     k = known.item() if type(known) is np.ndarray and known.size == 1 and \
         known.dtype.kind in "iu" else -1
-    if k >= 0:                                  # one constant axis (what exporters write)
-        at = (slice(None),) * k + (None,)       # x[at]: a view with a new axis at k, as
+    if 0 <= k < len(_NEW_AXIS):                 # one constant axis (what exporters write)
+        at = _NEW_AXIS[k]                       # x[at]: a view with a new axis at k, as
                                                 # reshape makes (a numpy scalar: a new array)
 
         def unsqueeze_at(x, axes):

@@ -194,3 +194,32 @@ def test_a_sequence_is_given_but_never_kept():
     m = [None, object()]
     out = memo.same(m, lambda s: s, (items,), items)
     assert out is items and m[0] is None and all(a.flags.writeable for a in items)
+
+
+def test_only_a_plain_kernel_of_its_inputs_alone_is_chosen():
+    """memo.steps passes over a step whose kernel needs the run's context (``with_ctx``), a
+    nested one and one whose kernel says something of itself (``notice``), whatever their type;
+    the same layers with plain kernels share one memo, in the order of their steps."""
+    from types import SimpleNamespace
+
+    from loopdbg.engine.plan import Step
+    from loopdbg.ir.model import Layer, Port
+
+    def shape_of(x):
+        return np.array(x.shape, np.int64)
+
+    def noticed(x):
+        return shape_of(x)
+
+    noticed.notice = "says something"
+    layers = [Layer(id=k, name=f"s{k}", type="onnx.Shape", version="opset13",
+                    inputs=(Port(0, 0, "FP32", (2, 3)),), outputs=(Port(1, 0, "I64", (2,)),))
+              for k in range(6)]
+    kinds = [(shape_of, False, False), (shape_of, False, True), (shape_of, True, False),
+             (noticed, False, False), (shape_of, False, False), (shape_of, False, False)]
+    steps = [Step(layer, fn, ("p0",), (f"v{k}_0",), nested, ctx)
+             for k, (layer, (fn, nested, ctx)) in enumerate(zip(layers, kinds))]
+    chosen, memos = memo.steps(SimpleNamespace(steps=steps, consts={}), {"p0"})
+    assert sorted(chosen) == [0, 4, 5]
+    assert {m.name for m in chosen.values()} == set(memos) == {"_S_m0"}
+    assert all(m.shape_of and m.keys == ("p0",) for m in chosen.values())

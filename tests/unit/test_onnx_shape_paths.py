@@ -42,6 +42,20 @@ def test_unsqueeze_on_a_constant_axis_is_the_general_unsqueeze(shape, axis):
         assert _outcome(direct, value, axes) == _outcome(general, value, axes)
 
 
+@pytest.mark.parametrize("axis", [62, 63, 64, 10**12])
+def test_unsqueeze_on_a_constant_axis_past_any_rank_is_refused_as_the_general_one(axis):
+    """A file's axis of 10**12 is a plan, not 8 TB of slices made at plan time, and at run
+    time the general kernel's error; 63 (the last of a 64-dimensional array) gives the view."""
+    axes = np.array([axis], np.int64)
+    direct = _kernel("Unsqueeze", (None, axes))
+    general = _kernel("Unsqueeze")
+    assert direct.__name__ == ("unsqueeze_at" if axis < 64 else "<lambda>")
+    x = np.zeros((1,) * min(axis, 63), np.float32)
+    got = _outcome(direct, x, axes)
+    assert got == _outcome(general, x, axes)
+    assert got[0] == ("error" if axis >= 64 else np.ndarray)
+
+
 @pytest.mark.parametrize("index", [0, 1, 2, -1, -3, 3, -4])
 @pytest.mark.parametrize("constant", [False, True])
 def test_gather_of_one_index_is_take(index, constant):
