@@ -7,11 +7,12 @@ interprets the converter's graph node by node and cannot beat it; what is left b
 floor and the runtime (onnxruntime's prepacked-weight GEMMs, fused kernels, C++ loop) is out of
 reach of any numpy engine.
 
-The weights are read from the ONNX file of ../shared/scale's ``*_onnx`` decoders (torch.onnx,
-opset 17), by the decoder's structure: the loop body's MatMul weights in order (4 per block, then
-the head), its LayerNormalizations' scale and bias (2 per block, then the final one), the
-biases by their PyTorch names. ``check`` compares the generated tokens with the model's
-``expected.npz``, so a floor that reads a model wrongly is told, never timed.
+The weights are read from the ONNX file of the scale decoders (the ``*_onnx`` folders that
+LOOPDBG_SCALE_DIR names; torch.onnx, opset 17), by the decoder's structure: the loop body's
+MatMul weights in order (4 per block, then the head), its LayerNormalizations' scale and bias (2
+per block, then the final one), the biases by their PyTorch names. ``floor_time`` compares the
+generated tokens with the model's ``expected.npz``, so a floor that reads a model wrongly is
+told, never timed.
 
 The arithmetic is numpy's best plain form of each step: 2-D products (one GEMM each),
 LayerNormalization with reductions and in-place steps, softmax over the causal mask, GELU's erf
