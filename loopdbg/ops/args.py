@@ -14,6 +14,7 @@ import numpy as np
 
 from loopdbg.ir import elements
 from loopdbg.ir.model import Layer
+from loopdbg.ops.registry import opset_number
 
 # ---- OpenVINO attributes (plan time) ---------------------------------------------------------
 
@@ -96,20 +97,15 @@ def a(layer: Layer, name: str, default: Any = None) -> Any:
 
 
 def opset(layer: Layer) -> int:
-    """The ONNX opset version of a layer (``opset13`` -> 13), parsed once per spelling: a
-    decoder's body asks it of ~500 layers, all of one or two spellings. A bad spelling is kept
-    nowhere (ValueError at each layer); at most ``_OPSET_SPELLINGS`` are kept."""
+    """The ONNX opset version of a layer (``opset13`` -> 13): ``registry.opset_number``'s, which
+    keeps its answer per spelling (a decoder's body asks it of ~500 layers, all of one or two
+    spellings, and its layers were looked up under it already). A spelling it does not know,
+    ``opset`` alone or none, is 1 here; a bad one (``opsetX``) a ValueError."""
     version = layer.version
-    n = _OPSETS.get(version)
-    if n is None:
-        n = int(str(version).removeprefix("opset") or 1)
-        if len(_OPSETS) < _OPSET_SPELLINGS:
-            _OPSETS[version] = n
-    return n
-
-
-_OPSETS: dict[object, int] = {}     # a version's spelling -> its number
-_OPSET_SPELLINGS = 256
+    try:
+        return opset_number(version)
+    except ValueError:
+        return int(str(version).removeprefix("opset") or 1)
 
 
 def declared_outputs(layer: Layer) -> int:

@@ -1,4 +1,4 @@
-"""``ops.args.opset``, which parses a layer's opset spelling once per spelling: what it gives
+"""``ops.args.opset``, which takes ``registry.opset_number``'s answer, kept per spelling: what it gives
 whatever the order in which spellings come, past the number it keeps, and a bad spelling
 refused at each layer that has it."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from loopdbg.ir.model import Layer
-from loopdbg.ops import args
+from loopdbg.ops import registry
 from loopdbg.ops.args import opset
 from loopdbg.ops.registry import make_kernel
 
@@ -27,14 +27,14 @@ def test_a_bad_spelling_is_refused_at_each_layer_and_kept_nowhere():
     for _ in range(2):
         with pytest.raises(ValueError):
             opset(_layer("opsetX"))
-    assert "opsetX" not in args._OPSETS
+    assert "opsetX" not in registry._OPSETS
 
 
 def test_spellings_past_those_kept_are_still_parsed(monkeypatch):
-    monkeypatch.setattr(args, "_OPSETS", {})
-    for k in range(args._OPSET_SPELLINGS + 20):
+    monkeypatch.setattr(registry, "_OPSETS", {})
+    for k in range(1024 + 20):
         assert opset(_layer(f"opset{k:04d}")) == k
-    assert len(args._OPSETS) == args._OPSET_SPELLINGS
+    assert len(registry._OPSETS) == 1024
 
 
 def test_a_kernel_follows_its_own_layer_s_opset():
